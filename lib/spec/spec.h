@@ -1,0 +1,105 @@
+// The workload spec (DESIGN.md "Workload spec", version 1) as plain data. Parsing and validation live in
+// spec_parse.*, shape/dtype inference in ops.*. The worker gets a spec as JSON (to_json / spec_from_json).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/error.h"
+
+namespace kf {
+
+// Codes are the candidate ABI's (kf_abi.h); bool shares uint8's code.
+enum class dtype : int32_t { float32 = 0, float16 = 1, bfloat16 = 2, float64 = 3, int32 = 4, int64 = 5, uint8 = 6 };
+
+std::string_view dtype_name(dtype t);                   // "float32", "bfloat16", ...
+std::optional<dtype> parse_dtype(std::string_view s);   // accepts torch names and aliases (float, half, bf16...)
+int64_t dtype_size(dtype t);
+bool is_floating(dtype t);
+const std::vector<std::string>& dtype_names();         // for "did you mean" and messages
+
+// One entry of an input's shape: a literal or a symbol bound by each case.
+struct dim {
+  std::string symbol;  // empty for a literal
+  int64_t value = 0;
+  bool is_symbol() const { return !symbol.empty(); }
+};
+
+struct init_spec {
+  std::string kind = "normal";  // normal | uniform | causal_mask | randint
+  nlohmann::json params = nlohmann::json::object();
+};
+
+struct input_spec {
+  std::string name;
+  std::vector<dim> shape;
+  dtype type = dtype::float32;
+  init_spec init;
+  std::string memory_format = "contiguous";  // contiguous | channels_last
+  source_loc loc;
+};
+
+// One op of the graph. `args` keeps the YAML mapping as JSON; the op registry knows its schema.
+// The first op's args hold "input" (an input's name); tensor arguments name inputs.
+struct op_call {
+  std::string op;
+  nlohmann::json args = nlohmann::json::object();
+  source_loc loc;
+};
+
+struct case_spec {
+  std::string name;                          // "B=1,H=8,S=2048": the bindings in the spec's order
+  std::vector<std::pair<std::string, int64_t>> bindings;
+  bool gate = false;                         // timed (every case is verified)
+  source_loc loc;
+  std::optional<int64_t> binding(std::string_view symbol) const;
+};
+
+struct tolerance_spec {
+  std::optional<double> rtol, atol;
+};
+
+struct gate_spec {
+  double max_regression = 0.05;              // fraction: 5% -> 0.05
+  std::vector<std::string> must_beat;        // baseline names
+  bool require_kernel = false;               // a missing kernel for this GPU fails the gate
+};
+
+struct search_spec {
+  std::vector<std::string> families;
+  int evaluations = 50;
+  double seconds = 0;                        // 0: no wall-time budget
+};
+
+struct workload_spec {
+  int version = 1;
+  std::string name;
+  std::string model;
+  std::vector<input_spec> inputs;
+  std::vector<op_call> graph;
+  std::vector<case_spec> cases;
+  tolerance_spec tolerance;
+  std::vector<std::string> baselines{"eager", "compile", "vendor"};
+  gate_spec gate;
+  search_spec search;
+  std::vector<std::string> allow_libraries;  // libraries a candidate may call (cublas, cudnn...)
+  double input_reads = 1.0;                  // how many times the floor counts each input read
+  std::string path;                          // the YAML file it came from
+  std::string hash;                          // sha256 of the file's text (cache keys)
+
+  const input_spec* find_input(std::string_view name) const;
+  const case_spec* find_case(std::string_view name) const;
+};
+
+// The concrete shape of an input in a case (symbols replaced by the case's bindings).
+std::vector<int64_t> concrete_shape(const input_spec& in, const case_spec& c);
+
+nlohmann::json to_json(const workload_spec& s);
+workload_spec spec_from_json(const nlohmann::json& j);
+
+}  // namespace kf

@@ -1,0 +1,37 @@
+// A small flag parser for the subcommands: --name value, --name=value, --flag, positionals.
+// Unknown flags are usage errors (exit 2) with a suggestion.
+#pragma once
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace kf {
+
+struct flag_def {
+  std::string name;        // without the dashes
+  bool takes_value = true;
+  std::string help;
+  std::string value_name = "X";
+};
+
+class args {
+ public:
+  // Throws user_error on an unknown flag or a missing value.
+  args(const std::vector<std::string>& argv, const std::vector<flag_def>& defs);
+  bool has(const std::string& name) const { return m_values.count(name) > 0; }
+  std::optional<std::string> get(const std::string& name) const;
+  std::string get_or(const std::string& name, const std::string& fallback) const;
+  double get_double(const std::string& name, double fallback) const;  // "30", "30s", "5%" forms
+  int get_int(const std::string& name, int fallback) const;
+  const std::vector<std::string>& positional() const { return m_positional; }
+
+ private:
+  std::map<std::string, std::string> m_values;
+  std::vector<std::string> m_positional;
+};
+
+std::string flags_help(const std::vector<flag_def>& defs);
+
+}  // namespace kf
