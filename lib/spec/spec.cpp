@@ -60,6 +60,10 @@ std::optional<int64_t> case_spec::binding(std::string_view symbol) const {
   return std::nullopt;
 }
 
+bool case_spec::runs_on(std::string_view device_kind) const {
+  return devices.empty() || std::find(devices.begin(), devices.end(), device_kind) != devices.end();
+}
+
 const input_spec* workload_spec::find_input(std::string_view n) const {
   for (auto& in : inputs)
     if (in.name == n) return &in;
@@ -110,7 +114,7 @@ nlohmann::json to_json(const workload_spec& s) {
   for (auto& c : s.cases) {
     json b = json::array();
     for (auto& [k, v] : c.bindings) b.push_back({k, v});
-    cases.push_back({{"name", c.name}, {"bindings", b}, {"gate", c.gate}, {"loc", loc_json(c.loc)}});
+    cases.push_back({{"name", c.name}, {"bindings", b}, {"gate", c.gate}, {"devices", c.devices}, {"loc", loc_json(c.loc)}});
   }
   json tol = json::object();
   if (s.tolerance.rtol) tol["rtol"] = *s.tolerance.rtol;
@@ -157,6 +161,7 @@ workload_spec spec_from_json(const nlohmann::json& j) {
     c.name = jc.at("name").get<std::string>();
     for (auto& b : jc.at("bindings")) c.bindings.emplace_back(b.at(0).get<std::string>(), b.at(1).get<int64_t>());
     c.gate = jc.value("gate", false);
+    c.devices = jc.value("devices", std::vector<std::string>{});
     c.loc = loc_from(jc.value("loc", nlohmann::json()));
     s.cases.push_back(std::move(c));
   }

@@ -56,7 +56,9 @@ struct case_spec {
   std::string name;                          // "B=1,H=8,S=2048": the bindings in the spec's order
   std::vector<std::pair<std::string, int64_t>> bindings;
   bool gate = false;                         // timed (every case is verified)
+  std::vector<std::string> devices;          // device kinds this case runs on ("cpu", "cuda"); empty = all
   source_loc loc;
+  bool runs_on(std::string_view device_kind) const;
   std::optional<int64_t> binding(std::string_view symbol) const;
 };
 
