@@ -1,0 +1,30 @@
+// The speed-of-light floor of a case (DESIGN.md "Measure"): the larger of the bandwidth floor (unavoidable
+// bytes over the copy bandwidth measured in the same run) and the launch floor (an empty kernel timed by the
+// same protocol: cold, and inside a graph for hot).
+#pragma once
+#include <nlohmann/json.hpp>
+
+namespace kf::measure {
+
+struct floor_info {
+  double bytes = 0;                // input bytes * input_reads + output bytes
+  double copy_bandwidth_gbs = 0;
+  double bandwidth_floor_us = 0;
+  double launch_floor_us = 0;      // empty kernel, cold protocol
+  double launch_floor_hot_us = 0;  // empty kernel, hot loop (0 when not measured)
+  double floor_us = 0;             // max(bandwidth, launch cold): compare with cold medians
+  double floor_hot_us = 0;         // max(bandwidth, launch hot): compare with hot medians
+};
+
+// Unavoidable bytes: every input read `input_reads` times (spec.input_reads), every output written once.
+double unavoidable_bytes(double input_bytes, double output_bytes, double input_reads);
+
+floor_info make_floor(double bytes, double copy_bandwidth_gbs, double launch_floor_us, double launch_floor_hot_us);
+
+// The fraction of the floor reached by a median time: floor / median (1 = at the floor); 0 for no median.
+double floor_fraction(double floor_us, double median_us);
+
+nlohmann::json to_json(const floor_info& f);
+floor_info floor_info_from_json(const nlohmann::json& j);
+
+}  // namespace kf::measure

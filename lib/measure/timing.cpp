@@ -1,0 +1,215 @@
+// Interleaved timing of the implementations of one case: see timing.h.
+#include "measure/timing.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace kf::measure {
+
+double steady_seconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+timing_options timing_options_from_json(const nlohmann::json& j) {
+  timing_options o;
+  if (j.is_null()) return o;
+  if (!j.is_object()) throw std::invalid_argument("stopping: expected an object");
+  auto number = [&](const char* key, double& out, double lo) {
+    if (!j.contains(key)) return;
+    if (!j[key].is_number() || j[key].get<double>() < lo)
+      throw std::invalid_argument(fmt::format("stopping.{}: expected a number >= {}, got {}", key, lo, j[key].dump()));
+    out = j[key].get<double>();
+  };
+  double min_samples = o.stopping.min_samples;
+  number("min_samples", min_samples, 1);
+  o.stopping.min_samples = static_cast<int>(min_samples);
+  number("max_noise", o.stopping.max_noise, 0);
+  number("min_seconds", o.stopping.min_seconds, 0);
+  number("timeout_s", o.stopping.timeout_s, 1e-3);
+  number("hot_below_us", o.hot_below_s, 0);
+  if (j.contains("hot_below_us")) o.hot_below_s *= 1e-6;
+  if (j.contains("hot")) {
+    const auto& h = j["hot"];
+    if (h.is_boolean()) o.hot = h.get<bool>() ? hot_mode::always : hot_mode::never;
+    else if (h == "auto") o.hot = hot_mode::automatic;
+    else throw std::invalid_argument("stopping.hot: expected true, false or \"auto\", got " + h.dump());
+  }
+  return o;
+}
+
+namespace {
+
+// The state of one implementation (or of its hot loop) in the interleaved loop.
+struct track {
+  explicit track(const stats::stopping_options& o) : criterion(o) {}
+  stats::stopping_criterion criterion;
+  sample_set* out = nullptr;
+  bool done = false;
+
+  void add(const sample& s) {
+    if (s.sm_clock_mhz > 0) {
+      out->sm_clock_min_mhz = out->sm_clock_min_mhz == 0 ? s.sm_clock_mhz : std::min(out->sm_clock_min_mhz, s.sm_clock_mhz);
+      out->sm_clock_max_mhz = std::max(out->sm_clock_max_mhz, s.sm_clock_mhz);
+    }
+    if (!s.kept) {
+      ++out->discarded;
+      return;
+    }
+    out->samples_us.push_back(s.seconds * 1e6);
+    criterion.add(s.seconds * static_cast<double>(out->launches_per_sample));
+  }
+  void check(double elapsed) {
+    stats::stop_state st = criterion.check(elapsed);
+    if (st == stats::stop_state::running) return;
+    done = true;
+    out->stop = std::string(stats::stop_state_name(st));
+  }
+};
+
+struct impl_state {
+  const timed_impl* impl;
+  impl_timing* result;
+  track cold;
+  std::optional<track> hot;
+  std::unique_ptr<hot_loop> loop;
+  bool hot_decided = false;
+  bool failed = false;
+};
+
+}  // namespace
+
+std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_impl>& impls,
+                                          const timing_options& options, const clock_fn& now) {
+  std::vector<impl_timing> results(impls.size());
+  std::vector<impl_state> states;
+  states.reserve(impls.size());
+  for (std::size_t i = 0; i < impls.size(); ++i) {
+    results[i].impl = impls[i].name;
+    states.push_back(impl_state{&impls[i], &results[i], track(options.stopping), std::nullopt, nullptr});
+    states.back().cold.out = &results[i].cold;
+  }
+  auto fail = [](impl_state& st, const std::string& why) {
+    st.failed = true;
+    st.result->error = why;
+    if (st.result->cold.stop.empty()) st.result->cold.stop = "failed";
+    if (st.result->hot && st.result->hot->stop.empty()) st.result->hot->stop = "failed";
+  };
+  for (auto& st : states) {
+    try {
+      s.warmup(st.impl->launch);
+    } catch (const launch_failure& e) {
+      fail(st, e.what());
+    }
+  }
+  if (options.hot == hot_mode::never)
+    for (auto& st : states) st.result->hot_skipped = "hot samples turned off";
+
+  // Decides on and prepares the hot loop once the first cold sample is in.
+  auto decide_hot = [&](impl_state& st, double cold_s) {
+    st.hot_decided = true;
+    if (options.hot == hot_mode::never) return;
+    if (options.hot == hot_mode::automatic && cold_s >= options.hot_below_s) {
+      st.result->hot_skipped = fmt::format("first cold sample {:.1f} us >= {:.1f} us: launch gaps do not matter",
+                                           cold_s * 1e6, options.hot_below_s * 1e6);
+      return;
+    }
+    try {
+      st.loop = s.make_hot(st.impl->launch, cold_s, options.hot_target_s);
+    } catch (const launch_failure& e) {
+      fail(st, e.what());
+      return;
+    } catch (const std::runtime_error& e) {  // cannot run back to back: cold only, and say why
+      st.result->hot_skipped = std::string("hot loop not available: ") + e.what();
+      return;
+    }
+    st.result->hot.emplace();
+    st.result->hot->launches_per_sample = st.loop->launches();
+    st.hot.emplace(options.stopping);
+    st.hot->out = &*st.result->hot;
+  };
+
+  const double t0 = now();
+  for (;;) {
+    bool any = false;
+    for (auto& st : states) {
+      if (st.failed) continue;
+      bool hot_pending = st.hot && !st.hot->done;
+      if (st.cold.done && !hot_pending && st.hot_decided) continue;
+      any = true;
+      try {
+        if (!st.cold.done) {
+          sample c = s.cold(st.impl->launch);
+          st.cold.add(c);
+          if (!st.hot_decided && c.kept) decide_hot(st, c.seconds);
+        }
+        if (st.hot && !st.hot->done) st.hot->add(st.loop->run());
+      } catch (const launch_failure& e) {
+        fail(st, e.what());
+        continue;
+      }
+      double elapsed = now() - t0;
+      if (!st.cold.done) st.cold.check(elapsed);
+      if (st.hot && !st.hot->done) st.hot->check(elapsed);
+      if (!st.hot_decided && st.cold.done) {  // never got a kept cold sample before stopping
+        st.hot_decided = true;
+        if (st.result->hot_skipped.empty()) st.result->hot_skipped = "no kept cold sample to size the hot loop";
+      }
+    }
+    if (!any) break;
+  }
+  return results;
+}
+
+nlohmann::json to_json(const sample_set& s) {
+  stats::summary sum = s.summary();
+  nlohmann::json j{{"samples_us", s.samples_us},
+                   {"discarded", s.discarded},
+                   {"launches_per_sample", s.launches_per_sample},
+                   {"stop", s.stop},
+                   {"median_us", sum.median},
+                   {"q1_us", sum.q1},
+                   {"q3_us", sum.q3},
+                   {"min_us", sum.min},
+                   {"mean_us", sum.mean},
+                   {"noise", sum.noise}};
+  if (s.sm_clock_max_mhz > 0) j["sm_clock_mhz"] = {{"min", s.sm_clock_min_mhz}, {"max", s.sm_clock_max_mhz}};
+  return j;
+}
+
+nlohmann::json to_json(const impl_timing& t) {
+  nlohmann::json j{{"impl", t.impl}, {"cold", to_json(t.cold)}};
+  if (t.hot) j["hot"] = to_json(*t.hot);
+  if (!t.hot_skipped.empty()) j["hot_skipped"] = t.hot_skipped;
+  if (!t.error.empty()) j["error"] = t.error;
+  return j;
+}
+
+sample_set sample_set_from_json(const nlohmann::json& j) {
+  sample_set s;
+  s.samples_us = j.at("samples_us").get<std::vector<double>>();
+  s.discarded = j.value("discarded", 0);
+  s.launches_per_sample = j.value("launches_per_sample", 1);
+  s.stop = j.value("stop", "");
+  if (j.contains("sm_clock_mhz")) {
+    s.sm_clock_min_mhz = j["sm_clock_mhz"].at("min").get<double>();
+    s.sm_clock_max_mhz = j["sm_clock_mhz"].at("max").get<double>();
+  }
+  return s;
+}
+
+impl_timing impl_timing_from_json(const nlohmann::json& j) {
+  impl_timing t;
+  t.impl = j.at("impl").get<std::string>();
+  t.cold = sample_set_from_json(j.at("cold"));
+  if (j.contains("hot")) t.hot = sample_set_from_json(j["hot"]);
+  t.hot_skipped = j.value("hot_skipped", "");
+  t.error = j.value("error", "");
+  return t;
+}
+
+}  // namespace kf::measure

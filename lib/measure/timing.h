@@ -1,0 +1,63 @@
+// Times several implementations of one case together (DESIGN.md "Measure"): one sample of each per round,
+// so drift hits all alike, each with its own stopping rule; cold samples always, hot samples for short ones.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "measure/sampler.h"
+#include "measure/stats.h"
+
+namespace kf::measure {
+
+enum class hot_mode { automatic, always, never };
+
+struct timing_options {
+  stats::stopping_options stopping;   // per implementation and per kind (cold, hot); timeout is per case
+  hot_mode hot = hot_mode::automatic;
+  double hot_below_s = 50e-6;         // automatic: hot samples when the first cold sample is shorter
+  double hot_target_s = 1e-3;         // one hot pass lasts about this long
+};
+
+// Reads the protocol's `stopping` object ({min_samples, max_noise, min_seconds, timeout_s, hot}); absent
+// fields keep their defaults; `hot` is true, false or "auto". Throws std::invalid_argument on a bad field.
+timing_options timing_options_from_json(const nlohmann::json& j);
+
+struct sample_set {
+  std::vector<double> samples_us;  // kept samples, in order, per launch
+  int discarded = 0;               // samples dropped for a low SM clock
+  int launches_per_sample = 1;     // hot: launches in one timed pass
+  std::string stop;                // converged | timed_out | failed
+  double sm_clock_min_mhz = 0, sm_clock_max_mhz = 0;  // over all samples (0: unknown)
+  stats::summary summary() const { return stats::summarize(samples_us); }
+};
+
+struct timed_impl {
+  std::string name;
+  launch_fn launch;
+};
+
+struct impl_timing {
+  std::string impl;
+  sample_set cold;
+  std::optional<sample_set> hot;
+  std::string hot_skipped;  // why there are no hot samples
+  std::string error;        // non-empty: the implementation failed while being timed (a result)
+};
+
+// Seconds on a monotonic clock; tests pass a fake.
+using clock_fn = std::function<double()>;
+double steady_seconds();
+
+std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_impl>& impls,
+                                          const timing_options& options, const clock_fn& now = steady_seconds);
+
+nlohmann::json to_json(const sample_set& s);
+nlohmann::json to_json(const impl_timing& t);  // {impl, cold, hot?, hot_skipped?, error?}
+sample_set sample_set_from_json(const nlohmann::json& j);
+impl_timing impl_timing_from_json(const nlohmann::json& j);
+
+}  // namespace kf::measure

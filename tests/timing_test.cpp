@@ -1,0 +1,241 @@
+// The interleaved timing loop against a fake sampler (order of samples, stopping, discards, hot decisions,
+// failures), the cpu sampler on a tiny real workload, the NVML loader without NVML, and floors.
+#include "measure/timing.h"
+
+#include <map>
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+#include "measure/cpu_sampler.h"
+#include "measure/floor.h"
+#include "measure/nvml.h"
+#include "util/fs.h"
+#include "util/error.h"
+
+namespace kf::measure {
+namespace {
+
+// Each launch returns the impl's code; a sample's duration is `durations[name]`; every `discard_every`-th
+// sample is reported at a low clock. The fake clock advances by the sample time (plus a fixed overhead).
+class fake_sampler : public sampler {
+ public:
+  std::map<std::string, double> durations;
+  std::vector<std::string> order;  // "cold:name" / "hot:name" as taken
+  int discard_every = 0;
+  double clock = 0;
+  int taken = 0;
+  bool hot_unavailable = false;
+
+  std::string name_of(const launch_fn& f) {
+    // The launch writes its name into `current` (see make_impl below).
+    current.clear();
+    last_rc = f(nullptr);
+    if (last_rc != 0) throw launch_failure(last_rc);
+    return current;
+  }
+  sample take(const std::string& kind, const launch_fn& f, int launches) {
+    std::string n = name_of(f);
+    order.push_back(kind + ":" + n);
+    clock += durations[n] * launches + 1e-3;
+    ++taken;
+    bool kept = discard_every == 0 || taken % discard_every != 0;
+    return sample{durations[n], kept, kept ? 1980.0 : 900.0};
+  }
+  void warmup(const launch_fn& f) override { name_of(f); }
+  sample cold(const launch_fn& f) override { return take("cold", f, 1); }
+  std::unique_ptr<hot_loop> make_hot(const launch_fn& f, double, double) override {
+    if (hot_unavailable) throw std::runtime_error("cannot capture");
+    struct loop : hot_loop {
+      fake_sampler* s;
+      launch_fn f;
+      sample run() override { return s->take("hot", f, 4); }
+      int launches() const override { return 4; }
+    };
+    auto l = std::make_unique<loop>();
+    l->s = this;
+    l->f = f;
+    return l;
+  }
+  double copy_bandwidth_gbs() override { return 100; }
+  launch_fn empty_launch() override { return [](void*) { return 0; }; }
+  std::string clock_check() const override { return "fake"; }
+
+  std::string current;
+  int last_rc = 0;
+};
+
+timed_impl make_impl(fake_sampler& s, std::string name, int rc = 0) {
+  return timed_impl{name, [&s, name, rc](void*) {
+                      s.current = name;
+                      return rc;
+                    }};
+}
+
+timing_options quick(hot_mode hot = hot_mode::never) {
+  timing_options o;
+  o.stopping = {.min_samples = 10, .max_noise = 0.005, .min_seconds = 0, .timeout_s = 1000};
+  o.hot = hot;
+  return o;
+}
+
+TEST(timing, interleaves_round_robin_and_stops_at_min_samples) {
+  fake_sampler s;
+  s.durations = {{"a", 1e-5}, {"b", 2e-5}};
+  auto results = time_interleaved(s, {make_impl(s, "a"), make_impl(s, "b")}, quick(), [&] { return s.clock; });
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].cold.samples_us.size(), 10u);
+  EXPECT_EQ(results[1].cold.samples_us.size(), 10u);
+  EXPECT_EQ(results[0].cold.stop, "converged");
+  EXPECT_DOUBLE_EQ(results[1].cold.summary().median, 20);
+  ASSERT_GE(s.order.size(), 4u);
+  EXPECT_EQ(s.order[0], "cold:a");
+  EXPECT_EQ(s.order[1], "cold:b");
+  EXPECT_EQ(s.order[2], "cold:a");
+  EXPECT_EQ(results[0].hot_skipped, "hot samples turned off");
+}
+
+TEST(timing, discarded_samples_are_counted_not_kept) {
+  fake_sampler s;
+  s.durations = {{"a", 1e-5}};
+  s.discard_every = 3;
+  auto r = time_interleaved(s, {make_impl(s, "a")}, quick(), [&] { return s.clock; });
+  EXPECT_EQ(r[0].cold.samples_us.size(), 10u);
+  EXPECT_EQ(r[0].cold.discarded, 4);  // samples 3, 6, 9, 12 of 14
+  EXPECT_DOUBLE_EQ(r[0].cold.sm_clock_min_mhz, 900);
+  EXPECT_DOUBLE_EQ(r[0].cold.sm_clock_max_mhz, 1980);
+}
+
+TEST(timing, hot_only_for_short_kernels_in_auto_mode) {
+  fake_sampler s;
+  s.durations = {{"short", 5e-6}, {"long", 200e-6}};
+  auto r = time_interleaved(s, {make_impl(s, "short"), make_impl(s, "long")}, quick(hot_mode::automatic),
+                            [&] { return s.clock; });
+  ASSERT_TRUE(r[0].hot.has_value());
+  EXPECT_EQ(r[0].hot->launches_per_sample, 4);
+  EXPECT_GE(r[0].hot->samples_us.size(), 10u);
+  EXPECT_FALSE(r[1].hot.has_value());
+  EXPECT_NE(r[1].hot_skipped.find("launch gaps do not matter"), std::string::npos);
+}
+
+TEST(timing, hot_unavailable_is_said_and_cold_still_taken) {
+  fake_sampler s;
+  s.hot_unavailable = true;
+  s.durations = {{"a", 5e-6}};
+  auto r = time_interleaved(s, {make_impl(s, "a")}, quick(hot_mode::always), [&] { return s.clock; });
+  EXPECT_FALSE(r[0].hot.has_value());
+  EXPECT_EQ(r[0].hot_skipped, "hot loop not available: cannot capture");
+  EXPECT_EQ(r[0].cold.samples_us.size(), 10u);
+}
+
+TEST(timing, failing_impl_is_a_result_and_others_continue) {
+  fake_sampler s;
+  s.durations = {{"good", 1e-5}, {"bad", 1e-5}};
+  auto r = time_interleaved(s, {make_impl(s, "bad", 7), make_impl(s, "good")}, quick(), [&] { return s.clock; });
+  EXPECT_EQ(r[0].error, "launch returned 7");
+  EXPECT_EQ(r[0].cold.stop, "failed");
+  EXPECT_TRUE(r[0].cold.samples_us.empty());
+  EXPECT_EQ(r[1].cold.samples_us.size(), 10u);
+}
+
+TEST(timing, noisy_impl_runs_until_timeout) {
+  fake_sampler s;
+  s.durations = {{"a", 1e-3}};
+  s.discard_every = 2;  // half discarded; the kept ones are all equal, so noise is 0 ...
+  timing_options o = quick();
+  o.stopping.min_seconds = 1e9;  // ... but min_seconds can never be reached
+  o.stopping.timeout_s = 0.5;
+  auto r = time_interleaved(s, {make_impl(s, "a")}, o, [&] { return s.clock; });
+  EXPECT_EQ(r[0].cold.stop, "timed_out");
+  EXPECT_GT(r[0].cold.discarded, 0);
+}
+
+TEST(timing, options_from_json) {
+  timing_options o = timing_options_from_json(
+      {{"min_samples", 3}, {"max_noise", 0.02}, {"min_seconds", 0.1}, {"timeout_s", 5}, {"hot", "auto"}});
+  EXPECT_EQ(o.stopping.min_samples, 3);
+  EXPECT_DOUBLE_EQ(o.stopping.max_noise, 0.02);
+  EXPECT_EQ(o.hot, hot_mode::automatic);
+  EXPECT_EQ(timing_options_from_json({{"hot", false}}).hot, hot_mode::never);
+  EXPECT_EQ(timing_options_from_json(nullptr).stopping.min_samples, 10);
+  EXPECT_THROW(timing_options_from_json({{"min_samples", 0}}), std::invalid_argument);
+  EXPECT_THROW(timing_options_from_json({{"hot", "sometimes"}}), std::invalid_argument);
+}
+
+TEST(timing, json_round_trip) {
+  impl_timing t;
+  t.impl = "eager";
+  t.cold.samples_us = {3, 4, 5};
+  t.cold.discarded = 2;
+  t.cold.stop = "converged";
+  t.hot.emplace();
+  t.hot->samples_us = {1, 1.5};
+  t.hot->launches_per_sample = 300;
+  nlohmann::json j = to_json(t);
+  EXPECT_DOUBLE_EQ(j["cold"]["median_us"].get<double>(), 4);
+  impl_timing back = impl_timing_from_json(j);
+  EXPECT_EQ(back.cold.samples_us, t.cold.samples_us);
+  EXPECT_EQ(back.cold.discarded, 2);
+  ASSERT_TRUE(back.hot.has_value());
+  EXPECT_EQ(back.hot->launches_per_sample, 300);
+}
+
+TEST(timing, cpu_sampler_times_a_real_workload) {
+  cpu_sampler s;
+  EXPECT_GT(s.flush_bytes(), 0);
+  std::vector<float> v(4096, 1.0f);
+  volatile float sink = 0;
+  timed_impl work{"sum", [&](void*) {
+                    sink = std::accumulate(v.begin(), v.end(), 0.0f);
+                    return 0;
+                  }};
+  timing_options o;
+  o.stopping = {.min_samples = 10, .max_noise = 0.005, .min_seconds = 0, .timeout_s = 0.5};
+  o.hot = hot_mode::always;
+  auto r = time_interleaved(s, {work, {"empty", s.empty_launch()}}, o);
+  for (const auto& t : r) {
+    EXPECT_GE(t.cold.samples_us.size(), 10u) << t.impl;
+    EXPECT_EQ(t.cold.discarded, 0);
+    ASSERT_TRUE(t.hot.has_value()) << t.impl;
+    EXPECT_GE(t.hot->launches_per_sample, 1);
+    EXPECT_GT(t.cold.summary().min, 0) << t.impl;
+  }
+  EXPECT_DOUBLE_EQ(sink, 4096.0f);
+  EXPECT_GT(s.copy_bandwidth_gbs(), 0);
+}
+
+TEST(timing, llc_size_from_sysfs_layout) {
+  temp_dir d;
+  write_file_atomic(d.path() / "index0/level", "1\n");
+  write_file_atomic(d.path() / "index0/size", "48K\n");
+  write_file_atomic(d.path() / "index3/level", "3\n");
+  write_file_atomic(d.path() / "index3/size", "36864K\n");
+  write_file_atomic(d.path() / "index2/level", "2\n");
+  write_file_atomic(d.path() / "index2/size", "2M\n");
+  EXPECT_EQ(last_level_cache_bytes(d.path().string()), 36864LL << 10);
+  EXPECT_EQ(last_level_cache_bytes((d.path() / "missing").string()), 0);
+}
+
+TEST(timing, nvml_absent_is_said_not_fatal) {
+  nvml_clocks n("0000:00:00.0", "libkforge-no-such-nvml.so.1");
+  EXPECT_FALSE(n.available());
+  EXPECT_NE(n.why_not().find("cannot load libkforge-no-such-nvml.so.1"), std::string::npos);
+  EXPECT_FALSE(n.sm_clock_mhz().has_value());
+}
+
+TEST(timing, floors_take_the_larger) {
+  // 1 GB at 1000 GB/s = 1000 us: bandwidth-bound.
+  floor_info f = make_floor(unavoidable_bytes(0.5e9, 0.25e9, 1.5), 1000, 3.5, 0.9);
+  EXPECT_DOUBLE_EQ(f.bytes, 1e9);
+  EXPECT_NEAR(f.bandwidth_floor_us, 1000, 1e-9);
+  EXPECT_NEAR(f.floor_us, 1000, 1e-9);
+  // 1 KB: launch-bound.
+  floor_info g = make_floor(1000, 1000, 3.5, 0.9);
+  EXPECT_DOUBLE_EQ(g.floor_us, 3.5);
+  EXPECT_DOUBLE_EQ(g.floor_hot_us, 0.9);
+  EXPECT_DOUBLE_EQ(floor_fraction(3.5, 7), 0.5);
+  EXPECT_DOUBLE_EQ(floor_info_from_json(to_json(g)).floor_hot_us, 0.9);
+}
+
+}  // namespace
+}  // namespace kf::measure
