@@ -42,5 +42,12 @@ class family {
 // The family table (lib/search/families.cpp): every family for every device.
 const std::vector<std::unique_ptr<family>>& families();
 const family* find_family(std::string_view name, device_kind device);
+// Every family of a device that covers the spec and that the spec's `search.families` selects.
+std::vector<const family*> covering_families(const workload_spec& spec, device_kind device);
+
+// For families' `valid`: every knob is set, to one of its listed values, and no unknown knob is set.
+bool knobs_in_range(const family& f, const knob_values& v, std::string* why_not);
+// The integer value of a knob (asserts on a non-number; knobs_in_range runs first).
+int knob_int(const knob_values& v, const std::string& name);
 
 }  // namespace kf

@@ -1,0 +1,72 @@
+// The family table: every kernel family for every device, keyed by name. Add a family here (one line)
+// after writing its lib/search/families/<name>_<device>.cpp.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "search/family.h"
+#include "search/graph_match.h"
+#include "util/error.h"
+
+namespace kf {
+
+// Factories, one per family (each defined in its own file under lib/search/families/).
+std::unique_ptr<family> make_row_softmax_cpu();
+std::unique_ptr<family> make_group_norm_cpu();
+std::unique_ptr<family> make_pool_cpu();
+
+const std::vector<std::unique_ptr<family>>& families() {
+  static const std::vector<std::unique_ptr<family>> table = [] {
+    std::vector<std::unique_ptr<family>> t;
+    t.push_back(make_row_softmax_cpu());
+    t.push_back(make_group_norm_cpu());
+    t.push_back(make_pool_cpu());
+    return t;
+  }();
+  return table;
+}
+
+std::string_view device_kind_name(device_kind d) { return d == device_kind::cpu ? "cpu" : "cuda"; }
+
+const family* find_family(std::string_view name, device_kind device) {
+  for (auto& f : families())
+    if (f->name() == name && f->device() == device) return f.get();
+  return nullptr;
+}
+
+std::vector<const family*> covering_families(const workload_spec& spec, device_kind device) {
+  std::vector<const family*> out;
+  for (auto& f : families())
+    if (f->device() == device && family_selected(spec, f->name()) && f->covers(spec, nullptr)) out.push_back(f.get());
+  return out;
+}
+
+bool knobs_in_range(const family& f, const knob_values& v, std::string* why_not) {
+  auto fail = [&](std::string m) {
+    if (why_not) *why_not = std::move(m);
+    return false;
+  };
+  auto ks = f.knobs();
+  for (auto& k : ks) {
+    auto it = v.find(k.name);
+    if (it == v.end()) return fail(fmt::format("knob {} is not set", k.name));
+    if (std::find(k.values.begin(), k.values.end(), it->second) == k.values.end())
+      return fail(fmt::format("knob {}={} is not one of its values", k.name, it->second));
+  }
+  for (auto& [name, _] : v)
+    if (std::none_of(ks.begin(), ks.end(), [&](const knob& k) { return k.name == name; }))
+      return fail(fmt::format("{} has no knob {}", f.name(), name));
+  return true;
+}
+
+int knob_int(const knob_values& v, const std::string& name) {
+  auto it = v.find(name);
+  KF_ASSERT(it != v.end(), "knob {} missing", name);
+  try {
+    return std::stoi(it->second);
+  } catch (...) {
+    KF_ASSERT(false, "knob {}={} is not a number", name, it->second);
+  }
+}
+
+}  // namespace kf

@@ -1,0 +1,163 @@
+#include "search/families/cpu_emit.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "util/error.h"
+
+namespace kf::cpu_emit {
+
+std::string prelude() {
+  return R"(#include "kf_abi.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <vector>
+
+// ---- dtype conversions (bit operations; round to nearest even, NaN stays NaN) ----
+static inline float kf_ld_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static inline uint16_t kf_st_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+static inline float kf_ld_f16(uint16_t h) {
+  uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
+  if (e == 0) {
+    if (m == 0) {
+      u = s;
+    } else {  // subnormal: normalize
+      e = 113;
+      while (!(m & 0x400u)) { m <<= 1; --e; }
+      u = s | (e << 23) | ((m & 0x3ffu) << 13);
+    }
+  } else if (e == 31) {
+    u = s | 0x7f800000u | (m << 13);
+  } else {
+    u = s | ((e + 112u) << 23) | (m << 13);
+  }
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static inline uint16_t kf_st_f16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  uint32_t s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00u);
+  if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);  // rounds to infinity
+  if (a < 0x38800000u) {                                   // below 2^-14: subnormal or zero
+    float af;
+    memcpy(&af, &a, 4);
+    return (uint16_t)(s | (uint32_t)lrintf(af * 16777216.0f));
+  }
+  a += 0xfffu + ((a >> 13) & 1u);
+  return (uint16_t)(s | ((a - (112u << 23)) >> 13));
+}
+)";
+}
+
+std::string storage_type(dtype t) {
+  switch (t) {
+    case dtype::float32: return "float";
+    case dtype::float16:
+    case dtype::bfloat16: return "uint16_t";
+    case dtype::float64: return "double";
+    default: KF_ASSERT(false, "no cpu storage for {}", dtype_name(t));
+  }
+}
+
+std::string load(dtype t, const std::string& e) {
+  switch (t) {
+    case dtype::float32: return e;
+    case dtype::float16: return fmt::format("kf_ld_f16({})", e);
+    case dtype::bfloat16: return fmt::format("kf_ld_bf16({})", e);
+    case dtype::float64: return fmt::format("(float)({})", e);
+    default: KF_ASSERT(false, "no cpu load for {}", dtype_name(t));
+  }
+}
+
+std::string store(dtype t, const std::string& e) {
+  switch (t) {
+    case dtype::float32: return e;
+    case dtype::float16: return fmt::format("kf_st_f16({})", e);
+    case dtype::bfloat16: return fmt::format("kf_st_bf16({})", e);
+    case dtype::float64: return fmt::format("(double)({})", e);
+    default: KF_ASSERT(false, "no cpu store for {}", dtype_name(t));
+  }
+}
+
+std::string store_fn(dtype t) {
+  switch (t) {
+    case dtype::float32: return "";
+    case dtype::float16: return "kf_st_f16";
+    case dtype::bfloat16: return "kf_st_bf16";
+    case dtype::float64: return "(double)";
+    default: KF_ASSERT(false, "no cpu store for {}", dtype_name(t));
+  }
+}
+
+std::string round_through(dtype t, const std::string& e) {
+  if (t == dtype::float16 || t == dtype::bfloat16) return load(t, store(t, e));
+  return e;  // float32 and float64 hold a float exactly
+}
+
+std::string float_literal(double v) {
+  if (std::isnan(v)) return "NAN";
+  if (std::isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
+  std::string s = fmt::format("{:.9g}", v);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s + "f";
+}
+
+std::string header(const family& f, const knob_values& v, const std::string& computes) {
+  std::string knobs;
+  for (auto& [k, val] : v) knobs += fmt::format("{}{}={}", knobs.empty() ? "" : " ", k, val);
+  return fmt::format(
+      "// kforge candidate: family {} ({}), emitted by the template proposer.\n"
+      "// knobs: {}\n"
+      "// computes: {}\n",
+      f.name(), device_kind_name(f.device()), knobs, computes);
+}
+
+std::string num_threads_clause(const std::string& threads) {
+  return threads == "all" ? std::string() : fmt::format(" num_threads({})", threads);
+}
+
+std::string subst(std::string_view text, const std::map<std::string, std::string>& values) {
+  std::string out;
+  out.reserve(text.size() * 2);
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t a = text.find('$', i);
+    if (a == std::string_view::npos) break;
+    size_t b = text.find('$', a + 1);
+    KF_ASSERT(b != std::string_view::npos, "unterminated $ in an emitter template");
+    std::string key(text.substr(a + 1, b - a - 1));
+    auto it = values.find(key);
+    KF_ASSERT(it != values.end(), "emitter template uses ${}$, which has no value", key);
+    out.append(text.substr(i, a - i));
+    out += it->second;
+    i = b + 1;
+  }
+  out.append(text.substr(i));
+  return out;
+}
+
+int input_index(const workload_spec& spec, const std::string& name) {
+  for (size_t i = 0; i < spec.inputs.size(); ++i)
+    if (spec.inputs[i].name == name) return static_cast<int>(i);
+  KF_ASSERT(false, "input {} not in the spec (the matcher checked it)", name);
+}
+
+}  // namespace kf::cpu_emit

@@ -1,0 +1,308 @@
+#include "search/graph_match.h"
+
+#include <fmt/format.h>
+
+namespace kf {
+namespace {
+
+// A cursor over the graph: the ops in order, with the current value's type.
+struct walker {
+  const workload_spec& spec;
+  std::string* why_not;
+  size_t at = 0;
+  dtype type = dtype::float32;
+
+  bool done() const { return at >= spec.graph.size(); }
+  const op_call* peek() const { return done() ? nullptr : &spec.graph[at]; }
+  bool is(std::string_view op) const { return !done() && spec.graph[at].op == op; }
+  bool fail(const std::string& msg) {
+    if (why_not) *why_not = msg;
+    return false;
+  }
+  std::string where() const { return done() ? "end of graph" : fmt::format("op {} ({})", at + 1, spec.graph[at].op); }
+};
+
+std::optional<double> number_arg(const nlohmann::json& args, const char* key) {
+  if (!args.contains(key)) return std::nullopt;
+  auto& v = args[key];
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    try {
+      return std::stod(v.get<std::string>());
+    } catch (...) {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<dtype> dtype_arg(const nlohmann::json& args, const char* key) {
+  if (!args.contains(key) || !args[key].is_string()) return std::nullopt;
+  return parse_dtype(args[key].get<std::string>());
+}
+
+// Higher precision wins; float16 with bfloat16 gives float32 (torch's promotion for floats).
+dtype promote(dtype a, dtype b) {
+  if (a == b) return a;
+  if (a == dtype::float64 || b == dtype::float64) return dtype::float64;
+  return dtype::float32;
+}
+
+bool last_dim(const nlohmann::json& args, int rank) {
+  auto d = number_arg(args, "dim");
+  if (!d) return true;  // torch's topk default; softmax requires it (the spec validator says so)
+  int v = static_cast<int>(*d);
+  return v == -1 || v == rank - 1;
+}
+
+// The first op's input: a known input tensor.
+bool start(walker& w, std::string* name, dtype* type, int* rank) {
+  if (w.done()) return w.fail("the graph is empty");
+  auto& args = w.peek()->args;
+  if (!args.contains("input") || !args["input"].is_string()) return w.fail("op 1 names no input");
+  *name = args["input"].get<std::string>();
+  auto* in = w.spec.find_input(*name);
+  if (!in) return w.fail(fmt::format("op 1 reads '{}', which is not an input", *name));
+  *type = in->type;
+  *rank = static_cast<int>(in->shape.size());
+  w.type = in->type;
+  return true;
+}
+
+// Trailing casts: each rounds the value to its type.
+bool casts(walker& w, std::vector<dtype>* out) {
+  while (w.is("cast")) {
+    auto t = dtype_arg(w.peek()->args, "dtype");
+    if (!t || !is_floating(*t)) return w.fail(fmt::format("{}: only casts to a floating type are fused", w.where()));
+    out->push_back(*t);
+    w.type = *t;
+    ++w.at;
+  }
+  return true;
+}
+
+std::string casts_text(const std::vector<dtype>& c) {
+  std::string s;
+  for (auto t : c) s += fmt::format(" -> cast({})", dtype_name(t));
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> softmax_graph::mask_inputs() const {
+  std::vector<std::string> v;
+  for (auto& s : prologue)
+    if (s.what == elementwise_step::kind::add_mask) v.push_back(s.mask);
+  return v;
+}
+
+std::string softmax_graph::describe() const {
+  std::string s = fmt::format("{}[{}]", input, dtype_name(in_type));
+  for (auto& p : prologue) {
+    switch (p.what) {
+      case elementwise_step::kind::scale: s += fmt::format(" -> scale({})", p.value); break;
+      case elementwise_step::kind::softcap: s += fmt::format(" -> softcap({})", p.value); break;
+      case elementwise_step::kind::add_mask: s += fmt::format(" -> add_mask({})", p.mask); break;
+      case elementwise_step::kind::cast: s += fmt::format(" -> cast({})", dtype_name(p.to)); break;
+    }
+  }
+  s += fmt::format(" -> {}({})", log ? "log_softmax" : "softmax", dtype_name(softmax_type));
+  s += casts_text(epilogue_casts);
+  if (topk) s += fmt::format(" -> topk({})", topk);
+  return s;
+}
+
+std::optional<softmax_graph> match_softmax(const workload_spec& spec, std::string* why_not) {
+  walker w{spec, why_not};
+  softmax_graph g;
+  if (!start(w, &g.input, &g.in_type, &g.rank)) return std::nullopt;
+  for (; !w.done() && !w.is("softmax") && !w.is("log_softmax"); ++w.at) {
+    auto& a = w.peek()->args;
+    elementwise_step st;
+    const std::string& op = w.peek()->op;
+    if (op == "scale") {
+      st.what = elementwise_step::kind::scale;
+      auto f = number_arg(a, "factor");
+      if (!f) { w.fail(fmt::format("{}: no numeric factor", w.where())); return std::nullopt; }
+      st.value = *f;
+    } else if (op == "softcap") {
+      st.what = elementwise_step::kind::softcap;
+      auto c = number_arg(a, "cap");
+      if (!c || *c == 0) { w.fail(fmt::format("{}: no non-zero cap", w.where())); return std::nullopt; }
+      st.value = *c;
+    } else if (op == "add_mask") {
+      st.what = elementwise_step::kind::add_mask;
+      if (!a.contains("mask") || !a["mask"].is_string() || !spec.find_input(a["mask"].get<std::string>())) {
+        w.fail(fmt::format("{}: the mask must name an input", w.where()));
+        return std::nullopt;
+      }
+      st.mask = a["mask"].get<std::string>();
+      auto* m = spec.find_input(st.mask);
+      if (!is_floating(m->type)) { w.fail(fmt::format("{}: only floating masks are fused", w.where())); return std::nullopt; }
+      if (static_cast<int>(m->shape.size()) > g.rank) {
+        w.fail(fmt::format("{}: the mask has more dims than x", w.where()));
+        return std::nullopt;
+      }
+      w.type = promote(w.type, m->type);
+    } else if (op == "cast") {
+      st.what = elementwise_step::kind::cast;
+      auto t = dtype_arg(a, "dtype");
+      if (!t || !is_floating(*t)) { w.fail(fmt::format("{}: only floating casts are fused", w.where())); return std::nullopt; }
+      w.type = *t;
+    } else {
+      w.fail(fmt::format("{}: not a fusable softmax prologue op (scale, softcap, add_mask, cast)", w.where()));
+      return std::nullopt;
+    }
+    st.to = w.type;
+    g.prologue.push_back(st);
+  }
+  if (w.done()) { w.fail("no softmax or log_softmax in the graph"); return std::nullopt; }
+  g.log = w.is("log_softmax");
+  if (!last_dim(w.peek()->args, g.rank)) { w.fail(fmt::format("{}: only the last dim is reduced", w.where())); return std::nullopt; }
+  if (auto t = dtype_arg(w.peek()->args, "dtype")) w.type = *t;
+  if (!is_floating(w.type)) { w.fail(fmt::format("{}: the softmax type must be floating", w.where())); return std::nullopt; }
+  g.softmax_type = w.type;
+  ++w.at;
+  if (!casts(w, &g.epilogue_casts)) return std::nullopt;
+  if (w.is("topk")) {
+    auto& a = w.peek()->args;
+    auto k = number_arg(a, "k");
+    if (!k || *k < 1) { w.fail(fmt::format("{}: k must be a positive number", w.where())); return std::nullopt; }
+    if (!last_dim(a, g.rank)) { w.fail(fmt::format("{}: only top-k over the last dim is fused", w.where())); return std::nullopt; }
+    if (a.value("largest", true) != true || a.value("sorted", true) != true) {
+      w.fail(fmt::format("{}: only largest, sorted top-k is fused", w.where()));
+      return std::nullopt;
+    }
+    g.topk = static_cast<int64_t>(*k);
+    ++w.at;
+  }
+  if (!w.done()) { w.fail(fmt::format("{}: nothing may follow the softmax epilogue", w.where())); return std::nullopt; }
+  g.out_type = w.type;
+  return g;
+}
+
+std::string_view norm_kind_name(norm_graph::kind k) {
+  switch (k) {
+    case norm_graph::kind::group_norm: return "group_norm";
+    case norm_graph::kind::layer_norm: return "layer_norm";
+    case norm_graph::kind::rms_norm: return "rms_norm";
+  }
+  return "?";
+}
+
+std::string_view activation_name(norm_graph::activation a) {
+  switch (a) {
+    case norm_graph::activation::none: return "none";
+    case norm_graph::activation::silu: return "silu";
+    case norm_graph::activation::gelu: return "gelu";
+    case norm_graph::activation::gelu_tanh: return "gelu_tanh";
+  }
+  return "?";
+}
+
+std::string norm_graph::describe() const {
+  std::string s = fmt::format("{}[{}]", input, dtype_name(in_type)) + casts_text(prologue_casts);
+  if (what == kind::group_norm)
+    s += fmt::format(" -> group_norm(groups={}, eps={})", num_groups, eps);
+  else
+    s += fmt::format(" -> {}(dims={}, eps={})", norm_kind_name(what), normalized_dims, eps);
+  if (act != activation::none) s += fmt::format(" -> {}", activation_name(act));
+  return s + casts_text(epilogue_casts);
+}
+
+std::optional<norm_graph> match_norm(const workload_spec& spec, std::string* why_not) {
+  walker w{spec, why_not};
+  norm_graph g;
+  if (!start(w, &g.input, &g.in_type, &g.rank)) return std::nullopt;
+  if (!casts(w, &g.prologue_casts)) return std::nullopt;
+  if (w.is("group_norm")) g.what = norm_graph::kind::group_norm;
+  else if (w.is("layer_norm")) g.what = norm_graph::kind::layer_norm;
+  else if (w.is("rms_norm")) g.what = norm_graph::kind::rms_norm;
+  else { w.fail(fmt::format("{}: expected group_norm, layer_norm or rms_norm", w.where())); return std::nullopt; }
+  auto& a = w.peek()->args;
+  auto tensor = [&](const char* key, std::string* name, dtype* type) {
+    if (!a.contains(key) || a[key].is_null()) return true;
+    if (!a[key].is_string() || !spec.find_input(a[key].get<std::string>()))
+      return w.fail(fmt::format("{}: {} must name an input", w.where(), key));
+    *name = a[key].get<std::string>();
+    *type = spec.find_input(*name)->type;
+    return is_floating(*type) || w.fail(fmt::format("{}: {} must be floating", w.where(), key));
+  };
+  if (!tensor("weight", &g.weight, &g.weight_type) || !tensor("bias", &g.bias, &g.bias_type)) return std::nullopt;
+  if (g.what == norm_graph::kind::rms_norm && !g.bias.empty()) { w.fail("rms_norm takes no bias"); return std::nullopt; }
+  if (g.what == norm_graph::kind::group_norm) {
+    auto ng = number_arg(a, "num_groups");
+    if (!ng || *ng < 1) { w.fail(fmt::format("{}: num_groups must be positive", w.where())); return std::nullopt; }
+    if (g.rank < 2) { w.fail("group_norm needs x of rank >= 2"); return std::nullopt; }
+    g.num_groups = static_cast<int64_t>(*ng);
+    g.eps = number_arg(a, "eps").value_or(1e-5);
+  } else {
+    auto ns = a.contains("normalized_shape") ? a["normalized_shape"] : nlohmann::json();
+    g.normalized_dims = ns.is_array() ? static_cast<int>(ns.size()) : ns.is_number() ? 1 : 0;
+    if (g.normalized_dims < 1 || g.normalized_dims > g.rank) {
+      w.fail(fmt::format("{}: normalized_shape must name 1..{} trailing dims", w.where(), g.rank));
+      return std::nullopt;
+    }
+    if (auto e = number_arg(a, "eps")) g.eps = *e;
+    else if (g.what == norm_graph::kind::rms_norm)  // torch: finfo(x.dtype).eps
+      g.eps = w.type == dtype::bfloat16 ? 0.0078125 : w.type == dtype::float16 ? 0.0009765625
+              : w.type == dtype::float64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
+  }
+  g.norm_type = w.type;
+  ++w.at;
+  if (w.is("silu")) {
+    g.act = norm_graph::activation::silu;
+    ++w.at;
+  } else if (w.is("gelu")) {
+    auto approx = w.peek()->args.value("approximate", std::string("none"));
+    if (approx != "none" && approx != "tanh") { w.fail(fmt::format("{}: approximate must be none or tanh", w.where())); return std::nullopt; }
+    g.act = approx == "tanh" ? norm_graph::activation::gelu_tanh : norm_graph::activation::gelu;
+    ++w.at;
+  }
+  if (!casts(w, &g.epilogue_casts)) return std::nullopt;
+  if (!w.done()) { w.fail(fmt::format("{}: nothing may follow the norm epilogue", w.where())); return std::nullopt; }
+  g.out_type = w.type;
+  return g;
+}
+
+std::string pool_graph::describe() const {
+  return fmt::format("{}[{}{}] -> adaptive_avg_pool2d(1){}{}", input, dtype_name(in_type),
+                     channels_last ? ", channels_last" : "", flatten ? " -> flatten" : "", casts_text(epilogue_casts));
+}
+
+std::optional<pool_graph> match_pool(const workload_spec& spec, std::string* why_not) {
+  walker w{spec, why_not};
+  pool_graph g;
+  if (!start(w, &g.input, &g.in_type, &g.rank)) return std::nullopt;
+  if (g.rank != 3 && g.rank != 4) { w.fail("global pooling needs x of rank 3 or 4"); return std::nullopt; }
+  g.channels_last = spec.find_input(g.input)->memory_format == "channels_last";
+  if (!w.is("adaptive_avg_pool2d")) { w.fail(fmt::format("{}: expected adaptive_avg_pool2d", w.where())); return std::nullopt; }
+  auto os = w.peek()->args.value("output_size", nlohmann::json());
+  bool one = (os.is_number() && os.get<double>() == 1) ||
+             (os.is_array() && os.size() == 2 && os[0].is_number() && os[1].is_number() && os[0].get<double>() == 1 &&
+              os[1].get<double>() == 1);
+  if (!one) { w.fail(fmt::format("{}: only output_size 1 (global pooling) is covered", w.where())); return std::nullopt; }
+  ++w.at;
+  if (w.is("flatten")) {  // any flatten keeps the element order of an [N, C, 1, 1] result
+    g.flatten = true;
+    ++w.at;
+  }
+  if (!casts(w, &g.epilogue_casts)) return std::nullopt;
+  if (!w.done()) { w.fail(fmt::format("{}: nothing may follow the pooling epilogue", w.where())); return std::nullopt; }
+  g.out_type = w.type;
+  return g;
+}
+
+bool family_selected(const workload_spec& spec, const std::string& family_name) {
+  if (spec.search.families.empty()) return true;
+  for (auto& f : spec.search.families) {
+    if (f == family_name) return true;
+    if (family_name.size() > f.size() && family_name.compare(0, f.size(), f) == 0 && family_name[f.size()] == '_') {
+      auto suffix = family_name.substr(f.size() + 1);
+      if (suffix == "cpu" || suffix == "cuda") return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace kf

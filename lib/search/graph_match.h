@@ -1,0 +1,84 @@
+// Pattern-matching a spec's graph into the few shapes of computation the kernel families implement.
+// A match is a plain record (softmax_graph, norm_graph, pool_graph) that every emitter of that shape
+// consumes, whatever its device: the cpu and cuda families of one shape share the matcher.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "spec/spec.h"
+
+namespace kf {
+
+// One elementwise step on the way into a reduction (or out of it), in the graph's order.
+struct elementwise_step {
+  enum class kind { scale, softcap, add_mask, cast };
+  kind what = kind::scale;
+  double value = 0;       // scale: factor; softcap: cap
+  std::string mask;       // add_mask: the input that holds the mask
+  dtype to = dtype::float32;  // cast: the type the value is rounded to (every step's result type, for the others)
+};
+
+// softmax / log_softmax over the last dim, with a fused prologue and a cast / top-k epilogue:
+//   [scale | softcap | add_mask | cast]*  (log_)softmax(dim=-1, dtype?)  [cast]*  [topk(k, dim=-1)]
+struct softmax_graph {
+  std::string input;                       // the input holding x
+  dtype in_type = dtype::float32;
+  int rank = 0;                            // x's rank (the reduction is over dim rank-1)
+  std::vector<elementwise_step> prologue;  // applied to every element before the reduction
+  bool log = false;                        // log_softmax
+  dtype softmax_type = dtype::float32;     // the softmax's result type (its dtype argument, or its input's)
+  std::vector<dtype> epilogue_casts;       // casts after the softmax, in order
+  dtype out_type = dtype::float32;         // the stored values' type
+  int64_t topk = 0;                        // 0: no top-k; else outputs are values [.., k] and int64 indices
+  std::vector<std::string> mask_inputs() const;
+  std::string describe() const;            // "softcap(50) -> softmax(float32) -> cast(bfloat16)"
+};
+
+// group_norm / layer_norm / rms_norm with an optional fused activation:
+//   [cast]*  norm  [silu | gelu]  [cast]*
+struct norm_graph {
+  enum class kind { group_norm, layer_norm, rms_norm };
+  enum class activation { none, silu, gelu, gelu_tanh };
+  kind what = kind::group_norm;
+  std::string input;
+  dtype in_type = dtype::float32;       // x's stored type
+  int rank = 0;
+  std::vector<dtype> prologue_casts;    // casts before the norm
+  int64_t num_groups = 1;               // group_norm
+  int normalized_dims = 1;              // layer_norm / rms_norm: how many trailing dims are normalized
+  std::string weight, bias;             // input names; empty when absent
+  dtype weight_type = dtype::float32, bias_type = dtype::float32;
+  double eps = 1e-5;                    // rms_norm without eps: the epsilon of the norm's input type
+  dtype norm_type = dtype::float32;     // the norm's result type (its input's)
+  activation act = activation::none;
+  std::vector<dtype> epilogue_casts;
+  dtype out_type = dtype::float32;
+  std::string describe() const;
+};
+
+// adaptive_avg_pool2d to 1x1 (global average pooling) [flatten(start_dim=1)] [cast]*, NCHW or channels_last.
+struct pool_graph {
+  std::string input;
+  dtype in_type = dtype::float32;
+  int rank = 4;                         // 3 ([C, H, W]) or 4 ([N, C, H, W])
+  bool channels_last = false;           // the input's declared memory format (kernels still read strides)
+  bool flatten = false;
+  std::vector<dtype> epilogue_casts;
+  dtype out_type = dtype::float32;
+  std::string describe() const;
+};
+
+// Each returns the match, or nullopt with `why_not` saying which op (by index and name) did not fit.
+std::optional<softmax_graph> match_softmax(const workload_spec& spec, std::string* why_not);
+std::optional<norm_graph> match_norm(const workload_spec& spec, std::string* why_not);
+std::optional<pool_graph> match_pool(const workload_spec& spec, std::string* why_not);
+
+// Whether a spec's `search.families` selects a family ("row_softmax" selects row_softmax_cpu and row_softmax_cuda; the full name selects just that one;
+// an empty list selects every family).
+bool family_selected(const workload_spec& spec, const std::string& family_name);
+
+std::string_view norm_kind_name(norm_graph::kind k);
+std::string_view activation_name(norm_graph::activation a);
+
+}  // namespace kf

@@ -1,0 +1,92 @@
+// Small workload specs built in code for the search tests (no YAML parser needed): one per graph shape the
+// cpu families cover, with a few variants each.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "spec/spec.h"
+
+namespace kf::test {
+
+inline input_spec tensor_input(std::string name, std::vector<dim> shape, dtype t, std::string format = "contiguous") {
+  input_spec in;
+  in.name = std::move(name);
+  in.shape = std::move(shape);
+  in.type = t;
+  in.memory_format = std::move(format);
+  return in;
+}
+
+inline dim sym(const char* s) { return dim{s, 0}; }
+inline dim lit(int64_t v) { return dim{"", v}; }
+
+inline case_spec make_case(std::vector<std::pair<std::string, int64_t>> b, bool gate) {
+  case_spec c;
+  for (auto& [k, v] : b) c.name += (c.name.empty() ? "" : ",") + k + "=" + std::to_string(v);
+  c.bindings = std::move(b);
+  c.gate = gate;
+  return c;
+}
+
+// softcap -> softmax(float32) -> cast(bf16) on bf16 [B, H, S, S], optionally with a mask, log and top-k.
+inline workload_spec softmax_spec(bool mask = false, bool log = false, int64_t topk = 0, dtype in = dtype::bfloat16) {
+  workload_spec s;
+  s.name = "test-softmax";
+  s.inputs.push_back(tensor_input("x", {sym("B"), sym("H"), sym("S"), sym("S")}, in));
+  s.graph.push_back({"softcap", {{"input", "x"}, {"cap", 50.0}}, {}});
+  if (mask) {
+    s.inputs.push_back(tensor_input("m", {sym("S"), sym("S")}, dtype::float32));
+    s.graph.push_back({"add_mask", {{"mask", "m"}}, {}});
+  }
+  s.graph.push_back({"scale", {{"factor", 0.5}}, {}});
+  s.graph.push_back({log ? "log_softmax" : "softmax", {{"dim", -1}, {"dtype", "float32"}}, {}});
+  s.graph.push_back({"cast", {{"dtype", "bfloat16"}}, {}});
+  if (topk) s.graph.push_back({"topk", {{"k", topk}, {"dim", -1}}, {}});
+  s.cases = {make_case({{"B", 1}, {"H", 2}, {"S", 64}}, true), make_case({{"B", 2}, {"H", 3}, {"S", 37}}, false)};
+  s.search.families = {"row_softmax"};
+  return s;
+}
+
+// group_norm(groups, weight, bias) [-> silu] on [N, C, H, W].
+inline workload_spec group_norm_spec(bool silu = true, dtype in = dtype::bfloat16, std::string format = "contiguous") {
+  workload_spec s;
+  s.name = "test-groupnorm";
+  s.inputs.push_back(tensor_input("x", {sym("N"), lit(32), sym("H"), sym("W")}, in, format));
+  s.inputs.push_back(tensor_input("w", {lit(32)}, dtype::float32));
+  s.inputs.push_back(tensor_input("b", {lit(32)}, dtype::float32));
+  s.graph.push_back({"group_norm", {{"input", "x"}, {"num_groups", 8}, {"weight", "w"}, {"bias", "b"}, {"eps", 1e-6}}, {}});
+  if (silu) s.graph.push_back({"silu", nlohmann::json::object(), {}});
+  s.cases = {make_case({{"N", 1}, {"H", 16}, {"W", 16}}, true), make_case({{"N", 2}, {"H", 5}, {"W", 7}}, false)};
+  s.search.families = {"group_norm"};
+  return s;
+}
+
+// layer_norm / rms_norm over the last dim of [R, D] -> gelu(tanh).
+inline workload_spec row_norm_spec(bool rms, dtype in = dtype::float16) {
+  workload_spec s;
+  s.name = rms ? "test-rmsnorm" : "test-layernorm";
+  s.inputs.push_back(tensor_input("x", {sym("R"), sym("D")}, in));
+  s.inputs.push_back(tensor_input("w", {sym("D")}, in));
+  nlohmann::json args = {{"input", "x"}, {"normalized_shape", {"D"}}, {"weight", "w"}, {"eps", 1e-5}};
+  if (!rms) {
+    s.inputs.push_back(tensor_input("b", {sym("D")}, in));
+    args["bias"] = "b";
+  }
+  s.graph.push_back({rms ? "rms_norm" : "layer_norm", args, {}});
+  s.graph.push_back({"gelu", {{"approximate", "tanh"}}, {}});
+  s.cases = {make_case({{"R", 7}, {"D", 100}}, true)};
+  return s;
+}
+
+// adaptive_avg_pool2d(1) -> flatten on [N, C, 7, 7].
+inline workload_spec pool_spec(std::string format = "contiguous", dtype in = dtype::float16) {
+  workload_spec s;
+  s.name = "test-avgpool";
+  s.inputs.push_back(tensor_input("x", {sym("N"), sym("C"), lit(7), lit(7)}, in, format));
+  s.graph.push_back({"adaptive_avg_pool2d", {{"input", "x"}, {"output_size", 1}}, {}});
+  s.graph.push_back({"flatten", {{"start_dim", 1}}, {}});
+  s.cases = {make_case({{"N", 2}, {"C", 300}}, true)};
+  return s;
+}
+
+}  // namespace kf::test
