@@ -8,12 +8,10 @@
 #include <string_view>
 #include <vector>
 
+#include "exec/device.h"
 #include "spec/spec.h"
 
 namespace kf {
-
-enum class device_kind { cpu, cuda };
-std::string_view device_kind_name(device_kind d);  // "cpu" | "cuda"
 
 struct knob {
   std::string name;

@@ -1,3 +1,5 @@
-// kforge-worker: the process that touches a device (placeholder until the worker lands).
-#include <cstdio>
-int main() { std::fprintf(stderr, "kforge-worker: not implemented yet\n"); return 2; }
+// kforge-worker: the process that touches a device. Started by kforge (one per device), it answers requests on
+// stdin/stdout (docs/worker-protocol.md); a candidate that crashes or hangs takes only this process down.
+#include "exec/worker_table.h"
+
+int main(int argc, char** argv) { return kf::run_worker(argc, argv, kf::worker_commands(), kf::worker_setup); }
