@@ -42,9 +42,10 @@ class fake_sampler : public sampler {
     bool kept = discard_every == 0 || taken % discard_every != 0;
     return sample{durations[n], kept, kept ? 1980.0 : 900.0};
   }
-  void warmup(const launch_fn& f) override { name_of(f); }
-  sample cold(const launch_fn& f) override { return take("cold", f, 1); }
-  std::unique_ptr<hot_loop> make_hot(const launch_fn& f, double, double) override {
+  void warmup(const timed_impl& i) override { name_of(i.launch); }
+  sample cold(const timed_impl& i) override { return take("cold", i.launch, 1); }
+  std::unique_ptr<hot_loop> make_hot(const timed_impl& i, double, double) override {
+    const launch_fn& f = i.launch;
     if (hot_unavailable) throw std::runtime_error("cannot capture");
     struct loop : hot_loop {
       fake_sampler* s;
@@ -60,6 +61,7 @@ class fake_sampler : public sampler {
   double copy_bandwidth_gbs() override { return 100; }
   launch_fn empty_launch() override { return [](void*) { return 0; }; }
   std::string clock_check() const override { return "fake"; }
+  nlohmann::json environment() const override { return {{"device", "fake"}}; }
 
   std::string current;
   int last_rc = 0;
@@ -202,6 +204,7 @@ TEST(timing, cpu_sampler_times_a_real_workload) {
   }
   EXPECT_DOUBLE_EQ(sink, 4096.0f);
   EXPECT_GT(s.copy_bandwidth_gbs(), 0);
+  EXPECT_EQ(s.environment()["device"], "cpu");
 }
 
 TEST(timing, llc_size_from_sysfs_layout) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "measure/stats.h"
 
@@ -84,22 +85,22 @@ void cpu_sampler::flush_caches() {
   for (std::size_t i = 0; i < m_flush.size(); i += 64) p[i] = static_cast<uint8_t>(p[i] + m_round);
 }
 
-void cpu_sampler::warmup(const launch_fn& f) {
-  if (int rc = f(nullptr); rc != 0) throw launch_failure(rc);
+void cpu_sampler::warmup(const timed_impl& impl) {
+  if (int rc = impl.launch(nullptr); rc != 0) throw launch_failure(rc);
 }
 
-sample cpu_sampler::cold(const launch_fn& f) {
+sample cpu_sampler::cold(const timed_impl& impl) {
   flush_caches();
   double t0 = now_s();
-  int rc = f(nullptr);
+  int rc = impl.launch(nullptr);
   double t = now_s() - t0;
   if (rc != 0) throw launch_failure(rc);
   return sample{t, true, 0};
 }
 
-std::unique_ptr<hot_loop> cpu_sampler::make_hot(const launch_fn& f, double estimate_s, double target_s) {
+std::unique_ptr<hot_loop> cpu_sampler::make_hot(const timed_impl& impl, double estimate_s, double target_s) {
   int n = static_cast<int>(std::clamp(target_s / std::max(estimate_s, 1e-9), 1.0, 1000.0));
-  return std::make_unique<cpu_hot_loop>(f, n);
+  return std::make_unique<cpu_hot_loop>(impl.launch, n);
 }
 
 double cpu_sampler::copy_bandwidth_gbs() {
@@ -121,5 +122,20 @@ launch_fn cpu_sampler::empty_launch() {
 }
 
 std::string cpu_sampler::clock_check() const { return "not checked on cpu (nothing discarded)"; }
+
+nlohmann::json cpu_sampler::environment() const {
+  std::string model;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.rfind("model name", 0) == 0) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  return {{"device", "cpu"},
+          {"cpu_model", model},
+          {"threads", std::thread::hardware_concurrency()},
+          {"llc_bytes", last_level_cache_bytes()},
+          {"clock_check", clock_check()}};
+}
 
 }  // namespace kf::measure

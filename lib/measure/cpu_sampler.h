@@ -14,12 +14,13 @@ int64_t last_level_cache_bytes(const std::string& sysfs_cache_dir = "/sys/device
 class cpu_sampler : public sampler {
  public:
   cpu_sampler();
-  void warmup(const launch_fn& f) override;
-  sample cold(const launch_fn& f) override;
-  std::unique_ptr<hot_loop> make_hot(const launch_fn& f, double estimate_s, double target_s) override;
+  void warmup(const timed_impl& impl) override;
+  sample cold(const timed_impl& impl) override;
+  std::unique_ptr<hot_loop> make_hot(const timed_impl& impl, double estimate_s, double target_s) override;
   double copy_bandwidth_gbs() override;
   launch_fn empty_launch() override;
   std::string clock_check() const override;
+  nlohmann::json environment() const override;  // cpu_model, threads, llc_bytes
   int64_t flush_bytes() const { return static_cast<int64_t>(m_flush.size()); }
 
  private:

@@ -101,7 +101,7 @@ std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_im
   };
   for (auto& st : states) {
     try {
-      s.warmup(st.impl->launch);
+      s.warmup(*st.impl);
     } catch (const launch_failure& e) {
       fail(st, e.what());
     }
@@ -119,7 +119,7 @@ std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_im
       return;
     }
     try {
-      st.loop = s.make_hot(st.impl->launch, cold_s, options.hot_target_s);
+      st.loop = s.make_hot(*st.impl, cold_s, options.hot_target_s);
     } catch (const launch_failure& e) {
       fail(st, e.what());
       return;
@@ -143,7 +143,7 @@ std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_im
       any = true;
       try {
         if (!st.cold.done) {
-          sample c = s.cold(st.impl->launch);
+          sample c = s.cold(*st.impl);
           st.cold.add(c);
           if (!st.hot_decided && c.kept) decide_hot(st, c.seconds);
         }

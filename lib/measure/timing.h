@@ -35,11 +35,6 @@ struct sample_set {
   stats::summary summary() const { return stats::summarize(samples_us); }
 };
 
-struct timed_impl {
-  std::string name;
-  launch_fn launch;
-};
-
 struct impl_timing {
   std::string impl;
   sample_set cold;
