@@ -1,0 +1,68 @@
+// The torch.compile baseline's parent side: exports a workload case to an AOTInductor package (.pt2) with
+// baselines/compile/export.py, once per (spec hash, case, torch version, GPU key, mode), cached under
+// <cache root>/aoti/. No python, or no torch in it, is a result ("skipped: <why>"), never a zero time.
+#pragma once
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "spec/spec.h"
+
+namespace kf {
+
+struct export_options {
+  std::filesystem::path cache_root = ".kforge/cache";
+  std::string python = "python3";                  // a name on PATH or a path
+  std::filesystem::path script;                    // empty: baselines/compile/export.py of the source tree
+  std::chrono::seconds timeout{900};               // max-autotune on a large case takes minutes
+};
+
+// The modes exported by default; the worker times each and keeps the faster.
+const std::vector<std::string>& export_modes();  // {"default", "max-autotune"}
+
+struct export_outcome {
+  std::string mode;
+  std::string pt2;      // absolute path when exported (or cached)
+  std::string skipped;  // "skipped: <why>" when there is no package
+  bool cached = false;
+  double seconds = 0;   // export time (0 when cached)
+  std::string log;      // the exporter's output when it failed
+  bool ok() const { return skipped.empty(); }
+};
+
+class export_cache {
+ public:
+  explicit export_cache(export_options options = {});
+
+  // "" when python with torch can run the exporter, else "skipped: <why>". Asked once.
+  const std::string& unavailable();
+  const std::string& torch_version();  // "" when unavailable
+
+  // The cache key of a case and mode (sha256 hex of spec hash, case, torch version, GPU key, mode and
+  // the exporter script's text).
+  std::string key(const workload_spec& spec, const std::string& case_name, const std::string& gpu_key,
+                  const std::string& mode);
+
+  // The package for one case and mode on `device` ("cuda" or "cpu"), exporting it when not cached.
+  export_outcome get(const workload_spec& spec, const std::string& case_name, const std::string& device,
+                     const std::string& gpu_key, const std::string& mode);
+
+  // The protocol's impl object for `cases` and all export modes: {"kind": "compile", "pt2": {"<case>":
+  // {"<mode>": "/abs.pt2"}}}, plus "skipped": {"<case>": {"<mode>": "skipped: ..."}} where an export failed.
+  nlohmann::json impl_for(const workload_spec& spec, const std::vector<std::string>& cases, const std::string& device,
+                          const std::string& gpu_key, const std::vector<std::string>& modes = export_modes());
+
+  std::filesystem::path folder() const { return m_options.cache_root / "aoti"; }
+
+ private:
+  export_options m_options;
+  std::optional<std::string> m_unavailable;
+  std::string m_torch_version;
+  std::string m_script_text;
+};
+
+}  // namespace kf
