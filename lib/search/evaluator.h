@@ -1,0 +1,50 @@
+// Evaluating candidates for the search: compile, verify, time. The search sees only this interface, so its
+// logic is tested with a deterministic fake; worker_evaluator (evaluator_worker.*) is the real one.
+// Multi-fidelity: a quick screen (one gated case verified and timed briefly) for every candidate, then the
+// full protocol (every case, >= 3 seeds, full measure) only for those whose screen time could win.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "search/mcts.h"
+#include "store/search_db.h"
+
+namespace kf {
+
+struct eval_result {
+  node_status status = node_status::pending;   // compile_failed | verify_failed | screened | measured
+  std::map<std::string, double> case_us;       // median time per gated case (screened or measured)
+  std::string detail;                          // why it failed, or a summary
+  std::vector<evaluation_row> stages;          // what was done (for the search db)
+  nlohmann::json results = nlohmann::json::object();  // per-case numbers, verify summary, resources
+};
+
+class evaluator {
+ public:
+  virtual ~evaluator() = default;
+  // The baselines' times: {"eager": {"<case>": us}, ...} over the gated cases; {} when none could be timed.
+  virtual nlohmann::json baselines() = 0;
+  // Evaluates a batch (compiled in parallel). `full_below_us`: a candidate whose screened time (geometric
+  // mean over gated cases) is below this goes through the full protocol; +inf sends every one.
+  virtual std::vector<eval_result> evaluate(const std::vector<candidate>& batch, double full_below_us) = 0;
+  // The full protocol for one candidate (a screened winner is confirmed before it is written).
+  virtual eval_result confirm(const candidate& c) = 0;
+  // The environment to store with a winner (device, versions).
+  virtual nlohmann::json environment() = 0;
+};
+
+// The geometric mean of per-case times (the tree's single number per node).
+double geomean_us(const std::map<std::string, double>& case_us);
+
+// log(t_best_baseline / t) averaged over the gated cases that have both; with no baseline time at all,
+// log(1 us / t) (still orders candidates, and is stated as such in the summary).
+double reward_of(const std::map<std::string, double>& case_us, const nlohmann::json& baselines);
+
+// The fastest baseline per case: {"<case>": {"name": "compile", "us": 81.9}}.
+nlohmann::json best_baselines(const nlohmann::json& baselines);
+
+}  // namespace kf

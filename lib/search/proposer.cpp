@@ -1,0 +1,41 @@
+// The proposer table and the helpers proposers share.
+#include "search/proposer.h"
+
+#include <fmt/ranges.h>
+
+#include "search/template_proposer.h"
+#include "util/error.h"
+#include "util/hash.h"
+#include "util/suggest.h"
+
+namespace kf {
+
+const std::vector<proposer_entry>& proposers() {
+  static const std::vector<proposer_entry> table = {
+      {"template", "offline: moves one or two knobs of a kernel family (the default)",
+       [](uint64_t seed) { return std::make_unique<template_proposer>(seed); }},
+  };
+  return table;
+}
+
+std::unique_ptr<proposer> make_proposer(const std::string& name, uint64_t seed) {
+  std::vector<std::string> names;
+  for (auto& p : proposers()) {
+    if (name == p.name) return p.make(seed);
+    names.emplace_back(p.name);
+  }
+  throw user_error(fmt::format("--proposer {}: unknown proposer{} (known: {})", name, did_you_mean(name, names),
+                               fmt::join(names, ", ")));
+}
+
+candidate family_candidate(const family& f, const workload_spec& spec, const knob_values& v, std::string origin) {
+  candidate c;
+  c.family = f.name();
+  c.knobs = v;
+  c.source = f.emit(spec, v);
+  c.source_hash = sha256_hex(c.source);
+  c.origin = std::move(origin);
+  return c;
+}
+
+}  // namespace kf

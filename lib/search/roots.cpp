@@ -1,0 +1,91 @@
+#include "search/roots.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "search/proposer.h"
+#include "util/fs.h"
+#include "util/hash.h"
+
+namespace kf {
+
+std::string family_kind(const std::string& name) {
+  for (const char* suffix : {"_cpu", "_cuda"}) {
+    std::string s = suffix;
+    if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0)
+      return name.substr(0, name.size() - s.size());
+  }
+  return name;
+}
+
+root_set search_roots(const workload_spec& spec, device_kind device, const std::string& gpu_key,
+                      const std::filesystem::path& kernels_dir) {
+  root_set out;
+  std::set<std::string> keys;
+  auto add = [&](candidate c) {
+    if (keys.insert(candidate_key(c)).second) out.roots.push_back(std::move(c));
+  };
+  std::vector<std::filesystem::path> metas;
+  std::error_code ec;
+  if (std::filesystem::is_directory(kernels_dir, ec))
+    for (auto& e : std::filesystem::directory_iterator(kernels_dir, ec))
+      if (e.path().extension() == ".json") metas.push_back(e.path());
+  // This key's winner first, then the others in name order (deterministic roots).
+  std::sort(metas.begin(), metas.end(), [&](auto& a, auto& b) {
+    bool ma = a.stem() == gpu_key, mb = b.stem() == gpu_key;
+    return ma != mb ? ma : a < b;
+  });
+  for (auto& path : metas) {
+    std::string key = path.stem().string();
+    nlohmann::json meta = nlohmann::json::parse(read_file(path), nullptr, false);
+    if (!meta.is_object()) {
+      out.notes.push_back(fmt::format("{}: not JSON, skipped", path.string()));
+      continue;
+    }
+    std::string fam = meta.value("family", "");
+    knob_values knobs;
+    if (meta.contains("knobs") && meta["knobs"].is_object())
+      for (auto& [k, v] : meta["knobs"].items()) knobs[k] = v.is_string() ? v.get<std::string>() : v.dump();
+    if (key == gpu_key) {
+      // This GPU's own winner, exactly as stored (its family and knobs let the proposer move from it).
+      auto src = path.parent_path() / (key + (device == device_kind::cpu ? ".cpp" : ".cu"));
+      if (!std::filesystem::exists(src)) {
+        out.notes.push_back(fmt::format("{}: no {} beside it, skipped", path.string(), src.filename().string()));
+        continue;
+      }
+      candidate c;
+      c.source = read_file(src);
+      c.source_hash = sha256_hex(c.source);
+      c.origin = "stored:" + key;
+      if (const family* f = fam.empty() ? nullptr : find_family(fam, device); f && f->valid(knobs, spec, nullptr)) {
+        c.family = fam;
+        c.knobs = knobs;
+      }
+      add(std::move(c));
+      continue;
+    }
+    if (fam.empty()) {
+      out.notes.push_back(fmt::format("{}: names no family, cannot be re-emitted for {}", path.string(), gpu_key));
+      continue;
+    }
+    std::string mine = family_kind(fam) + "_" + std::string(device_kind_name(device));
+    const family* f = find_family(mine, device);
+    std::string why;
+    if (!f) {
+      out.notes.push_back(fmt::format("{}: no family {} for this device", path.string(), mine));
+      continue;
+    }
+    if (!f->valid(knobs, spec, &why)) {
+      out.notes.push_back(fmt::format("{}: knobs of {} do not fit {} ({})", path.string(), fam, mine, why));
+      continue;
+    }
+    add(family_candidate(*f, spec, knobs, "stored:" + key));
+  }
+  for (auto* f : covering_families(spec, device)) add(family_candidate(*f, spec, f->default_variant(spec), "default"));
+  return out;
+}
+
+}  // namespace kf

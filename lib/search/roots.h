@@ -1,0 +1,26 @@
+// Where a search starts (DESIGN.md "Search": roots): the stored winner for this GPU key, stored winners of other
+// GPU keys whose .json names a family + knobs that this device's family of the same kind can re-emit, and each
+// covering family's default variant.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "search/mcts.h"
+#include "spec/spec.h"
+
+namespace kf {
+
+struct root_set {
+  std::vector<candidate> roots;
+  std::vector<std::string> notes;  // stored kernels that could not seed the search, and why
+};
+
+// `kernels_dir`: workloads/<name>/kernels (may not exist). Candidates are unique by candidate_key.
+root_set search_roots(const workload_spec& spec, device_kind device, const std::string& gpu_key,
+                      const std::filesystem::path& kernels_dir);
+
+// "row_softmax" for "row_softmax_cuda" (the family's kind, without the device).
+std::string family_kind(const std::string& family_name);
+
+}  // namespace kf

@@ -1,0 +1,236 @@
+#include "search/search_driver.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "util/error.h"
+
+namespace kf {
+namespace {
+
+double now_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+search_driver::search_driver(const workload_spec& spec, device_kind device, std::string gpu_key, search_db& db,
+                             evaluator& ev, search_options options)
+    : m_spec(spec), m_device(device), m_gpu_key(std::move(gpu_key)), m_db(db), m_ev(ev),
+      m_options(std::move(options)), m_tree(m_options.mcts) {
+  m_db_id.push_back(0);  // the virtual root has no row
+}
+
+int64_t search_driver::add_node(int64_t parent_tree_id, candidate c) {
+  std::optional<int64_t> parent;
+  if (parent_tree_id != 0) parent = m_db_id.at(static_cast<size_t>(parent_tree_id));
+  int64_t db_id = m_db.add_node(m_search.id, parent, c);
+  int64_t tid = m_tree.add(parent_tree_id, std::move(c));
+  m_db_id.push_back(db_id);
+  return tid;
+}
+
+void search_driver::open_search(const std::vector<candidate>& roots) {
+  auto existing = m_db.find_search(m_spec.name, m_gpu_key);
+  if (existing && m_options.fresh) {
+    m_db.delete_search(existing->id);
+    existing.reset();
+  }
+  if (existing && !m_options.resume)
+    throw user_error(fmt::format(
+        "a search for {} on {} is stored in {} ({} nodes): pass --resume to continue it or --fresh to start over",
+        m_spec.name, m_gpu_key, m_db.path().string(), m_db.count_nodes(existing->id)));
+  if (existing) {
+    if (!existing->spec_hash.empty() && !m_spec.hash.empty() && existing->spec_hash != m_spec.hash)
+      throw user_error(fmt::format("{}: the spec changed since the stored search began; pass --fresh to start over",
+                                   m_spec.path.empty() ? m_spec.name : m_spec.path));
+    m_search = *existing;
+    m_db.set_state(m_search.id, "running");
+    // Rebuild the tree: nodes in id order (parents first), then results in the order they arrived.
+    auto rows = m_db.load_nodes(m_search.id);
+    std::map<int64_t, int64_t> tree_of;
+    for (auto& r : rows) {
+      int64_t parent = r.parent ? tree_of.at(*r.parent) : 0;
+      int64_t tid = m_tree.add(parent, r.cand);
+      tree_of[r.id] = tid;
+      m_db_id.push_back(r.id);
+    }
+    std::vector<const node_row*> done;
+    for (auto& r : rows)
+      if (r.result_seq && r.status != node_status::pending) done.push_back(&r);
+    std::sort(done.begin(), done.end(), [](auto* a, auto* b) { return *a->result_seq < *b->result_seq; });
+    for (auto* r : done) {
+      if (r->results.contains("case_us") && r->results["case_us"].is_object())
+        m_case_us[tree_of.at(r->id)] = r->results["case_us"].get<std::map<std::string, double>>();
+      m_tree.record(tree_of.at(r->id), r->status, r->time_us, r->reward, r->detail);
+      ++m_evaluated;
+      if (is_failure(r->status)) ++m_failures;
+      auto b = m_tree.best();
+      m_trajectory_best.push_back(b ? *m_tree.at(*b).time_us : std::nan(""));
+    }
+    return;
+  }
+  search_row s;
+  s.workload = m_spec.name;
+  s.spec_hash = m_spec.hash;
+  s.device = std::string(device_kind_name(m_device));
+  s.gpu_key = m_gpu_key;
+  s.proposer = m_options.proposer;
+  s.options = {{"budget", m_options.budget}, {"seed", m_options.seed},
+               {"exploration", m_options.mcts.exploration}, {"widening_c", m_options.mcts.widening_c},
+               {"widening_alpha", m_options.mcts.widening_alpha}, {"stagnation_k", m_options.mcts.stagnation_k}};
+  m_search = s;
+  m_search.id = m_db.create_search(s);
+  m_search.baselines = m_ev.baselines();
+  m_db.set_baselines(m_search.id, m_search.baselines);
+  for (auto& r : roots)
+    if (!m_tree.contains(candidate_key(r))) add_node(0, r);
+}
+
+double search_driver::full_threshold() const {
+  auto b = m_tree.best();
+  if (!b) return std::numeric_limits<double>::infinity();
+  return *m_tree.at(*b).time_us * (1.0 + m_options.full_margin);
+}
+
+void search_driver::apply(int64_t tid, const eval_result& r) {
+  std::optional<double> time, reward;
+  bool ok = r.status == node_status::screened || r.status == node_status::measured;
+  KF_ASSERT(ok || is_failure(r.status), "an evaluation ended {}", node_status_name(r.status));
+  if (ok) {
+    time = geomean_us(r.case_us);
+    reward = reward_of(r.case_us, m_search.baselines);
+  }
+  nlohmann::json results = r.results;
+  results["case_us"] = r.case_us;
+  bool first = m_tree.at(tid).status == node_status::pending;
+  if (ok) m_case_us[tid] = r.case_us;
+  m_db.record(m_db_id.at(static_cast<size_t>(tid)), r.stages, r.status, time, reward, r.detail, results);
+  m_tree.record(tid, r.status, time, reward, r.detail);
+  if (!first) return;
+  ++m_evaluated;
+  ++m_session;
+  if (is_failure(r.status)) ++m_failures;
+  auto b = m_tree.best();
+  m_trajectory_best.push_back(b ? *m_tree.at(*b).time_us : std::nan(""));
+}
+
+void search_driver::evaluate_batch(const std::vector<int64_t>& ids) {
+  // The same source evaluated before (two knob sets that emit one kernel) reuses that result.
+  std::map<std::string, int64_t> by_hash;
+  for (auto& n : m_tree.nodes())
+    if (n.id != 0 && n.status != node_status::pending) by_hash.emplace(n.cand.source_hash, n.id);
+  std::vector<candidate> todo;
+  std::vector<int64_t> todo_ids;
+  for (auto tid : ids) {
+    auto& n = m_tree.at(tid);
+    auto it = by_hash.find(n.cand.source_hash);
+    if (it == by_hash.end()) {
+      todo.push_back(n.cand);
+      todo_ids.push_back(tid);
+      continue;
+    }
+    auto& prior = m_tree.at(it->second);
+    eval_result r;
+    r.status = prior.status;
+    r.detail = prior.detail;
+    if (auto c = m_case_us.find(prior.id); c != m_case_us.end()) r.case_us = c->second;
+    if (!is_failure(r.status) && r.case_us.empty()) {  // nothing to copy: evaluate after all
+      todo.push_back(n.cand);
+      todo_ids.push_back(tid);
+      continue;
+    }
+    r.stages.push_back({"dedup", true, {{"same_source_as_node", m_db_id.at(static_cast<size_t>(prior.id))}}, 0, {}});
+    apply(tid, r);
+  }
+  if (todo.empty()) return;
+  auto results = m_ev.evaluate(todo, full_threshold());
+  KF_ASSERT(results.size() == todo.size(), "the evaluator returned {} results for {} candidates", results.size(), todo.size());
+  for (size_t i = 0; i < todo.size(); ++i) apply(todo_ids[i], results[i]);
+}
+
+search_progress search_driver::progress() const {
+  search_progress p;
+  p.evaluations = m_evaluated;
+  p.budget = m_options.budget;
+  p.failures = m_failures;
+  if (auto b = m_tree.best()) {
+    p.best_us = m_tree.at(*b).time_us;
+    p.best_reward = m_tree.at(*b).reward;
+  }
+  p.best_baselines = best_baselines(m_search.baselines);
+  p.elapsed_s = now_s() - m_started;
+  if (m_session > 0) p.eta_s = p.elapsed_s / m_session * std::max(0, m_options.budget - m_evaluated);
+  return p;
+}
+
+search_outcome search_driver::run(const std::vector<candidate>& roots,
+                                  const std::function<void(const search_progress&)>& on_progress) {
+  m_started = now_s();
+  open_search(roots);
+  auto proposer = make_proposer(m_options.proposer, m_options.seed + static_cast<uint64_t>(m_evaluated));
+  std::string reason;
+  for (;;) {
+    if (m_options.stop_requested && m_options.stop_requested()) { reason = "interrupted"; break; }
+    if (m_evaluated >= m_options.budget) { reason = "budget"; break; }
+    if (m_options.time_s > 0 && now_s() - m_started >= m_options.time_s) { reason = "time"; break; }
+    int room = std::min(m_options.batch, m_options.budget - m_evaluated);
+    std::vector<int64_t> batch;
+    for (auto& n : m_tree.nodes())  // pending first: roots, and what a killed run had in flight
+      if (n.id != 0 && n.status == node_status::pending && static_cast<int>(batch.size()) < room) batch.push_back(n.id);
+    while (static_cast<int>(batch.size()) < room) {
+      auto sel = m_tree.select();
+      if (!sel) break;
+      auto cands = proposer->propose({m_spec, m_device, m_tree, *sel, 1});
+      if (cands.empty()) {
+        m_tree.mark_exhausted(*sel);
+        continue;
+      }
+      for (auto& c : cands) batch.push_back(add_node(*sel, std::move(c)));
+    }
+    if (batch.empty()) { reason = "converged"; break; }
+    evaluate_batch(batch);
+    if (on_progress) on_progress(progress());
+  }
+  return finish(reason);
+}
+
+search_outcome search_driver::finish(std::string reason) {
+  search_outcome o;
+  o.search_id = m_search.id;
+  o.stop_reason = reason;
+  o.baselines = m_search.baselines;
+  // The winner must have passed the full protocol: confirm a screened best (a few tries down the ranking).
+  if (reason != "interrupted") {
+    for (int tries = 0; tries < 3; ++tries) {
+      auto b = m_tree.best();
+      if (!b || m_tree.at(*b).status == node_status::measured) break;
+      apply(*b, m_ev.confirm(m_tree.at(*b).cand));
+    }
+  }
+  auto rows = m_db.load_nodes(m_search.id);
+  std::map<int64_t, const node_row*> by_db;
+  for (auto& r : rows) by_db[r.id] = &r;
+  auto b = m_tree.best();
+  if (b && m_tree.at(*b).status == node_status::measured) {
+    o.winner = *by_db.at(m_db_id.at(static_cast<size_t>(*b)));
+    for (auto id : m_tree.lineage(*b)) o.lineage.push_back(*by_db.at(m_db_id.at(static_cast<size_t>(id))));
+  }
+  std::optional<int64_t> root;
+  for (auto c : m_tree.at(0).children)
+    if (m_tree.at(c).reward && (!root || *m_tree.at(c).reward > *m_tree.at(*root).reward)) root = c;
+  if (root) o.best_root = *by_db.at(m_db_id.at(static_cast<size_t>(*root)));
+  o.evaluations = m_evaluated;
+  o.session_evaluations = m_session;
+  o.trajectory = m_trajectory_best;
+  if (o.winner) o.environment = m_ev.environment();
+  m_db.set_state(m_search.id, reason == "interrupted" ? "stopped" : "done");
+  return o;
+}
+
+}  // namespace kf

@@ -1,0 +1,84 @@
+// One search: the loop that ties the tree (mcts), a proposer, an evaluator and the search db together.
+// Budget counts the search's evaluated nodes in total, so a resumed search goes on to the same budget.
+#pragma once
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "search/evaluator.h"
+#include "search/mcts.h"
+#include "search/proposer.h"
+#include "store/search_db.h"
+
+namespace kf {
+
+struct search_options {
+  int budget = 50;              // evaluated nodes in the search (all sessions)
+  double time_s = 0;            // wall time of this session; 0: none
+  std::string proposer = "template";
+  bool resume = false;          // continue the stored search for this workload and GPU key
+  bool fresh = false;           // delete the stored search and start over
+  uint64_t seed = 1;
+  int batch = 2;                // candidates proposed (and compiled in parallel) per round
+  double full_margin = 0.10;    // screened within this fraction of the best time gets the full protocol
+  mcts_options mcts;
+  std::function<bool()> stop_requested;  // polled between evaluations (SIGINT)
+};
+
+struct search_progress {
+  int evaluations = 0, budget = 0, failures = 0;
+  std::optional<double> best_us;
+  nlohmann::json best_baselines;  // {"<case>": {"name", "us"}}
+  std::optional<double> best_reward;
+  double elapsed_s = 0, eta_s = -1;
+};
+
+struct search_outcome {
+  int64_t search_id = 0;
+  int evaluations = 0;          // evaluated nodes in the search
+  int session_evaluations = 0;  // in this run
+  std::string stop_reason;      // "budget", "time", "interrupted", "converged"
+  std::optional<node_row> winner;           // confirmed (measured) best, if any
+  std::vector<node_row> lineage;            // roots -> winner
+  std::optional<node_row> best_root;        // the best root (to compare the winner with)
+  std::vector<double> trajectory;           // best time after each evaluation (us; NaN before the first)
+  nlohmann::json baselines;
+  nlohmann::json environment;
+};
+
+class search_driver {
+ public:
+  search_driver(const workload_spec& spec, device_kind device, std::string gpu_key, search_db& db, evaluator& ev,
+                search_options options);
+  // Runs the search from `roots` (used only when the search is new). Throws user_error when a stored search
+  // exists and neither resume nor fresh was asked for, or when the spec changed under a resumed search.
+  search_outcome run(const std::vector<candidate>& roots,
+                     const std::function<void(const search_progress&)>& on_progress = {});
+
+ private:
+  void open_search(const std::vector<candidate>& roots);
+  int64_t add_node(int64_t parent_tree_id, candidate c);
+  void evaluate_batch(const std::vector<int64_t>& tree_ids);
+  void apply(int64_t tree_id, const eval_result& r);
+  double full_threshold() const;
+  search_progress progress() const;
+  search_outcome finish(std::string reason);
+
+  const workload_spec& m_spec;
+  device_kind m_device;
+  std::string m_gpu_key;
+  search_db& m_db;
+  evaluator& m_ev;
+  search_options m_options;
+  mcts_tree m_tree;
+  search_row m_search;
+  std::vector<int64_t> m_db_id;  // tree id -> db id
+  std::vector<double> m_trajectory_best;
+  std::map<int64_t, std::map<std::string, double>> m_case_us;  // tree id -> per-case times
+  int m_evaluated = 0, m_session = 0, m_failures = 0;
+  double m_started = 0;
+};
+
+}  // namespace kf

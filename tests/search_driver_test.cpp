@@ -1,0 +1,194 @@
+// The search loop with a deterministic evaluator and a real SQLite file: it finds the known best, keeps its
+// tree on disk, resumes after a SIGKILL of a real search process, and seeds from stored winners.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "search/roots.h"
+#include "search/search_driver.h"
+#include "search_fake_evaluator.h"
+#include "search_test_specs.h"
+#include "util/fs.h"
+
+namespace kf {
+namespace {
+
+const char* k_key = "cpu-x86-64";
+
+std::vector<candidate> default_roots(const workload_spec& spec) {
+  return search_roots(spec, device_kind::cpu, k_key, "/nonexistent").roots;
+}
+
+TEST(search_driver, finds_a_winner_better_than_its_root_and_keeps_the_tree) {
+  temp_dir dir("kf-search");
+  auto spec = test::softmax_spec();
+  spec.hash = "h1";
+  search_db db(dir.path() / "search.db");
+  test::fake_evaluator ev;
+  search_options o;
+  o.budget = 30;
+  o.seed = 7;
+  search_driver d(spec, device_kind::cpu, k_key, db, ev, o);
+  int progress_calls = 0;
+  auto out = d.run(default_roots(spec), [&](const search_progress& p) {
+    ++progress_calls;
+    EXPECT_LE(p.evaluations, 30);
+  });
+  EXPECT_GT(progress_calls, 0);
+  ASSERT_TRUE(out.winner.has_value()) << out.stop_reason;
+  ASSERT_TRUE(out.best_root.has_value());
+  EXPECT_EQ(out.winner->status, node_status::measured);
+  EXPECT_LT(*out.winner->time_us, *out.best_root->time_us);
+  EXPECT_EQ(out.lineage.front().cand.origin, "default");
+  EXPECT_EQ(out.lineage.back().id, out.winner->id);
+  // trajectory: one entry per evaluation, never getting worse
+  EXPECT_EQ(static_cast<int>(out.trajectory.size()), out.evaluations);
+  for (size_t i = 1; i < out.trajectory.size(); ++i)
+    if (!std::isnan(out.trajectory[i - 1])) EXPECT_LE(out.trajectory[i], out.trajectory[i - 1]);
+  // the reward is against the fastest baseline (compile, 80 us)
+  EXPECT_NEAR(*out.winner->reward, std::log(80.0 / *out.winner->time_us), 1e-9);
+  // what the tree holds is on disk
+  auto rows = db.load_nodes(out.search_id);
+  EXPECT_EQ(static_cast<int64_t>(rows.size()), db.count_nodes(out.search_id));
+  int failed = 0;
+  for (auto& r : rows) failed += r.status == node_status::compile_failed;
+  EXPECT_GT(failed, 0);  // threads=4 fails in the fake: failures are kept as nodes
+  EXPECT_GE(db.count_evaluations(out.search_id), out.evaluations);
+  auto ev_rows = db.load_evaluations(out.winner->id);
+  ASSERT_FALSE(ev_rows.empty());
+  EXPECT_FALSE(ev_rows.back().samples.empty());
+}
+
+TEST(search_driver, a_stored_search_needs_resume_or_fresh) {
+  temp_dir dir("kf-search");
+  auto spec = test::softmax_spec();
+  search_db db(dir.path() / "search.db");
+  test::fake_evaluator ev;
+  search_options o;
+  o.budget = 4;
+  search_driver(spec, device_kind::cpu, k_key, db, ev, o).run(default_roots(spec));
+  EXPECT_THROW(search_driver(spec, device_kind::cpu, k_key, db, ev, o).run(default_roots(spec)), user_error);
+  o.fresh = true;
+  o.budget = 2;
+  auto out = search_driver(spec, device_kind::cpu, k_key, db, ev, o).run(default_roots(spec));
+  EXPECT_EQ(out.evaluations, 2);
+  EXPECT_EQ(db.count_nodes(out.search_id), 2);
+  // another workload shares the file
+  auto other = test::pool_spec();
+  auto out2 = search_driver(other, device_kind::cpu, k_key, db, ev, o).run(default_roots(other));
+  EXPECT_NE(out2.search_id, out.search_id);
+  EXPECT_EQ(db.count_nodes(out.search_id), 2);
+}
+
+// Run by killed_search_resumes as a separate process (skipped otherwise): a slow search that never ends.
+TEST(search_resume, child) {
+  const char* path = std::getenv("KF_SEARCH_CHILD_DB");
+  if (!path) GTEST_SKIP() << "helper process for search_resume.killed_search_resumes";
+  auto spec = test::softmax_spec();
+  search_db db(path);
+  test::fake_evaluator ev(60);
+  search_options o;
+  o.budget = 100000;
+  o.batch = 1;
+  o.mcts.stagnation_k = 100000;
+  search_driver(spec, device_kind::cpu, k_key, db, ev, o).run(default_roots(spec));
+}
+
+TEST(search_resume, killed_search_resumes_losing_at_most_in_flight) {
+  temp_dir dir("kf-resume");
+  auto path = (dir.path() / "search.db").string();
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("KF_SEARCH_CHILD_DB", path.c_str(), 1);
+    execl("/proc/self/exe", "kforge_tests", "--gtest_filter=search_resume.child", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  auto spec = test::softmax_spec();
+  int64_t evaluated_before = 0;
+  {
+    search_db db(path);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (auto s = db.find_search(spec.name, k_key); s && db.count_evaluations(s->id) >= 12) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the search process ended before it was killed";
+
+  search_db db(path);
+  auto s = db.find_search(spec.name, k_key);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->state, "running");  // it never got to say it stopped
+  auto before = db.load_nodes(s->id);
+  for (auto& r : before) evaluated_before += r.status != node_status::pending;
+  ASSERT_GE(evaluated_before, 6);
+  EXPECT_LE(static_cast<int64_t>(before.size()) - evaluated_before, 1) << "more than the one in flight was lost";
+
+  test::fake_evaluator ev;
+  search_options o;
+  o.resume = true;
+  o.budget = static_cast<int>(evaluated_before) + 5;
+  o.batch = 1;
+  auto out = search_driver(spec, device_kind::cpu, k_key, db, ev, o).run(default_roots(spec));
+  EXPECT_EQ(out.search_id, s->id);
+  EXPECT_EQ(out.evaluations - out.session_evaluations, evaluated_before);  // continued, not restarted
+  EXPECT_EQ(out.evaluations, o.budget);
+  auto after = db.load_nodes(s->id);
+  EXPECT_GE(after.size(), before.size() + 4);
+  for (size_t i = 0; i < before.size(); ++i) {
+    EXPECT_EQ(after[i].id, before[i].id);
+    if (before[i].status != node_status::pending) EXPECT_EQ(after[i].status, before[i].status);
+    else EXPECT_NE(after[i].status, node_status::pending);  // the one in flight was evaluated on resume
+  }
+}
+
+TEST(search_roots, seeds_from_stored_winners_of_this_and_other_gpu_keys) {
+  temp_dir dir("kf-roots");
+  auto spec = test::softmax_spec();
+  auto* f = find_family("row_softmax_cpu", device_kind::cpu);
+  auto mine = f->default_variant(spec);
+  mine["vector_width"] = "16";
+  write_file_atomic(dir.path() / "cpu-x86-64.cpp", "// stored cpu winner\n");
+  write_file_atomic(dir.path() / "cpu-x86-64.json", nlohmann::json({{"family", "row_softmax_cpu"}, {"knobs", mine}}).dump());
+  auto other = f->default_variant(spec);
+  other["passes"] = "online";
+  write_file_atomic(dir.path() / "sm90-nvidia-h200.json", nlohmann::json({{"family", "row_softmax_cuda"}, {"knobs", other}}).dump());
+  write_file_atomic(dir.path() / "sm80-nvidia-a100.json",
+                    nlohmann::json({{"family", "row_softmax_cuda"}, {"knobs", {{"threads_per_row", "32"}}}}).dump());
+  auto r = search_roots(spec, device_kind::cpu, k_key, dir.path());
+  ASSERT_EQ(r.roots.size(), 3u);
+  EXPECT_EQ(r.roots[0].origin, "stored:cpu-x86-64");
+  EXPECT_EQ(r.roots[0].source, "// stored cpu winner\n");
+  EXPECT_EQ(r.roots[0].knobs, mine);
+  EXPECT_EQ(r.roots[1].origin, "stored:sm90-nvidia-h200");
+  EXPECT_EQ(r.roots[1].family, "row_softmax_cpu");  // re-emitted by this device's family of the same kind
+  EXPECT_EQ(r.roots[1].knobs, other);
+  EXPECT_EQ(r.roots[2].origin, "default");
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("sm80-nvidia-a100"), std::string::npos);
+
+  // a search started from them holds all three roots
+  search_db db(dir.path() / "search.db");
+  test::fake_evaluator ev;
+  search_options o;
+  o.budget = 3;
+  auto out = search_driver(spec, device_kind::cpu, k_key, db, ev, o).run(r.roots);
+  auto rows = db.load_nodes(out.search_id);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].cand.origin, "stored:cpu-x86-64");
+  EXPECT_FALSE(rows[1].parent.has_value());
+}
+
+}  // namespace
+}  // namespace kf
