@@ -164,6 +164,7 @@ search_progress search_driver::progress() const {
     p.best_reward = m_tree.at(*b).reward;
   }
   p.best_baselines = best_baselines(m_search.baselines);
+  p.baselines = m_search.baselines;
   p.elapsed_s = now_s() - m_started;
   if (m_session > 0) p.eta_s = p.elapsed_s / m_session * std::max(0, m_options.budget - m_evaluated);
   return p;

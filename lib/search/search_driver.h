@@ -31,6 +31,7 @@ struct search_progress {
   int evaluations = 0, budget = 0, failures = 0;
   std::optional<double> best_us;
   nlohmann::json best_baselines;  // {"<case>": {"name", "us"}}
+  nlohmann::json baselines;       // {"<baseline>": {"<case>": us}}
   std::optional<double> best_reward;
   double elapsed_s = 0, eta_s = -1;
 };

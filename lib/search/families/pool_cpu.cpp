@@ -73,7 +73,7 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
         const kf_in_t* px = base + p * sP;
         for (int64_t c = 0; c < cn; ++c) acc[c] += $LOAD$(px[c]);
       }
-      for (int64_t c = 0; c < cn; ++c) yd[kf_linear(y, n * C + c)] = $STORE$(kf_fin((float)acc[c] * inv));
+      for (int64_t c = 0; c < cn; ++c) yd[kf_linear(y, n * C + c0 + c)] = $STORE$(kf_fin((float)acc[c] * inv));
     }
     return 0;
   }

@@ -1,0 +1,231 @@
+#include "search/worker_evaluator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <future>
+
+#include <fmt/format.h>
+
+#include "compile/export_cache.h"
+#include "util/error.h"
+
+namespace kf {
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<double> samples(const nlohmann::json& set) {
+  if (!set.is_object() || !set.contains("samples_us") || !set["samples_us"].is_array()) return {};
+  return set["samples_us"].get<std::vector<double>>();
+}
+
+// The time a result stands for: the hot samples' median when there are any (short kernels), else cold's.
+double result_us(const nlohmann::json& r, std::string* kind) {
+  auto hot = samples(r.value("hot", nlohmann::json()));
+  if (!hot.empty()) {
+    *kind = "hot";
+    return median(hot);
+  }
+  *kind = "cold";
+  return median(samples(r.value("cold", nlohmann::json())));
+}
+
+std::string tail(const std::string& s, size_t n) { return s.size() <= n ? s : "..." + s.substr(s.size() - n); }
+
+// "match on case B=2 seed 1: max |err| ..." from a verdict's JSON.
+std::string first_failure(const nlohmann::json& verdict) {
+  for (auto& c : verdict.value("checks", nlohmann::json::array()))
+    if (c.value("status", "") == "failed" || (c.contains("passed") && c["passed"] == false))
+      return fmt::format("{} on case {} seed {}: {}", c.value("rule", "?"), c.value("case", std::string("-")),
+                         c.value("seed", -1), c.value("detail", ""));
+  return "verification failed";
+}
+
+}  // namespace
+
+worker_evaluator::worker_evaluator(const workload_spec& spec, worker_evaluator_options options)
+    : m_spec(spec), m_options(std::move(options)),
+      m_compiler(compile_options{m_options.cache_root, std::chrono::seconds(180), m_options.jobs}) {
+  worker_options wo;
+  wo.device = m_options.device;
+  m_worker = std::make_unique<worker_client>(wo);
+  m_spec_json = to_json(spec);
+  std::string kind(device_kind_name(m_options.device.kind));
+  for (auto& c : spec.cases) {
+    if (!c.runs_on(kind)) continue;
+    m_all.push_back(c.name);
+    if (c.gate) m_gated.push_back(c.name);
+  }
+  if (m_all.empty()) throw user_error(fmt::format("{}: no case runs on the {} device", spec.path.empty() ? spec.name : spec.path, kind));
+  if (m_gated.empty()) throw user_error(fmt::format("{}: no gated case runs on the {} device (the search times gated cases)",
+                                                    spec.path.empty() ? spec.name : spec.path, kind));
+}
+
+worker_evaluator::~worker_evaluator() = default;
+
+worker_outcome worker_evaluator::request(nlohmann::json req, std::chrono::seconds timeout) {
+  return m_worker->request(std::move(req), std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
+}
+
+nlohmann::json worker_evaluator::environment() {
+  if (m_env.is_null() || m_env.empty()) {
+    auto o = request({{"cmd", "env"}}, std::chrono::seconds(120));
+    if (o.ok() && o.response.value("ok", false)) m_env = o.response["env"];
+  }
+  return m_env;
+}
+
+nlohmann::json worker_evaluator::baselines() {
+  nlohmann::json impls = nlohmann::json::array();
+  std::string kind(device_kind_name(m_options.device.kind));
+  for (auto& b : m_options.baselines) {
+    if (b == "eager") impls.push_back({{"kind", "eager"}});
+    if (b == "vendor" && m_options.device.kind == device_kind::cuda) impls.push_back({{"kind", "vendor"}});
+    if (b == "compile") {
+      export_options eo;
+      eo.cache_root = m_options.cache_root;
+      export_cache cache(eo);
+      if (!cache.unavailable().empty()) continue;
+      auto impl = cache.impl_for(m_spec, m_gated, kind, m_options.gpu_key);
+      if (impl.contains("pt2") && !impl["pt2"].empty()) impls.push_back(impl);
+    }
+  }
+  nlohmann::json out = nlohmann::json::object();
+  if (impls.empty()) return out;
+  auto o = request({{"cmd", "measure"}, {"spec", m_spec_json}, {"impls", impls}, {"cases", m_gated},
+                    {"stopping", m_options.full_stopping}},
+                   m_options.measure_timeout);
+  if (!o.ok() || !o.response.value("ok", false)) return out;  // no baseline: rewards fall back (evaluator.h)
+  if (o.response.contains("env")) m_env = o.response["env"];
+  for (auto& r : o.response.value("results", nlohmann::json::array())) {
+    if (r.value("available", true) == false || r.contains("error")) continue;
+    std::string k;
+    double t = result_us(r, &k);
+    if (std::isfinite(t) && t > 0) out[r.value("impl", "?")][r.value("case", "?")] = t;
+  }
+  return out;
+}
+
+bool worker_evaluator::verify(const compile_result& cr, const std::vector<std::string>& cases, eval_result& r,
+                              const char* stage) {
+  nlohmann::json req = {{"cmd", "verify"}, {"spec", m_spec_json},
+                        {"impl", {{"kind", "kernel"}, {"name", "candidate"}, {"so", cr.so_path}}},
+                        {"cases", cases}, {"seeds", m_options.seeds}, {"options", nlohmann::json::object()}};
+  auto o = request(req, m_options.verify_timeout);
+  evaluation_row e{stage, false, nlohmann::json::object(), o.seconds, {}};
+  if (!o.ok()) {
+    r.detail = fmt::format("the worker {} while verifying{}", o.describe(),
+                           o.stderr_tail.empty() ? "" : ": " + tail(o.stderr_tail, 300));
+  } else if (!o.response.value("ok", false)) {
+    r.detail = fmt::format("verify: {}", o.response.value("error", "failed"));
+    if (o.response.contains("verdict")) e.detail["verdict"] = o.response["verdict"];
+  } else {
+    auto& v = o.response["verdict"];
+    e.detail["verdict"] = v;
+    e.ok = v.value("passed", false);
+    if (!e.ok) r.detail = first_failure(v);
+  }
+  e.detail["cases"] = cases;
+  if (!e.ok) e.detail["error"] = r.detail;
+  r.stages.push_back(std::move(e));
+  if (!r.stages.back().ok) r.status = node_status::verify_failed;
+  return r.stages.back().ok;
+}
+
+bool worker_evaluator::measure(const compile_result& cr, const nlohmann::json& stopping, eval_result& r,
+                               const char* stage) {
+  nlohmann::json req = {{"cmd", "measure"}, {"spec", m_spec_json},
+                        {"impls", {{{"kind", "kernel"}, {"name", "candidate"}, {"so", cr.so_path}}}},
+                        {"cases", m_gated}, {"stopping", stopping}};
+  auto o = request(req, m_options.measure_timeout);
+  evaluation_row e{stage, false, nlohmann::json::object(), o.seconds, {}};
+  r.case_us.clear();
+  if (o.ok() && o.response.value("ok", false)) {
+    for (auto& res : o.response.value("results", nlohmann::json::array())) {
+      if (res.contains("error")) {
+        r.detail = fmt::format("failed while timed on case {}: {}", res.value("case", "?"), res["error"].dump());
+        continue;
+      }
+      std::string kind;
+      double t = result_us(res, &kind);
+      if (!std::isfinite(t) || t <= 0) continue;
+      r.case_us[res.value("case", "?")] = t;
+      for (const char* k : {"cold", "hot"}) {
+        auto s = samples(res.value(k, nlohmann::json()));
+        if (!s.empty()) e.samples.push_back({"candidate", res.value("case", "?"), k, s});
+      }
+    }
+    if (o.response.contains("floor")) e.detail["floor"] = o.response["floor"];
+    if (o.response.contains("env")) m_env = o.response["env"];
+  } else {
+    r.detail = o.ok() ? fmt::format("measure: {}", o.response.value("error", "failed"))
+                      : fmt::format("the worker {} while timing", o.describe());
+  }
+  e.ok = r.case_us.size() == m_gated.size();
+  if (!e.ok && r.detail.empty()) r.detail = "not every gated case was timed";
+  e.detail["case_us"] = r.case_us;
+  r.stages.push_back(std::move(e));
+  // A kernel that verified but crashes or errs while timed is not a winner either.
+  if (!r.stages.back().ok) r.status = node_status::verify_failed;
+  return r.stages.back().ok;
+}
+
+eval_result worker_evaluator::after_compile(const candidate& c, const compile_result& cr, double full_below_us) {
+  eval_result r;
+  r.stages.push_back({"compile", cr.ok, cr.to_json(), cr.seconds, {}});
+  if (!cr.ok) {
+    r.status = node_status::compile_failed;
+    r.detail = cr.error.empty() ? "compile error" : cr.error;
+    r.results["compile_log"] = tail(cr.log, 4000);
+    return r;
+  }
+  (void)c;
+  if (!verify(cr, {m_gated.front()}, r, "screen_verify")) return r;
+  if (!measure(cr, m_options.screen_stopping, r, "screen_measure")) return r;
+  r.status = node_status::screened;
+  r.results["screen_us"] = r.case_us;
+  if (!(geomean_us(r.case_us) < full_below_us)) return r;
+  if (!verify(cr, m_all, r, "verify")) return r;
+  if (!measure(cr, m_options.full_stopping, r, "measure")) return r;
+  r.status = node_status::measured;
+  return r;
+}
+
+std::vector<eval_result> worker_evaluator::evaluate(const std::vector<candidate>& batch, double full_below_us) {
+  std::vector<compile_request> reqs;
+  for (size_t i = 0; i < batch.size(); ++i)
+    reqs.push_back({batch[i].source, m_options.device.kind, "sm_90a", {}, fmt::format("candidate{}", i)});
+  std::vector<eval_result> out;
+  if (m_options.device.kind == device_kind::cuda) {
+    // Compile every candidate in the background; time each as soon as its own compile is done.
+    std::vector<std::future<compile_result>> jobs;
+    for (auto& q : reqs) jobs.push_back(std::async(std::launch::async, [this, q] { return m_compiler.compile(q); }));
+    for (size_t i = 0; i < batch.size(); ++i) out.push_back(after_compile(batch[i], jobs[i].get(), full_below_us));
+    return out;
+  }
+  auto compiled = m_compiler.compile_batch(reqs);
+  for (size_t i = 0; i < batch.size(); ++i) out.push_back(after_compile(batch[i], compiled[i], full_below_us));
+  return out;
+}
+
+eval_result worker_evaluator::confirm(const candidate& c) {
+  auto cr = m_compiler.compile({c.source, m_options.device.kind, "sm_90a", {}, "winner"});
+  eval_result r;
+  r.stages.push_back({"compile", cr.ok, cr.to_json(), cr.seconds, {}});
+  if (!cr.ok) {
+    r.status = node_status::compile_failed;
+    r.detail = cr.error;
+    return r;
+  }
+  if (!verify(cr, m_all, r, "verify")) return r;
+  if (!measure(cr, m_options.full_stopping, r, "measure")) return r;
+  r.status = node_status::measured;
+  return r;
+}
+
+}  // namespace kf

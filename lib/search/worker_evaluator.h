@@ -1,0 +1,68 @@
+// The real evaluator: compiles through the compile service (a batch in parallel), verifies and times through one
+// kforge-worker per device (docs/worker-protocol.md `verify`, `measure`).
+// Fidelity: screen = verify on one gated case (3 seeds) + a short measure of every gated case; full = verify on
+// every case that runs on the device (3 seeds) + the full measure. On a GPU the batch's compiles overlap the
+// worker's timing; on the cpu device they run first, because a compiler on the same cores would skew the timing.
+#pragma once
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/compile.h"
+#include "exec/device.h"
+#include "exec/worker_client.h"
+#include "search/evaluator.h"
+#include "spec/spec.h"
+
+namespace kf {
+
+struct worker_evaluator_options {
+  device_id device;
+  std::string gpu_key;
+  std::filesystem::path cache_root = ".kforge/cache";
+  int jobs = 0;                             // parallel compiles; 0: one per core
+  std::vector<std::string> baselines;       // eager | compile | vendor (those the device has)
+  int seeds = 3;
+  std::chrono::seconds verify_timeout{600}, measure_timeout{900};
+  nlohmann::json screen_stopping = {{"min_samples", 5}, {"max_noise", 0.05}, {"min_seconds", 0.02}, {"timeout_s", 5}};
+  nlohmann::json full_stopping = nlohmann::json::object();  // {}: the worker's defaults (DESIGN.md "Measure")
+};
+
+class worker_evaluator final : public evaluator {
+ public:
+  worker_evaluator(const workload_spec& spec, worker_evaluator_options options);
+  ~worker_evaluator() override;
+
+  nlohmann::json baselines() override;
+  std::vector<eval_result> evaluate(const std::vector<candidate>& batch, double full_below_us) override;
+  eval_result confirm(const candidate& c) override;
+  nlohmann::json environment() override;
+
+  // The key stored kernels and the export cache are filed under (the cpu key, or the GPU's from `env`).
+  void set_gpu_key(std::string key) { m_options.gpu_key = std::move(key); }
+  const std::string& gpu_key() const { return m_options.gpu_key; }
+
+  // The gated cases that run on this device, and every case that does (what verify and measure are asked for).
+  const std::vector<std::string>& gated_cases() const { return m_gated; }
+  const std::vector<std::string>& all_cases() const { return m_all; }
+
+ private:
+  eval_result after_compile(const candidate& c, const compile_result& cr, double full_below_us);
+  // Runs verify; false (with the stage recorded and r set to verify_failed) when it does not pass.
+  bool verify(const compile_result& cr, const std::vector<std::string>& cases, eval_result& r, const char* stage);
+  // Runs measure of the kernel on the gated cases; false when it could not be timed.
+  bool measure(const compile_result& cr, const nlohmann::json& stopping, eval_result& r, const char* stage);
+  worker_outcome request(nlohmann::json req, std::chrono::seconds timeout);
+
+  const workload_spec& m_spec;
+  worker_evaluator_options m_options;
+  compiler m_compiler;
+  std::unique_ptr<worker_client> m_worker;
+  nlohmann::json m_spec_json;
+  std::vector<std::string> m_gated, m_all;
+  nlohmann::json m_env;
+};
+
+}  // namespace kf
