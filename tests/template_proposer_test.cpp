@@ -1,0 +1,71 @@
+// The template proposer: one- or two-knob moves, near ones first, valid for the family, never a knob set the
+// tree already holds.
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "search/family.h"
+#include "search/template_proposer.h"
+#include "search_test_specs.h"
+
+namespace kf {
+namespace {
+
+int changed(const knob_values& a, const knob_values& b) {
+  int n = 0;
+  for (auto& [k, v] : a) n += b.at(k) != v;
+  return n;
+}
+
+TEST(template_proposer, moves_one_or_two_knobs_and_never_repeats) {
+  auto spec = test::group_norm_spec();
+  auto* f = find_family("group_norm_cpu", device_kind::cpu);
+  mcts_tree tree;
+  auto root_knobs = f->default_variant(spec);
+  auto root = tree.add(0, family_candidate(*f, spec, root_knobs, "default"));
+  tree.record(root, node_status::measured, 10, 0.0);
+  template_proposer p(42);
+  auto first = p.propose({spec, device_kind::cpu, tree, root, 200});
+  ASSERT_GT(first.size(), 10u);
+  std::set<std::string> keys;
+  size_t first_pair = first.size();
+  for (size_t i = 0; i < first.size(); ++i)
+    if (changed(root_knobs, first[i].knobs) == 2 && first_pair == first.size()) first_pair = i;
+  // near single moves (every knob has at least one neighbouring value) come before any two-knob move
+  EXPECT_GE(first_pair, f->knobs().size());
+  for (auto& c : first) {
+    EXPECT_TRUE(f->valid(c.knobs, spec, nullptr)) << c.origin;
+    int n = changed(root_knobs, c.knobs);
+    EXPECT_TRUE(n == 1 || n == 2) << c.origin;
+    EXPECT_TRUE(keys.insert(candidate_key(c)).second) << "proposed twice: " << c.origin;
+    EXPECT_FALSE(c.source.empty());
+    EXPECT_EQ(c.source_hash.size(), 64u);
+    EXPECT_EQ(c.origin.rfind("template:", 0), 0u);
+  }
+  EXPECT_EQ(changed(root_knobs, first.front().knobs), 1);
+  // once in the tree, none is proposed again
+  for (auto& c : first) tree.add(root, c);
+  auto again = p.propose({spec, device_kind::cpu, tree, root, 200});
+  for (auto& c : again) EXPECT_EQ(keys.count(candidate_key(c)), 0u) << c.origin;
+  // rms_norm: the family rejects stats=two_pass, so the proposer never offers it
+  auto rms = test::row_norm_spec(true);
+  mcts_tree t2;
+  auto r2 = t2.add(0, family_candidate(*f, rms, f->default_variant(rms), "default"));
+  for (auto& c : p.propose({rms, device_kind::cpu, t2, r2, 500})) EXPECT_EQ(c.knobs.at("stats"), "one_pass");
+}
+
+TEST(template_proposer, has_nothing_for_a_node_without_a_family) {
+  auto spec = test::pool_spec();
+  mcts_tree tree;
+  candidate c;
+  c.source = "// hand-written";
+  c.source_hash = "abc";
+  auto id = tree.add(0, c);
+  template_proposer p(1);
+  EXPECT_TRUE(p.propose({spec, device_kind::cpu, tree, id, 5}).empty());
+  EXPECT_THROW(make_proposer("nonsense", 1), user_error);
+  EXPECT_EQ(make_proposer("template", 1)->name(), "template");
+}
+
+}  // namespace
+}  // namespace kf
