@@ -1,0 +1,72 @@
+// A full small search on the cpu device: real compiles, a real kforge-worker verifying against LibTorch and
+// timing, a real search db. Starts from a deliberately slow root so the search has somewhere to go.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "search/family.h"
+#include "search/proposer.h"
+#include "search/search_driver.h"
+#include "search/worker_evaluator.h"
+#include "search_test_specs.h"
+#include "util/fs.h"
+
+namespace kf {
+namespace {
+
+workload_spec small_softmax() {
+  workload_spec s;
+  s.name = "test-cpu-softmax";
+  s.inputs.push_back(test::tensor_input("x", {test::sym("R"), test::sym("D")}, dtype::float32));
+  s.inputs.back().init.params = {{"std", 2.0}};
+  s.graph.push_back({"softcap", {{"input", "x"}, {"cap", 30.0}}, {}});
+  s.graph.push_back({"softmax", {{"dim", -1}}, {}});
+  s.cases = {test::make_case({{"R", 256}, {"D", 1000}}, true), test::make_case({{"R", 3}, {"D", 257}}, false)};
+  s.baselines = {"eager"};
+  s.search.families = {"row_softmax"};
+  s.hash = "test-cpu-softmax-1";
+  return s;
+}
+
+TEST(search_cpu, small_search_ends_with_a_verified_winner_no_worse_than_its_root) {
+  auto spec = small_softmax();
+  temp_dir dir("kf-search-cpu");
+  worker_evaluator_options eo;
+  eo.device = device_id{device_kind::cpu, 0};
+  eo.gpu_key = "cpu-test";
+  eo.cache_root = dir.path() / "cache";
+  eo.baselines = {"eager"};
+  eo.screen_stopping = {{"min_samples", 5}, {"max_noise", 0.2}, {"min_seconds", 0.01}, {"timeout_s", 3}};
+  eo.full_stopping = {{"min_samples", 10}, {"max_noise", 0.1}, {"min_seconds", 0.05}, {"timeout_s", 5}};
+  worker_evaluator ev(spec, eo);
+  // Skip (with the reason) while the worker cannot verify or measure yet.
+  auto* f = find_family("row_softmax_cpu", device_kind::cpu);
+  knob_values slow = f->default_variant(spec);
+  slow["threads"] = "1";
+  slow["vector_width"] = "1";
+  auto root = family_candidate(*f, spec, slow, "default");
+  auto probe = ev.confirm(root);
+  if (probe.status != node_status::measured &&
+      probe.detail.find("unknown") != std::string::npos)
+    GTEST_SKIP() << "the worker cannot verify/measure yet: " << probe.detail;
+  ASSERT_EQ(probe.status, node_status::measured) << probe.detail;
+
+  search_db db(dir.path() / "search.db");
+  search_options o;
+  o.budget = 6;
+  o.batch = 2;
+  auto out = search_driver(spec, device_kind::cpu, "cpu-test", db, ev, o).run({root});
+  ASSERT_TRUE(out.winner.has_value()) << out.stop_reason;
+  ASSERT_TRUE(out.best_root.has_value());
+  EXPECT_EQ(out.winner->status, node_status::measured);
+  EXPECT_GE(*out.winner->reward, *out.best_root->reward);
+  EXPECT_LE(*out.winner->time_us, *out.best_root->time_us);
+  // the winner went through the full verification (every case) and passed
+  bool verified = false;
+  for (auto& e : db.load_evaluations(out.winner->id)) verified = verified || (e.stage == "verify" && e.ok);
+  EXPECT_TRUE(verified);
+  EXPECT_FALSE(out.baselines.empty()) << "eager was not timed";
+}
+
+}  // namespace
+}  // namespace kf
