@@ -3,6 +3,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "spec/ops.h"
 #include "spec/spec_parse_detail.h"
