@@ -33,7 +33,7 @@ std::vector<symbol_use> shape_symbols(const workload_spec& s) {
 bool check_bindings(yaml_reader& r, const workload_spec& s, size_t i, const parse_locs& locs,
                     const std::vector<symbol_use>& symbols) {
   const case_spec& c = s.cases[i];
-  std::string field = fmt::format("cases[{}]", i);
+  std::string field = fmt::format("cases[{}]", locs.case_index.at(i));
   std::vector<std::string> names;
   for (auto& u : symbols) names.push_back(u.name);
   bool ok = true;
@@ -90,7 +90,8 @@ void check_spec(yaml_reader& r, const workload_spec& s, const parse_locs& locs) 
   auto symbols = shape_symbols(s);
   std::vector<bool> case_ok(s.cases.size(), false);
   if (locs.shapes_ok)
-    for (size_t i = 0; i < s.cases.size(); ++i) case_ok[i] = check_bindings(r, s, i, locs, symbols);
+    for (size_t i = 0; i < s.cases.size(); ++i)
+      case_ok[i] = locs.case_clean.at(i) && check_bindings(r, s, i, locs, symbols);
   if (!locs.inputs_ok || !locs.graph_ok || s.graph.empty()) return;
   bool graph_ok = check_unused_inputs(r, s, locs);
   graph_ok = check_multi_output_last(r, s) && graph_ok;
@@ -106,7 +107,8 @@ void check_spec(yaml_reader& r, const workload_spec& s, const parse_locs& locs) 
     const auto& args = locs.op_args.at(e.op_index);
     source_loc at = args.count(e.arg) ? args.at(e.arg) : args.at("");
     std::string field = fmt::format("graph[{}].{}{}", e.op_index, s.graph[e.op_index].op, e.arg.empty() ? "" : "." + e.arg);
-    r.error(at, field, fmt::format("{} (case {})", e.message, s.cases[i].name));
+    const case_spec& c = s.cases[i];
+    r.error(at, field, c.bindings.empty() ? e.message : fmt::format("{} (case {})", e.message, c.name));
   }
 }
 

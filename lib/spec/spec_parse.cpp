@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "search/family.h"
 #include "spec/spec_parse_detail.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -21,8 +22,21 @@ namespace fs = std::filesystem;
 using detail::parse_locs;
 
 const std::vector<std::string>& known_family_names() {
-  // The names of lib/search's family table; a spec may name a family before this GPU has it.
-  static const std::vector<std::string> names = {"row_softmax", "group_norm", "pool"};
+  // The families of lib/search's table by base name (`row_softmax` selects row_softmax_cpu and
+  // row_softmax_cuda, see family_selected), then by full name.
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> base, full;
+    auto add = [](std::vector<std::string>& v, const std::string& n) {
+      if (std::find(v.begin(), v.end(), n) == v.end()) v.push_back(n);
+    };
+    for (auto& f : families()) {
+      std::string n = f->name(), suffix = fmt::format("_{}", device_kind_name(f->device()));
+      if (n.ends_with(suffix)) add(base, n.substr(0, n.size() - suffix.size()));
+      add(full, n);
+    }
+    for (auto& n : full) add(base, n);
+    return base;
+  }();
   return names;
 }
 
@@ -48,24 +62,33 @@ namespace {
 const std::vector<std::string> k_top_fields = {"version", "name", "model", "inputs", "graph", "cases", "tolerance",
                                                "baselines", "gate", "search", "allow_libraries", "input_reads"};
 
-// A list of distinct names, each one of `choices`.
-std::optional<std::vector<std::string>> read_names(yaml_reader& r, const YAML::Node& n, const std::string& field,
-                                                   const std::vector<std::string>& choices, const std::string& what) {
-  if (!r.check_list(n, field)) return std::nullopt;
-  std::vector<std::string> out;
-  bool ok = true;
+// A list of distinct names, each one of `choices`. Returns the good entries with their list index; *ok says
+// whether all were good.
+std::vector<std::pair<size_t, std::string>> read_names(yaml_reader& r, const YAML::Node& n, const std::string& field,
+                                                       const std::vector<std::string>& choices, const std::string& what,
+                                                       bool* ok) {
+  std::vector<std::pair<size_t, std::string>> out;
+  *ok = r.check_list(n, field);
+  if (!*ok) return out;
   for (size_t i = 0; i < n.size(); ++i) {
     std::string f = fmt::format("{}[{}]", field, i);
     auto s = r.get_choice(n[i], f, choices, what);
-    if (!s) { ok = false; continue; }
-    if (std::find(out.begin(), out.end(), *s) != out.end()) {
+    if (!s) { *ok = false; continue; }
+    bool dup = false;
+    for (auto& [_, name] : out) dup = dup || name == *s;
+    if (dup) {
       r.error(n[i], f, fmt::format("`{}` is listed twice", *s));
-      ok = false;
+      *ok = false;
       continue;
     }
-    out.push_back(*s);
+    out.emplace_back(i, *s);
   }
-  if (!ok) return std::nullopt;
+  return out;
+}
+
+std::vector<std::string> names_only(const std::vector<std::pair<size_t, std::string>>& v) {
+  std::vector<std::string> out;
+  for (auto& [_, s] : v) out.push_back(s);
   return out;
 }
 
@@ -104,13 +127,13 @@ void parse_gate(yaml_reader& r, const YAML::Node& n, workload_spec* out) {
   if (n["max_regression"])
     if (auto v = r.get_fraction(n["max_regression"], "gate.max_regression")) out->gate.max_regression = *v;
   if (n["must_beat"]) {
-    if (auto v = read_names(r, n["must_beat"], "gate.must_beat", baseline_names(), "baseline")) {
-      out->gate.must_beat = *v;
-      for (size_t i = 0; i < v->size(); ++i)
-        if (std::find(out->baselines.begin(), out->baselines.end(), (*v)[i]) == out->baselines.end())
-          r.error(n["must_beat"][i], fmt::format("gate.must_beat[{}]", i),
-                  fmt::format("`{}` is not measured: add it to `baselines` or drop it here", (*v)[i]));
-    }
+    bool ok;
+    auto v = read_names(r, n["must_beat"], "gate.must_beat", baseline_names(), "baseline", &ok);
+    out->gate.must_beat = names_only(v);
+    for (auto& [i, name] : v)
+      if (std::find(out->baselines.begin(), out->baselines.end(), name) == out->baselines.end())
+        r.error(n["must_beat"][i], fmt::format("gate.must_beat[{}]", i),
+                fmt::format("`{}` is not measured: add it to `baselines` or drop it here", name));
   }
   if (n["require_kernel"])
     if (auto v = r.get_bool(n["require_kernel"], "gate.require_kernel")) out->gate.require_kernel = *v;
@@ -118,9 +141,10 @@ void parse_gate(yaml_reader& r, const YAML::Node& n, workload_spec* out) {
 
 void parse_search(yaml_reader& r, const YAML::Node& n, workload_spec* out) {
   if (!r.check_map(n, "search", {"families", "budget"})) return;
-  if (n["families"])
-    if (auto v = read_names(r, n["families"], "search.families", known_family_names(), "kernel family"))
-      out->search.families = *v;
+  if (n["families"]) {
+    bool ok;
+    out->search.families = names_only(read_names(r, n["families"], "search.families", known_family_names(), "kernel family", &ok));
+  }
   if (n["budget"] && r.check_map(n["budget"], "search.budget", {"evaluations", "seconds"})) {
     const YAML::Node b = n["budget"];
     if (b["evaluations"])
@@ -148,13 +172,15 @@ void parse_root(yaml_reader& r, const YAML::Node& root, const std::string& path,
   if (root["graph"]) detail::parse_graph(r, root["graph"], out, &locs);
   if (root["cases"]) detail::parse_cases(r, root["cases"], out, &locs);
   if (root["tolerance"]) parse_tolerance(r, root["tolerance"], out);
-  if (root["baselines"])
-    if (auto v = read_names(r, root["baselines"], "baselines", baseline_names(), "baseline")) out->baselines = *v;
+  bool ok;
+  if (root["baselines"]) {  // kept at the default when wrong, so must_beat is not checked against a broken list
+    auto v = names_only(read_names(r, root["baselines"], "baselines", baseline_names(), "baseline", &ok));
+    if (ok) out->baselines = v;
+  }
   if (root["gate"]) parse_gate(r, root["gate"], out);
   if (root["search"]) parse_search(r, root["search"], out);
   if (root["allow_libraries"])
-    if (auto v = read_names(r, root["allow_libraries"], "allow_libraries", library_names(), "library"))
-      out->allow_libraries = *v;
+    out->allow_libraries = names_only(read_names(r, root["allow_libraries"], "allow_libraries", library_names(), "library", &ok));
   if (root["input_reads"])
     if (auto v = r.get_number(root["input_reads"], "input_reads")) {
       if (*v <= 0) r.error(root["input_reads"], "input_reads", fmt::format("expected a number > 0, got {}", *v));

@@ -15,6 +15,8 @@ struct parse_locs {
   std::vector<std::map<std::string, source_loc>> op_args;        // per op: argument -> its value ("" the op)
   std::vector<std::map<std::string, source_loc>> case_keys;      // per case: symbol -> its key
   std::vector<std::map<std::string, source_loc>> case_values;    // per case: symbol -> its value
+  std::vector<size_t> case_index;                                // per case: its index in the YAML list
+  std::vector<bool> case_clean;                                  // per case: read without errors
   bool inputs_ok = true, graph_ok = true, cases_ok = true;       // no errors in that part
   bool shapes_ok = true;                                         // every input's shape was read
 };

@@ -81,8 +81,7 @@ void parse_op(yaml_reader& r, size_t i, const YAML::Node& item, workload_spec* o
   field += "." + name;
   op_call call{name, json::object(), r.loc(name_node)};
   locs->op_args.back()[""] = call.loc;
-  std::vector<std::string> allowed;
-  if (i == 0) allowed.push_back("input");
+  std::vector<std::string> allowed = {"input"};  // on a later op, reported below with the reason
   for (auto& a : op->args) allowed.push_back(a.name);
   bool has_args = args && !args.IsNull();
   size_t before = r.error_count();

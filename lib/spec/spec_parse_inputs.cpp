@@ -1,4 +1,5 @@
 // The spec's `inputs` (shape, dtype, init, memory_format) and `cases` (symbol bindings, gate).
+#include <algorithm>
 #include <cmath>
 #include <regex>
 #include <set>
@@ -57,6 +58,8 @@ void parse_init(yaml_reader& r, const YAML::Node& n, const std::string& field, i
   };
   bool map_ok = !params || params.IsNull() || params.IsMap();
   if (!map_ok) r.error(params, f, fmt::format("expected a mapping of parameters, got {}", yaml_reader::describe(params)));
+  if (desc_ok && (kind == "normal" || kind == "uniform") && !is_floating(in->type))
+    r.error(kind_node, f, fmt::format("{} draws real numbers: expected a floating-point dtype, got {} (use randint for integer inputs)", kind, dtype_name(in->type)));
   if (kind == "normal") {
     if (params && map_ok && !params.IsNull()) r.check_map(params, f, {"mean", "std"});
     number("mean", 0.0);
@@ -142,6 +145,32 @@ void parse_input(yaml_reader& r, const std::string& name, const YAML::Node& n, w
   out->inputs.push_back(std::move(in));
 }
 
+// `devices: [cuda]`: the device kinds a case runs on (huge shapes need not run on a laptop's cpu device).
+void parse_case_devices(yaml_reader& r, const YAML::Node& n, const std::string& field, case_spec* cs) {
+  static const std::vector<std::string> k_kinds = {"cpu", "cuda"};
+  auto gpu_hint = [&](const YAML::Node& d, const std::string& f) {  // "gpu" is not close to "cuda" by spelling
+    bool gpu = d.IsScalar() && (d.Scalar() == "gpu" || d.Scalar() == "GPU");
+    if (gpu) r.error(d, f, "unknown device kind `gpu`; did you mean `cuda`?");
+    return gpu;
+  };
+  if (gpu_hint(n, field)) return;
+  if (n.IsScalar()) {
+    if (auto d = r.get_choice(n, field, k_kinds, "device kind")) cs->devices = {*d};
+    return;
+  }
+  if (!r.check_list(n, field)) return;
+  if (n.size() == 0) r.error(n, field, "expected at least one device kind (cpu, cuda); leave `devices` out for all");
+  for (size_t i = 0; i < n.size(); ++i) {
+    if (gpu_hint(n[i], fmt::format("{}[{}]", field, i))) continue;
+    auto d = r.get_choice(n[i], fmt::format("{}[{}]", field, i), k_kinds, "device kind");
+    if (!d) continue;
+    if (std::find(cs->devices.begin(), cs->devices.end(), *d) != cs->devices.end())
+      r.error(n[i], fmt::format("{}[{}]", field, i), fmt::format("`{}` is listed twice", *d));
+    else
+      cs->devices.push_back(*d);
+  }
+}
+
 }  // namespace
 
 void parse_inputs(yaml_reader& r, const YAML::Node& n, workload_spec* out, parse_locs* locs) {
@@ -193,6 +222,8 @@ void parse_cases(yaml_reader& r, const YAML::Node& n, workload_spec* out, parse_
     cs.loc = r.loc(c);
     locs->case_keys.emplace_back();  // indexed like out->cases
     locs->case_values.emplace_back();
+    locs->case_index.push_back(i);
+    size_t errors_before = r.error_count();
     std::set<std::string> seen;
     for (auto it = c.begin(); it != c.end(); ++it) {
       std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
@@ -206,8 +237,12 @@ void parse_cases(yaml_reader& r, const YAML::Node& n, workload_spec* out, parse_
         if (auto g = r.get_bool(it->second, f)) cs.gate = *g;
         continue;
       }
+      if (key == "devices") {
+        parse_case_devices(r, it->second, f, &cs);
+        continue;
+      }
       if (!std::regex_match(key, k_symbol_re)) {
-        r.error(it->first, f, fmt::format("`{}` is not a symbol name (expected an identifier like S, or `gate`)", key));
+        r.error(it->first, f, fmt::format("`{}` is not a symbol name (expected an identifier like S, or `gate` / `devices`)", key));
         locs->cases_ok = false;
         continue;
       }
@@ -227,6 +262,7 @@ void parse_cases(yaml_reader& r, const YAML::Node& n, workload_spec* out, parse_
       r.error(c, field, fmt::format("duplicate case `{}` (the same bindings as an earlier case)", cs.name));
       locs->cases_ok = false;
     }
+    locs->case_clean.push_back(r.error_count() == errors_before);
     out->cases.push_back(std::move(cs));
   }
 }
