@@ -1,0 +1,272 @@
+// The op table: schema and shape/dtype inference of every graph op, under PyTorch eager semantics.
+// To add an op, see CONTRIBUTING.md "Adding an op".
+#include "spec/ops.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace kf {
+namespace {
+
+using json = nlohmann::json;
+
+arg_def arg(std::string name, arg_kind kind, json def = nullptr, std::string help = {}) {
+  return {std::move(name), kind, false, std::move(def), {}, std::move(help)};
+}
+arg_def req(std::string name, arg_kind kind, std::string help = {}) {
+  return {std::move(name), kind, true, nullptr, {}, std::move(help)};
+}
+arg_def choice(std::string name, std::vector<std::string> choices, std::string def) {
+  return {std::move(name), arg_kind::string, false, def, std::move(choices), {}};
+}
+
+void need_floating(const op_context& c, std::string_view what = "input") {
+  if (!is_floating(c.input.type))
+    c.fail("", fmt::format("{} needs a floating-point {}, got {}", c.op.name, what, dtype_name(c.input.type)));
+}
+
+// dim in range for the input, returned normalized.
+int64_t need_dim(const op_context& c, const std::string& name) {
+  int64_t rank = static_cast<int64_t>(c.input.shape.size());
+  int64_t d = c.get_int(name);
+  int64_t w = wrap_dim(d, rank);
+  if (w < 0) c.fail(name, fmt::format("dim {} is out of range for a {}-d input (expected {} to {})", d, rank, rank ? -rank : -1, rank ? rank - 1 : 0));
+  return w;
+}
+
+// A parameter tensor (weight/bias) must have `shape` and the input's dtype, as torch's fused kernels require.
+void need_param(const op_context& c, const std::string& name, const std::vector<int64_t>& shape) {
+  if (!c.has(name)) return;
+  const tensor_desc& t = c.tensors.at(name);
+  if (t.shape != shape)
+    c.fail(name, fmt::format("expected shape [{}], got {}", fmt::join(shape, ", "), t.str()));
+  if (t.type != c.input.type)
+    c.fail(name, fmt::format("expected dtype {} (the op's input), got {}", dtype_name(c.input.type), dtype_name(t.type)));
+}
+
+std::vector<tensor_desc> same(const op_context& c) { return {c.input}; }
+
+std::vector<tensor_desc> softmax_like(const op_context& c) {
+  need_dim(c, "dim");
+  tensor_desc out = c.input;
+  if (c.has("dtype")) {
+    out.type = *parse_dtype(c.get_string("dtype"));
+    if (!is_floating(out.type)) c.fail("dtype", fmt::format("expected a floating-point dtype, got {}", dtype_name(out.type)));
+  } else {
+    need_floating(c);
+  }
+  return {out};
+}
+
+std::vector<tensor_desc> topk(const op_context& c) {
+  int64_t d = need_dim(c, "dim");
+  int64_t k = c.get_int("k");
+  int64_t n = c.input.shape.empty() ? 1 : c.input.shape[d];
+  if (k < 0 || k > n) c.fail("k", fmt::format("k = {} is out of range: dim {} has size {}", k, c.get_int("dim"), n));
+  tensor_desc values = c.input;
+  if (!values.shape.empty()) values.shape[d] = k;
+  tensor_desc indices = values;
+  indices.type = dtype::int64;
+  return {values, indices};
+}
+
+std::vector<tensor_desc> group_norm(const op_context& c) {
+  need_floating(c);
+  if (c.input.shape.size() < 2) c.fail("", fmt::format("group_norm needs an input with at least 2 dims [N, C, ...], got {}", c.input.str()));
+  int64_t groups = c.get_int("num_groups"), channels = c.input.shape[1];
+  if (groups <= 0 || channels % groups != 0)
+    c.fail("num_groups", fmt::format("expected a positive divisor of the {} channels, got {}", channels, groups));
+  need_param(c, "weight", {channels});
+  need_param(c, "bias", {channels});
+  if (c.get_number("eps") < 0) c.fail("eps", "expected eps >= 0");
+  return same(c);
+}
+
+// layer_norm / rms_norm: normalized_shape must be the input's trailing dims.
+std::vector<tensor_desc> norm_over_last(const op_context& c) {
+  need_floating(c);
+  auto ns = c.get_int_list("normalized_shape");
+  const auto& s = c.input.shape;
+  bool ok = !ns.empty() && ns.size() <= s.size();
+  for (size_t i = 0; ok && i < ns.size(); ++i) ok = ns[i] == s[s.size() - ns.size() + i];
+  if (!ok) c.fail("normalized_shape", fmt::format("expected the input's trailing dims (input {}), got [{}]", c.input.str(), fmt::join(ns, ", ")));
+  need_param(c, "weight", ns);
+  need_param(c, "bias", ns);
+  if (c.has("eps") && c.get_number("eps") < 0) c.fail("eps", "expected eps >= 0");
+  return same(c);
+}
+
+std::vector<tensor_desc> elementwise_float(const op_context& c) {
+  need_floating(c);
+  return same(c);
+}
+
+std::vector<tensor_desc> add_mask(const op_context& c) {
+  need_floating(c);
+  const tensor_desc& m = c.tensors.at("mask");
+  if (!is_floating(m.type)) c.fail("mask", fmt::format("expected a floating-point mask (0 / -inf), got {}", dtype_name(m.type)));
+  tensor_desc out{{}, promote_types(c.input.type, m.type)};
+  if (!broadcast_shapes(c.input.shape, m.shape, &out.shape))
+    c.fail("mask", fmt::format("mask {} does not broadcast against the input {}", m.str(), c.input.str()));
+  if (out.shape != c.input.shape)
+    c.fail("mask", fmt::format("mask {} would grow the input {} by broadcasting (expected it to broadcast to the input's shape)", m.str(), c.input.str()));
+  return {out};
+}
+
+std::vector<tensor_desc> adaptive_avg_pool2d(const op_context& c) {
+  need_floating(c);
+  size_t r = c.input.shape.size();
+  if (r != 3 && r != 4) c.fail("", fmt::format("adaptive_avg_pool2d needs a 3-d or 4-d input, got {}", c.input.str()));
+  auto os = c.get_int_list("output_size");
+  if (os.size() == 1) os.push_back(os[0]);
+  if (os.size() != 2 || os[0] < 1 || os[1] < 1)
+    c.fail("output_size", fmt::format("expected a positive size or [h, w], got [{}]", fmt::join(os, ", ")));
+  tensor_desc out = c.input;
+  out.shape[r - 2] = os[0];
+  out.shape[r - 1] = os[1];
+  return {out};
+}
+
+std::vector<tensor_desc> flatten(const op_context& c) {
+  int64_t rank = static_cast<int64_t>(c.input.shape.size());
+  if (rank == 0) return {{{1}, c.input.type}};
+  int64_t s = need_dim(c, "start_dim"), e = need_dim(c, "end_dim");
+  if (s > e) c.fail("start_dim", fmt::format("start_dim ({}) comes after end_dim ({})", c.get_int("start_dim"), c.get_int("end_dim")));
+  tensor_desc out{{}, c.input.type};
+  int64_t prod = 1;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i < s || i > e) out.shape.push_back(c.input.shape[i]);
+    else prod *= c.input.shape[i];
+    if (i == e) out.shape.push_back(prod);
+  }
+  return {out};
+}
+
+std::vector<tensor_desc> cast(const op_context& c) {
+  return {{c.input.shape, *parse_dtype(c.get_string("dtype"))}};
+}
+
+std::vector<tensor_desc> linear(const op_context& c) {
+  need_floating(c);
+  const tensor_desc& w = c.tensors.at("weight");
+  if (c.input.shape.empty()) c.fail("", "linear needs an input with at least 1 dim");
+  if (w.shape.size() != 2 || w.shape[1] != c.input.shape.back())
+    c.fail("weight", fmt::format("expected [out_features, {}] (the input's last dim), got {}", c.input.shape.back(), w.str()));
+  if (w.type != c.input.type)
+    c.fail("weight", fmt::format("expected dtype {} (the op's input), got {}", dtype_name(c.input.type), dtype_name(w.type)));
+  need_param(c, "bias", {w.shape[0]});
+  tensor_desc out = c.input;
+  out.shape.back() = w.shape[0];
+  return {out};
+}
+
+std::vector<tensor_desc> matmul(const op_context& c) {
+  const tensor_desc& o = c.tensors.at("other");
+  auto a = c.input.shape, b = o.shape;
+  if (a.empty() || b.empty()) c.fail("other", "matmul needs operands with at least 1 dim");
+  if (o.type != c.input.type)
+    c.fail("other", fmt::format("expected dtype {} (the op's input), got {}", dtype_name(c.input.type), dtype_name(o.type)));
+  bool a1 = a.size() == 1, b1 = b.size() == 1;
+  if (a1) a.insert(a.begin(), 1);
+  if (b1) b.push_back(1);
+  if (a.back() != b[b.size() - 2])
+    c.fail("other", fmt::format("inner dims differ: input {} times other {}", c.input.str(), o.str()));
+  std::vector<int64_t> batch;
+  if (!broadcast_shapes({a.begin(), a.end() - 2}, {b.begin(), b.end() - 2}, &batch))
+    c.fail("other", fmt::format("batch dims of {} and {} do not broadcast", c.input.str(), o.str()));
+  tensor_desc out{batch, c.input.type};
+  if (!a1) out.shape.push_back(a[a.size() - 2]);
+  if (!b1) out.shape.push_back(b.back());
+  return {out};
+}
+
+std::vector<op_def> make_table() {
+  using k = arg_kind;
+  std::vector<op_def> t = {
+      {"softcap", "tanh(x / cap) * cap", {req("cap", k::number)}, false, {}, elementwise_float},
+      {"scale", "x * factor", {req("factor", k::number)}, false, {}, elementwise_float},
+      {"add_mask", "x + mask", {req("mask", k::tensor)}, false, {}, add_mask},
+      {"softmax", "torch.softmax(x, dim, dtype)", {req("dim", k::integer), arg("dtype", k::dtype)}, false, {}, softmax_like},
+      {"log_softmax", "torch.log_softmax(x, dim, dtype)", {req("dim", k::integer), arg("dtype", k::dtype)}, false, {}, softmax_like},
+      {"topk", "torch.topk(x, k, dim, largest, sorted)",
+       {req("k", k::integer), arg("dim", k::integer, -1), arg("largest", k::boolean, true), arg("sorted", k::boolean, true)},
+       true, {"values", "indices"}, topk},
+      {"group_norm", "F.group_norm(x, num_groups, weight, bias, eps)",
+       {req("num_groups", k::integer), arg("weight", k::tensor), arg("bias", k::tensor), arg("eps", k::number, 1e-5)},
+       false, {}, group_norm},
+      {"layer_norm", "F.layer_norm(x, normalized_shape, weight, bias, eps)",
+       {req("normalized_shape", k::int_list), arg("weight", k::tensor), arg("bias", k::tensor), arg("eps", k::number, 1e-5)},
+       false, {}, norm_over_last},
+      {"rms_norm", "F.rms_norm(x, normalized_shape, weight, eps)",
+       {req("normalized_shape", k::int_list), arg("weight", k::tensor), arg("eps", k::number)}, false, {}, norm_over_last},
+      {"silu", "F.silu(x)", {}, false, {}, elementwise_float},
+      {"gelu", "F.gelu(x, approximate)", {choice("approximate", {"none", "tanh"}, "none")}, false, {}, elementwise_float},
+      {"adaptive_avg_pool2d", "F.adaptive_avg_pool2d(x, output_size)", {req("output_size", k::int_list)}, false, {}, adaptive_avg_pool2d},
+      {"flatten", "torch.flatten(x, start_dim, end_dim)", {arg("start_dim", k::integer, 0), arg("end_dim", k::integer, -1)}, false, {}, flatten},
+      {"cast", "x.to(dtype)", {req("dtype", k::dtype)}, false, {}, cast},
+      {"linear", "F.linear(x, weight, bias)", {req("weight", k::tensor), arg("bias", k::tensor)}, false, {}, linear},
+      {"matmul", "torch.matmul(x, other)", {req("other", k::tensor)}, false, {}, matmul},
+  };
+  for (auto& op : t)
+    if (op.output_names.empty()) op.output_names = {"out"};
+  return t;
+}
+
+}  // namespace
+
+std::string_view arg_kind_name(arg_kind k) {
+  switch (k) {
+    case arg_kind::integer: return "an integer";
+    case arg_kind::number: return "a number";
+    case arg_kind::boolean: return "true or false";
+    case arg_kind::string: return "a string";
+    case arg_kind::dtype: return "a dtype";
+    case arg_kind::tensor: return "the name of an input";
+    case arg_kind::int_list: return "an integer or a list of integers";
+  }
+  return "?";
+}
+
+const arg_def* op_def::find_arg(std::string_view n) const {
+  for (auto& a : args)
+    if (a.name == n) return &a;
+  return nullptr;
+}
+
+const std::vector<op_def>& op_table() {
+  static const std::vector<op_def> table = make_table();
+  return table;
+}
+
+const op_def* find_op(std::string_view name) {
+  for (auto& op : op_table())
+    if (op.name == name) return &op;
+  return nullptr;
+}
+
+std::vector<std::string> op_names() {
+  std::vector<std::string> v;
+  for (auto& op : op_table()) v.push_back(op.name);
+  return v;
+}
+
+// ---- op_context ----
+
+const nlohmann::json& op_context::value(const std::string& name) const {
+  if (auto it = args.find(name); it != args.end() && !it->is_null()) return *it;
+  if (const arg_def* a = op.find_arg(name)) return a->default_value;
+  static const json k_null;
+  return k_null;
+}
+bool op_context::has(const std::string& name) const { return !value(name).is_null(); }
+int64_t op_context::get_int(const std::string& name) const { return value(name).get<int64_t>(); }
+double op_context::get_number(const std::string& name) const { return value(name).get<double>(); }
+std::string op_context::get_string(const std::string& name) const { return value(name).get<std::string>(); }
+std::vector<int64_t> op_context::get_int_list(const std::string& name) const {
+  const json& v = value(name);
+  if (v.is_array()) return v.get<std::vector<int64_t>>();
+  return {v.get<int64_t>()};
+}
+void op_context::fail(const std::string& a, const std::string& message) const { throw op_error{a, message}; }
+
+}  // namespace kf

@@ -1,0 +1,107 @@
+// The op registry: one table entry per graph op, keyed by name, with its argument schema and its shape and
+// dtype inference under PyTorch eager semantics. The LibTorch implementations sit in ops_torch.cpp and the
+// Python counterparts in baselines/compile/export.py, under the same names.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "spec/spec.h"
+
+namespace kf {
+
+enum class arg_kind { integer, number, boolean, string, dtype, tensor, int_list };
+std::string_view arg_kind_name(arg_kind k);  // "an integer", "a number", ... (for messages)
+
+struct arg_def {
+  std::string name;
+  arg_kind kind;
+  bool required = false;
+  nlohmann::json default_value;      // null: no default (absent means "not given", e.g. softmax's dtype)
+  std::vector<std::string> choices;  // for strings: the allowed values
+  std::string help;
+};
+
+struct tensor_desc {
+  std::vector<int64_t> shape;
+  dtype type = dtype::float32;
+  int64_t numel() const;
+  std::string str() const;  // "bfloat16[1, 8, 2048, 2048]"
+  bool operator==(const tensor_desc&) const = default;
+};
+
+// A shape or dtype problem found by an op's inference: which argument (empty: the op's input) and what.
+struct op_error {
+  std::string arg;
+  std::string message;
+};
+
+// What an op's inference sees: its input, its (defaulted) arguments and the tensors its tensor arguments name.
+struct op_def;
+struct op_context {
+  const op_def& op;
+  tensor_desc input;
+  const nlohmann::json& args;  // missing arguments fall back to the schema's default
+  std::map<std::string, tensor_desc> tensors;
+  int64_t get_int(const std::string& name) const;
+  double get_number(const std::string& name) const;
+  std::vector<int64_t> get_int_list(const std::string& name) const;  // a single integer is a list of one
+  std::string get_string(const std::string& name) const;
+  bool has(const std::string& name) const;  // given (or defaulted) and not null
+  const nlohmann::json& value(const std::string& name) const;  // the argument or its default (null if neither)
+  [[noreturn]] void fail(const std::string& arg, const std::string& message) const;
+};
+
+struct op_def {
+  std::string name;
+  std::string summary;          // the torch expression it stands for
+  std::vector<arg_def> args;    // not counting the first op's "input"
+  bool must_be_last = false;    // ops with several outputs end the graph
+  std::vector<std::string> output_names;  // default {"out"}; topk {"values", "indices"}
+  // Output descriptors; calls ctx.fail(...) (throws op_error) on a mismatch.
+  std::function<std::vector<tensor_desc>(const op_context& ctx)> infer;
+  const arg_def* find_arg(std::string_view name) const;
+};
+
+// The registry.
+const std::vector<op_def>& op_table();
+const op_def* find_op(std::string_view name);
+std::vector<std::string> op_names();
+
+// The names of the inputs an op's tensor arguments refer to (the first op's "input" included), in schema order.
+std::vector<std::string> tensor_arg_inputs(const op_call& call);
+// The graph's primary input: the one the first op names.
+std::string primary_input(const workload_spec& spec);
+
+// Broadcasting and type promotion as torch does them (used by several ops).
+bool broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b, std::vector<int64_t>* out);
+dtype promote_types(dtype a, dtype b);
+// Normalizes a dim against a rank (negative dims count from the end); -1 when out of range.
+int64_t wrap_dim(int64_t d, int64_t rank);
+
+// Inference of a whole graph for one case.
+struct graph_error {
+  size_t op_index = 0;  // which graph entry
+  std::string arg;      // which of its arguments ("" = its input)
+  std::string message;
+};
+struct graph_shapes {
+  std::vector<tensor_desc> inputs;                 // in the spec's input order
+  std::vector<std::vector<tensor_desc>> steps;     // each op's outputs
+  const std::vector<tensor_desc>& outputs() const { return steps.back(); }
+};
+// Returns false and fills *err on the first mismatch (the parser turns it into a diagnostic).
+bool try_infer_graph(const workload_spec& spec, const case_spec& c, graph_shapes* out, graph_error* err);
+// The graph's outputs for a case; throws user_error naming the op's location on a mismatch.
+std::vector<tensor_desc> infer_outputs(const workload_spec& spec, const case_spec& c);
+// Input descriptors for a case (shapes with the case's bindings).
+std::vector<tensor_desc> input_descs(const workload_spec& spec, const case_spec& c);
+// The output names of the graph ("out", or "values", "indices" for topk).
+std::vector<std::string> output_names(const workload_spec& spec);
+
+}  // namespace kf

@@ -1,0 +1,136 @@
+// Seeded inputs, adversarial variants, and the graph run on LibTorch (eager and float64 reference).
+#include "spec/reference_torch.h"
+
+#include <cmath>
+#include <limits>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "spec/adversarial.h"
+#include "spec/ops.h"
+#include "spec/ops_torch.h"
+
+namespace kf {
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Each input draws from its own stream so that adding an input to a spec leaves the others' values alone.
+at::Generator input_generator(uint64_t seed, const std::string& name) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a of the name
+  for (unsigned char ch : name) h = (h ^ ch) * 1099511628211ULL;
+  return at::make_generator<at::CPUGeneratorImpl>(splitmix64(seed ^ splitmix64(h)));
+}
+
+at::Tensor make_input(const input_spec& in, const case_spec& c, uint64_t seed) {
+  auto shape = concrete_shape(in, c);
+  at::Generator gen = input_generator(seed, in.name);
+  const auto& p = in.init.params;
+  // Draw in float32 (float64 for float64 inputs), then round to the input's dtype: the same values everywhere.
+  auto draw = at::TensorOptions().dtype(in.type == dtype::float64 ? at::kDouble : at::kFloat);
+  at::Tensor t;
+  if (in.init.kind == "normal") {
+    t = at::empty(shape, draw).normal_(p.value("mean", 0.0), p.value("std", 1.0), gen);
+  } else if (in.init.kind == "uniform") {
+    t = at::empty(shape, draw).uniform_(p.value("low", 0.0), p.value("high", 1.0), gen);
+  } else if (in.init.kind == "randint") {
+    t = at::randint(p.value("low", int64_t(0)), p.at("high").get<int64_t>(), shape, gen, at::TensorOptions().dtype(at::kLong));
+  } else if (in.init.kind == "causal_mask") {
+    KF_ASSERT(shape.size() >= 2, "causal mask on a {}-d input", shape.size());
+    int64_t rows = shape[shape.size() - 2], cols = shape.back();
+    t = at::full({rows, cols}, -std::numeric_limits<double>::infinity(), draw).triu(1).expand(shape).contiguous();
+  } else {
+    KF_ASSERT(false, "unknown init {}", in.init.kind);
+  }
+  t = t.to(to_scalar_type(in.type));
+  if (in.memory_format == "channels_last") t = t.contiguous(at::MemoryFormat::ChannelsLast);
+  return t;
+}
+
+size_t primary_index(const workload_spec& spec) {
+  std::string name = primary_input(spec);
+  for (size_t i = 0; i < spec.inputs.size(); ++i)
+    if (spec.inputs[i].name == name) return i;
+  KF_ASSERT(false, "spec {}: the first op's input {} is not an input", spec.name, name);
+}
+
+at::Tensor same_layout(const at::Tensor& t, const input_spec& in) {
+  return in.memory_format == "channels_last" ? t.contiguous(at::MemoryFormat::ChannelsLast) : t.contiguous();
+}
+
+std::vector<at::Tensor> run(const workload_spec& spec, const std::vector<at::Tensor>& inputs, bool f64) {
+  KF_ASSERT(inputs.size() == spec.inputs.size(), "spec {} has {} inputs, got {} tensors", spec.name,
+            spec.inputs.size(), inputs.size());
+  std::map<std::string, at::Tensor> by_name;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    at::Tensor t = inputs[i];
+    if (f64 && at::isFloatingType(t.scalar_type())) t = t.to(at::kDouble);  // keeps the memory format
+    by_name[spec.inputs[i].name] = t;
+  }
+  std::vector<at::Tensor> current;
+  for (size_t i = 0; i < spec.graph.size(); ++i) {
+    const op_call& call = spec.graph[i];
+    const op_def* def = find_op(call.op);
+    const torch_op* impl = find_torch_op(call.op);
+    KF_ASSERT(def && impl, "op {} has no registry entry or no torch implementation", call.op);
+    torch_op_args a{*def, call.args, {}, f64};
+    for (auto& arg : def->args)
+      if (arg.kind == arg_kind::tensor && call.args.contains(arg.name) && call.args[arg.name].is_string())
+        a.tensors[arg.name] = by_name.at(call.args[arg.name].get<std::string>());
+    at::Tensor x = i == 0 ? by_name.at(call.args.at("input").get<std::string>()) : current.at(0);
+    current = impl->run(x, a);
+  }
+  return current;
+}
+
+}  // namespace
+
+std::vector<at::Tensor> make_inputs(const workload_spec& spec, const case_spec& c, uint64_t seed, const c10::Device& device) {
+  std::vector<at::Tensor> out;
+  for (auto& in : spec.inputs) out.push_back(make_input(in, c, seed).to(device));
+  return out;
+}
+
+std::vector<at::Tensor> make_adversarial_inputs(const workload_spec& spec, const case_spec& c, const std::string& kind,
+                                                uint64_t seed, const c10::Device& device) {
+  std::vector<at::Tensor> ins;
+  for (auto& in : spec.inputs) ins.push_back(make_input(in, c, seed));
+  size_t p = primary_index(spec);
+  const input_spec& in = spec.inputs[p];
+  at::Tensor x = ins[p];
+  if (kind == "large_magnitude") {
+    x = x * 100;
+  } else if (kind == "all_equal_rows") {
+    int64_t d = reduced_dim(spec, c);
+    x = x.narrow(d, 0, 1).expand(x.sizes());
+  } else if (kind == "neg_inf_mask") {
+    int64_t d = reduced_dim(spec, c);
+    at::Generator gen = input_generator(seed ^ 0x5eedULL, in.name + "#neg_inf");
+    at::Tensor mask = at::empty(x.sizes(), at::TensorOptions().dtype(at::kFloat)).uniform_(0, 1, gen) < 0.25;
+    mask.narrow(d, 0, 1).fill_(false);  // index 0 of every row stays finite: never a whole row of -inf
+    x = x.masked_fill(mask, -std::numeric_limits<double>::infinity());
+  } else {
+    throw user_error(fmt::format("unknown adversarial input kind `{}` (expected one of {})", kind,
+                                 fmt::join(adversarial_kind_names(), ", ")));
+  }
+  ins[p] = same_layout(x, in);
+  for (auto& t : ins) t = t.to(device);
+  return ins;
+}
+
+std::vector<at::Tensor> run_graph(const workload_spec& spec, const std::vector<at::Tensor>& inputs) {
+  return run(spec, inputs, false);
+}
+
+std::vector<at::Tensor> run_graph_f64(const workload_spec& spec, const std::vector<at::Tensor>& inputs) {
+  return run(spec, inputs, true);
+}
+
+}  // namespace kf

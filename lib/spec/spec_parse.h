@@ -1,0 +1,38 @@
+// Reading a workload spec (YAML, version 1) with strict validation: every problem in a file is collected
+// and reported with file:line:column, the field's path and what was expected.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "spec/spec.h"
+#include "util/error.h"
+
+namespace kf {
+
+struct spec_diagnostic {
+  source_loc loc;
+  std::string field;    // e.g. "graph[1].softmax.dim"; empty for file-level problems
+  std::string message;  // what is wrong and what was expected
+  std::string str() const;  // "file:line:col: field: message"
+};
+
+// Parses and validates the file at `path` into *out. Returns every diagnostic (empty: the spec is valid and
+// *out is filled, with `path` and `hash` set). On errors *out holds what could be read.
+std::vector<spec_diagnostic> parse_spec(const std::string& path, workload_spec* out);
+// The same from text (the file name is used in locations and to check the spec's name).
+std::vector<spec_diagnostic> parse_spec_text(const std::string& text, const std::string& path, workload_spec* out);
+
+// A spec by name (workloads_dir/NAME.yaml) or by path (anything ending in .yaml/.yml or containing a '/').
+// Throws user_error listing every diagnostic.
+workload_spec load_spec(const std::string& name_or_path, const std::string& workloads_dir = "workloads");
+
+// The spec files (*.yaml, *.yml) directly inside `dir`, sorted. Throws user_error when `dir` is not a folder.
+std::vector<std::string> find_specs(const std::string& dir);
+
+// The kernel family names a spec's `search.families` may use. Kept in step with lib/search's family table.
+const std::vector<std::string>& known_family_names();
+// Baseline names (eager, compile, vendor) and libraries a candidate may be allowed to call.
+const std::vector<std::string>& baseline_names();
+const std::vector<std::string>& library_names();
+
+}  // namespace kf

@@ -1,0 +1,143 @@
+// The op registry: schema lookups and shape/dtype inference per case, including the mismatches it must catch.
+#include <gtest/gtest.h>
+
+#include "spec/ops.h"
+#include "spec/spec_parse.h"
+
+namespace kf {
+namespace {
+
+workload_spec parse_ok(const std::string& text) {
+  workload_spec s;
+  auto diags = parse_spec_text(text, "t.yaml", &s);
+  std::string all;
+  for (auto& d : diags) all += d.str() + "\n";
+  EXPECT_TRUE(diags.empty()) << all;
+  return s;
+}
+
+// A spec whose graph is `ops` over x: [A, B, C, D] (bound by the single case) plus named extra inputs.
+std::string spec_text(const std::string& x_shape, const std::string& x_dtype, const std::string& graph,
+                      const std::string& extra_inputs = "", const std::string& cases = "[{}]") {
+  return "version: 1\nname: t\ninputs:\n  x: {shape: " + x_shape + ", dtype: " + x_dtype + "}\n" + extra_inputs +
+         "graph:\n" + graph + "cases: " + cases + "\n";
+}
+
+std::vector<tensor_desc> outputs_of(const std::string& text) {
+  workload_spec s = parse_ok(text);
+  return infer_outputs(s, s.cases.at(0));
+}
+
+TEST(ops, registry_lists_every_op_with_a_schema) {
+  auto names = op_names();
+  for (const char* n : {"softcap", "scale", "add_mask", "softmax", "log_softmax", "topk", "group_norm", "layer_norm",
+                        "rms_norm", "silu", "gelu", "adaptive_avg_pool2d", "flatten", "cast", "linear", "matmul"})
+    EXPECT_NE(find_op(n), nullptr) << n;
+  EXPECT_EQ(names.size(), op_table().size());
+  EXPECT_EQ(find_op("nope"), nullptr);
+  EXPECT_TRUE(find_op("softmax")->find_arg("dim")->required);
+  EXPECT_FALSE(find_op("softmax")->find_arg("dtype")->required);
+  EXPECT_EQ(find_op("topk")->output_names, (std::vector<std::string>{"values", "indices"}));
+}
+
+TEST(ops, softmax_keeps_input_dtype_unless_given) {
+  auto o = outputs_of(spec_text("[2, 3]", "bfloat16", "  - softmax: {input: x, dim: -1}\n"));
+  EXPECT_EQ(o.at(0), (tensor_desc{{2, 3}, dtype::bfloat16}));
+  o = outputs_of(spec_text("[2, 3]", "bfloat16", "  - softmax: {input: x, dim: -1, dtype: float32}\n"));
+  EXPECT_EQ(o.at(0).type, dtype::float32);
+}
+
+TEST(ops, gemma_attention_chain_ends_in_bfloat16) {
+  auto o = outputs_of(spec_text("[1, 8, S, S]", "bfloat16",
+                                "  - softcap: {input: x, cap: 50.0}\n  - softmax: {dim: -1, dtype: float32}\n  - cast: {dtype: bfloat16}\n",
+                                "", "[{S: 7}]"));
+  EXPECT_EQ(o.at(0), (tensor_desc{{1, 8, 7, 7}, dtype::bfloat16}));
+}
+
+TEST(ops, topk_outputs_values_and_int64_indices) {
+  auto o = outputs_of(spec_text("[T, 256]", "float32", "  - topk: {input: x, k: 8}\n", "", "[{T: 5}]"));
+  ASSERT_EQ(o.size(), 2u);
+  EXPECT_EQ(o[0], (tensor_desc{{5, 8}, dtype::float32}));
+  EXPECT_EQ(o[1], (tensor_desc{{5, 8}, dtype::int64}));
+}
+
+TEST(ops, pool_then_flatten) {
+  auto o = outputs_of(spec_text("[3, 2048, 7, 7]", "float16",
+                                "  - adaptive_avg_pool2d: {input: x, output_size: 1}\n  - flatten: {start_dim: 1}\n"));
+  EXPECT_EQ(o.at(0), (tensor_desc{{3, 2048}, dtype::float16}));
+  o = outputs_of(spec_text("[3, 4, 7, 7]", "float32", "  - adaptive_avg_pool2d: {input: x, output_size: [2, 3]}\n"));
+  EXPECT_EQ(o.at(0).shape, (std::vector<int64_t>{3, 4, 2, 3}));
+}
+
+TEST(ops, norms_keep_shape_and_dtype) {
+  std::string wb = "  w: {shape: [C], dtype: bfloat16}\n  b: {shape: [C], dtype: bfloat16}\n";
+  auto o = outputs_of(spec_text("[1, C, 5, 5]", "bfloat16", "  - group_norm: {input: x, num_groups: 4, weight: w, bias: b}\n  - silu\n",
+                                wb, "[{C: 8}]"));
+  EXPECT_EQ(o.at(0), (tensor_desc{{1, 8, 5, 5}, dtype::bfloat16}));
+  o = outputs_of(spec_text("[4, 16]", "float32", "  - rms_norm: {input: x, normalized_shape: 16, weight: w}\n",
+                           "  w: {shape: [16], dtype: float32}\n"));
+  EXPECT_EQ(o.at(0), (tensor_desc{{4, 16}, dtype::float32}));
+}
+
+TEST(ops, linear_and_matmul_shapes) {
+  auto o = outputs_of(spec_text("[2, 3, 16]", "float32", "  - linear: {input: x, weight: w, bias: b}\n",
+                                "  w: {shape: [5, 16], dtype: float32}\n  b: {shape: [5], dtype: float32}\n"));
+  EXPECT_EQ(o.at(0).shape, (std::vector<int64_t>{2, 3, 5}));
+  o = outputs_of(spec_text("[4, 2, 3]", "float32", "  - matmul: {input: x, other: y}\n", "  y: {shape: [3, 7], dtype: float32}\n"));
+  EXPECT_EQ(o.at(0).shape, (std::vector<int64_t>{4, 2, 7}));
+  o = outputs_of(spec_text("[3]", "float32", "  - matmul: {input: x, other: y}\n", "  y: {shape: [2, 3, 7], dtype: float32}\n"));
+  EXPECT_EQ(o.at(0).shape, (std::vector<int64_t>{2, 7}));
+}
+
+TEST(ops, add_mask_promotes_types) {
+  auto o = outputs_of(spec_text("[2, 4, 4]", "bfloat16", "  - add_mask: {input: x, mask: m}\n",
+                                "  m: {shape: [4, 4], dtype: float32, init: causal_mask}\n"));
+  EXPECT_EQ(o.at(0), (tensor_desc{{2, 4, 4}, dtype::float32}));
+}
+
+TEST(ops, mismatch_throws_user_error_naming_the_field_and_case) {
+  std::string text = spec_text("[1, C, 4, 4]", "float32", "  - group_norm: {input: x, num_groups: 4}\n", "", "[{C: 8}, {C: 6}]");
+  workload_spec s;
+  auto diags = parse_spec_text(text, "t.yaml", &s);
+  ASSERT_EQ(diags.size(), 1u);  // the parser reports the case that fails, too
+  EXPECT_EQ(diags[0].field, "graph[0].group_norm.num_groups");
+  EXPECT_NE(diags[0].message.find("case C=6"), std::string::npos) << diags[0].message;
+  EXPECT_NO_THROW(infer_outputs(s, s.cases[0]));
+  try {
+    infer_outputs(s, s.cases[1]);
+    FAIL() << "expected a user_error";
+  } catch (const user_error& e) {
+    EXPECT_NE(std::string(e.what()).find("graph[0].group_norm.num_groups: expected a positive divisor of the 6 channels, got 4"),
+              std::string::npos) << e.what();
+    EXPECT_EQ(e.where().line, 6);
+  }
+}
+
+TEST(ops, helpers_follow_torch) {
+  std::vector<int64_t> out;
+  EXPECT_TRUE(broadcast_shapes({2, 1, 4}, {3, 1}, &out));
+  EXPECT_EQ(out, (std::vector<int64_t>{2, 3, 4}));
+  EXPECT_FALSE(broadcast_shapes({2, 3}, {4}, &out));
+  EXPECT_EQ(promote_types(dtype::bfloat16, dtype::float16), dtype::float32);
+  EXPECT_EQ(promote_types(dtype::bfloat16, dtype::bfloat16), dtype::bfloat16);
+  EXPECT_EQ(promote_types(dtype::int64, dtype::float16), dtype::float16);
+  EXPECT_EQ(wrap_dim(-1, 4), 3);
+  EXPECT_EQ(wrap_dim(4, 4), -1);
+  EXPECT_EQ(wrap_dim(-5, 4), -1);
+}
+
+TEST(ops, tensor_inputs_and_outputs_of_a_graph) {
+  workload_spec s = parse_ok(spec_text("[2, 4, 4]", "float32", "  - add_mask: {input: x, mask: m}\n  - softmax: {dim: -1}\n",
+                                       "  m: {shape: [4, 4], dtype: float32, init: causal_mask}\n"));
+  EXPECT_EQ(tensor_arg_inputs(s.graph[0]), (std::vector<std::string>{"x", "m"}));
+  EXPECT_EQ(primary_input(s), "x");
+  EXPECT_EQ(output_names(s), (std::vector<std::string>{"out"}));
+  graph_shapes g;
+  graph_error e;
+  ASSERT_TRUE(try_infer_graph(s, s.cases[0], &g, &e)) << e.message;
+  EXPECT_EQ(g.steps.size(), 2u);
+  EXPECT_EQ(g.inputs.at(1), (tensor_desc{{4, 4}, dtype::float32}));
+}
+
+}  // namespace
+}  // namespace kf

@@ -1,0 +1,203 @@
+// The LibTorch side of the spec: each op against hand-computed values, eager vs float64 reference on every
+// seed workload, seeded inputs (deterministic, per device), and the adversarial variants.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "spec/adversarial.h"
+#include "spec/ops_torch.h"
+#include "spec/reference_torch.h"
+#include "spec/spec_parse.h"
+
+namespace kf {
+namespace {
+
+const std::string k_workloads = std::string(KFORGE_SOURCE_DIR) + "/workloads";
+const c10::Device k_cpu(c10::kCPU);
+
+workload_spec spec_of(const std::string& inputs, const std::string& graph, const std::string& cases = "[{}]") {
+  workload_spec s;
+  auto d = parse_spec_text("version: 1\nname: t\ninputs:\n" + inputs + "graph:\n" + graph + "cases: " + cases + "\n", "t.yaml", &s);
+  std::string all;
+  for (auto& x : d) all += x.str() + "\n";
+  EXPECT_TRUE(d.empty()) << all;
+  return s;
+}
+
+at::Tensor t(std::vector<float> v, std::vector<int64_t> shape) {
+  return at::tensor(v, at::kFloat).reshape(shape);
+}
+
+// One op on x (float32) with the given args and extra inputs; returns the first output.
+std::vector<at::Tensor> run1(const std::string& op_line, const std::vector<int64_t>& shape, const at::Tensor& x,
+                             const std::string& extra_inputs = "", std::vector<at::Tensor> extra = {}) {
+  std::string sh;
+  for (auto d : shape) sh += (sh.empty() ? "" : ", ") + std::to_string(d);
+  workload_spec s = spec_of("  x: {shape: [" + sh + "], dtype: float32}\n" + extra_inputs, "  - " + op_line + "\n");
+  std::vector<at::Tensor> ins = {x};
+  ins.insert(ins.end(), extra.begin(), extra.end());
+  return run_graph(s, ins);
+}
+
+void expect_close(const at::Tensor& got, std::vector<double> want, double tol = 1e-5) {
+  auto g = got.to(at::kDouble).contiguous().flatten();
+  ASSERT_EQ(g.numel(), static_cast<int64_t>(want.size()));
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(g[i].item<double>(), want[i], tol) << "element " << i;
+}
+
+TEST(ops_torch, every_registry_op_has_a_torch_implementation) {
+  for (auto& n : op_names()) EXPECT_NE(find_torch_op(n), nullptr) << n;
+  EXPECT_EQ(torch_op_table().size(), op_table().size());
+}
+
+TEST(ops_torch, elementwise_ops_match_hand_values) {
+  at::Tensor x = t({0.f, 1.f, -2.f, 50.f}, {4});
+  expect_close(run1("softcap: {input: x, cap: 50.0}", {4}, x)[0], {0, 50 * std::tanh(1 / 50.0), 50 * std::tanh(-2 / 50.0), 50 * std::tanh(1.0)});
+  expect_close(run1("scale: {input: x, factor: 0.5}", {4}, x)[0], {0, 0.5, -1, 25});
+  expect_close(run1("silu: {input: x}", {4}, x)[0], {0, 0.7310585786, -0.2384058440, 50});
+  expect_close(run1("gelu: {input: x}", {4}, x)[0], {0, 0.8413447461, -0.0455002639, 50});
+  expect_close(run1("gelu: {input: x, approximate: tanh}", {4}, x)[0], {0, 0.8411919906, -0.0454023059, 50});
+  expect_close(run1("cast: {input: x, dtype: int32}", {4}, x)[0], {0, 1, -2, 50});
+  EXPECT_EQ(run1("cast: {input: x, dtype: bfloat16}", {4}, x)[0].scalar_type(), at::kBFloat16);
+}
+
+TEST(ops_torch, softmax_family_matches_hand_values) {
+  at::Tensor x = t({0.f, std::log(2.f), 0.f, 0.f}, {2, 2});
+  expect_close(run1("softmax: {input: x, dim: -1}", {2, 2}, x)[0], {1 / 3.0, 2 / 3.0, 0.5, 0.5});
+  expect_close(run1("softmax: {input: x, dim: 0}", {2, 2}, x)[0], {0.5, 2 / 3.0, 0.5, 1 / 3.0});
+  expect_close(run1("log_softmax: {input: x, dim: 1}", {2, 2}, x)[0], {std::log(1 / 3.0), std::log(2 / 3.0), std::log(0.5), std::log(0.5)});
+  auto r = run1("softmax: {input: x, dim: -1, dtype: float64}", {2, 2}, x);
+  EXPECT_EQ(r[0].scalar_type(), at::kDouble);
+  at::Tensor m = t({0.f, -INFINITY, 0.f, 0.f}, {2, 2});
+  expect_close(run1("add_mask: {input: x, mask: m}", {2, 2}, x, "  m: {shape: [2, 2], dtype: float32}\n", {m})[0],
+               {0, -INFINITY, 0, 0});
+}
+
+TEST(ops_torch, topk_returns_values_and_indices) {
+  at::Tensor x = t({1.f, 3.f, 2.f, 0.f, 5.f, 4.f, -1.f, 5.5f}, {2, 4});
+  auto r = run1("topk: {input: x, k: 2}", {2, 4}, x);
+  ASSERT_EQ(r.size(), 2u);
+  expect_close(r[0], {3, 2, 5.5, 5});
+  EXPECT_EQ(r[1].scalar_type(), at::kLong);
+  expect_close(r[1], {1, 2, 3, 0});
+  expect_close(run1("topk: {input: x, k: 1, largest: false}", {2, 4}, x)[0], {0, -1});
+}
+
+TEST(ops_torch, norms_match_hand_values) {
+  at::Tensor x = t({1.f, 2.f, 3.f, 4.f}, {1, 2, 2});
+  double s = std::sqrt(1.25 + 1e-5);
+  expect_close(run1("group_norm: {input: x, num_groups: 1}", {1, 2, 2}, x)[0], {-1.5 / s, -0.5 / s, 0.5 / s, 1.5 / s});
+  // two groups of one channel: each normalized alone; weight 2, bias 1 per channel
+  at::Tensor w = t({2.f, 2.f}, {2}), b = t({1.f, 1.f}, {2});
+  double s2 = std::sqrt(0.25 + 1e-5);
+  expect_close(run1("group_norm: {input: x, num_groups: 2, weight: w, bias: b}", {1, 2, 2}, x,
+                    "  w: {shape: [2], dtype: float32}\n  b: {shape: [2], dtype: float32}\n", {w, b})[0],
+               {1 - 1 / s2, 1 + 1 / s2, 1 - 1 / s2, 1 + 1 / s2});
+  expect_close(run1("layer_norm: {input: x, normalized_shape: 2, eps: 0}", {1, 2, 2}, x)[0], {-1, 1, -1, 1});
+  at::Tensor y = t({3.f, 4.f}, {1, 2});
+  double rms = std::sqrt(12.5);
+  expect_close(run1("rms_norm: {input: x, normalized_shape: [2], eps: 0}", {1, 2}, y)[0], {3 / rms, 4 / rms});
+}
+
+TEST(ops_torch, pool_flatten_linear_matmul_match_hand_values) {
+  at::Tensor x = t({1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f}, {1, 2, 2, 2});
+  expect_close(run1("adaptive_avg_pool2d: {input: x, output_size: 1}", {1, 2, 2, 2}, x)[0], {2.5, 6.5});
+  auto f = run1("flatten: {input: x, start_dim: 1}", {1, 2, 2, 2}, x)[0];
+  EXPECT_EQ(f.sizes(), (at::IntArrayRef{1, 8}));
+  at::Tensor v = t({1.f, 2.f}, {1, 2}), w = t({1.f, 1.f, 2.f, 0.f}, {2, 2}), b = t({0.5f, 0.f}, {2});
+  expect_close(run1("linear: {input: x, weight: w, bias: b}", {1, 2}, v,
+                    "  w: {shape: [2, 2], dtype: float32}\n  b: {shape: [2], dtype: float32}\n", {w, b})[0], {3.5, 2});
+  expect_close(run1("matmul: {input: x, other: w}", {1, 2}, v, "  w: {shape: [2, 2], dtype: float32}\n", {w})[0], {5, 1});
+}
+
+// Eager and the float64 reference agree on every seed workload (smallest cpu case), within what eager's own
+// rounding explains; the reference really is float64 and keeps integer outputs.
+TEST(ops_torch, eager_and_float64_reference_agree_on_seed_workloads) {
+  for (auto& f : find_specs(k_workloads)) {
+    workload_spec s = load_spec(f);
+    const case_spec* small = nullptr;
+    for (auto& c : s.cases)
+      if (c.runs_on("cpu") && (!small || infer_outputs(s, c)[0].numel() < infer_outputs(s, *small)[0].numel())) small = &c;
+    ASSERT_NE(small, nullptr) << f;
+    auto ins = make_inputs(s, *small, 1, k_cpu);
+    auto eager = run_graph(s, ins), ref = run_graph_f64(s, ins);
+    auto descs = infer_outputs(s, *small);
+    ASSERT_EQ(eager.size(), descs.size()) << f;
+    for (size_t i = 0; i < eager.size(); ++i) {
+      EXPECT_EQ(eager[i].sizes().vec(), descs[i].shape) << f;
+      EXPECT_EQ(from_scalar_type(eager[i].scalar_type()), descs[i].type) << f << " output " << i;
+      if (!is_floating(descs[i].type)) {
+        EXPECT_EQ(ref[i].scalar_type(), at::kLong) << f;
+        continue;
+      }
+      EXPECT_EQ(ref[i].scalar_type(), at::kDouble) << f;
+      double scale = ref[i].abs().max().item<double>();
+      double err = (eager[i].to(at::kDouble) - ref[i]).abs().max().item<double>();
+      EXPECT_LT(err, 0.05 * std::max(scale, 1e-3)) << f << " case " << small->name;
+      EXPECT_GT(scale, 0) << f;
+    }
+  }
+}
+
+TEST(ops_torch, float64_reference_is_exact_where_eager_is_float32) {
+  workload_spec s = spec_of("  x: {shape: [3, 5], dtype: float32}\n", "  - softmax: {input: x, dim: -1}\n");
+  auto ins = make_inputs(s, s.cases[0], 7, k_cpu);
+  auto e = run_graph(s, ins)[0], r = run_graph_f64(s, ins)[0];
+  EXPECT_LT((e.to(at::kDouble) - r).abs().max().item<double>(), 1e-6);
+  EXPECT_NEAR(r.sum(-1)[0].item<double>(), 1.0, 1e-12);
+}
+
+TEST(ops_torch, inputs_are_seeded_and_shaped) {
+  workload_spec s = load_spec("sd35-vae-groupnorm", k_workloads);
+  const case_spec& c = s.cases.at(3);
+  auto a = make_inputs(s, c, 42, k_cpu), b = make_inputs(s, c, 42, k_cpu), d = make_inputs(s, c, 43, k_cpu);
+  ASSERT_EQ(a.size(), 3u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(at::equal(a[i], b[i]));
+    EXPECT_FALSE(at::equal(a[i], d[i]));
+    EXPECT_EQ(a[i].scalar_type(), at::kBFloat16);
+  }
+  EXPECT_EQ(a[0].sizes(), (at::IntArrayRef{2, 96, 7, 7}));
+  EXPECT_FALSE(at::equal(a[1], a[2]));  // each input its own stream
+  if (at::hasCUDA()) {
+    auto g = make_inputs(s, c, 42, c10::Device(c10::kCUDA, 0));
+    EXPECT_TRUE(g[0].is_cuda());
+    EXPECT_TRUE(at::equal(g[0].cpu(), a[0]));
+  }
+}
+
+TEST(ops_torch, channels_last_and_causal_mask_inits) {
+  workload_spec s = load_spec("resnet50-avgpool-cl", k_workloads);
+  auto x = make_inputs(s, s.cases.at(3), 1, k_cpu)[0];
+  EXPECT_TRUE(x.is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_FALSE(x.is_contiguous());
+  workload_spec m = spec_of("  x: {shape: [2, 3, 4], dtype: float32}\n  m: {shape: [3, 4], dtype: bfloat16, init: causal_mask}\n",
+                            "  - add_mask: {input: x, mask: m}\n");
+  auto mask = make_inputs(m, m.cases[0], 1, k_cpu)[1].to(at::kFloat);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(mask[i][j].item<float>(), j <= i ? 0.f : -INFINITY) << i << "," << j;
+}
+
+TEST(ops_torch, adversarial_inputs) {
+  workload_spec s = load_spec("qwen-router-topk", k_workloads);
+  const case_spec& c = s.cases.at(2);  // [7, 257]
+  EXPECT_EQ(adversarial_kind_names(), (std::vector<std::string>{"large_magnitude", "all_equal_rows", "neg_inf_mask"}));
+  for (auto& k : adversarial_kind_names()) EXPECT_TRUE(adversarial_applies(s, k)) << k;
+  EXPECT_FALSE(adversarial_applies(load_spec("resnet50-avgpool", k_workloads), "neg_inf_mask"));
+  auto base = make_inputs(s, c, 5, k_cpu)[0].to(at::kFloat);
+  auto big = make_adversarial_inputs(s, c, "large_magnitude", 5, k_cpu)[0].to(at::kFloat);
+  EXPECT_GT(big.abs().max().item<float>(), 50 * base.abs().max().item<float>());
+  auto eq = make_adversarial_inputs(s, c, "all_equal_rows", 5, k_cpu)[0];
+  EXPECT_TRUE(at::equal(eq, eq.narrow(1, 0, 1).expand(eq.sizes())));
+  auto ni = make_adversarial_inputs(s, c, "neg_inf_mask", 5, k_cpu)[0];
+  auto finite = at::isfinite(ni);
+  EXPECT_TRUE(finite.any(-1).all().item<bool>());   // never a whole row of -inf
+  EXPECT_FALSE(finite.all().item<bool>());          // but some -inf
+  EXPECT_TRUE(at::equal(ni, make_adversarial_inputs(s, c, "neg_inf_mask", 5, k_cpu)[0]));
+  EXPECT_THROW(make_adversarial_inputs(s, c, "nope", 5, k_cpu), user_error);
+  auto out = run_graph(s, make_adversarial_inputs(s, c, "neg_inf_mask", 5, k_cpu));
+  EXPECT_TRUE(at::isfinite(out[0]).all().item<bool>());
+}
+
+}  // namespace
+}  // namespace kf

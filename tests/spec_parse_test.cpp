@@ -1,0 +1,156 @@
+// The spec parser: the real workloads and the good corpus parse; every file of the broken corpus gives exactly
+// the diagnostics its `# expect LINE:COL FIELD: MESSAGE` header lines list (location, field and message text).
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include <gtest/gtest.h>
+
+#include "spec/spec_parse.h"
+#include "util/fs.h"
+#include "util/hash.h"
+
+namespace kf {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string k_source = KFORGE_SOURCE_DIR;
+
+std::string all_of(const std::vector<spec_diagnostic>& d) {
+  std::string s;
+  for (auto& x : d) s += "  " + x.str() + "\n";
+  return s;
+}
+
+struct expectation {
+  int line, column;
+  std::string field, message;
+};
+
+std::vector<expectation> expectations(const std::string& path) {
+  std::vector<expectation> out;
+  std::ifstream f(path);
+  std::string line;
+  static const std::regex re(R"(^# expect (\d+):(\d+) (\S*): (.*)$)");
+  while (std::getline(f, line)) {
+    std::smatch m;
+    if (std::regex_match(line, m, re)) out.push_back({std::stoi(m[1]), std::stoi(m[2]), m[3] == "-" ? "" : std::string(m[3]), m[4]});
+  }
+  return out;
+}
+
+TEST(spec_parse, seed_workloads_are_valid) {
+  auto files = find_specs(k_source + "/workloads");
+  ASSERT_GE(files.size(), 8u);
+  for (auto& f : files) {
+    workload_spec s;
+    auto d = parse_spec(f, &s);
+    EXPECT_TRUE(d.empty()) << f << ":\n" << all_of(d);
+    EXPECT_EQ(s.name, fs::path(f).stem().string());
+    EXPECT_EQ(s.hash, sha256_hex(read_file(f)));
+    bool gated = false, odd = false;
+    for (auto& c : s.cases) (c.gate ? gated : odd) = true;
+    EXPECT_TRUE(gated && odd) << f << ": expected gated real shapes and correctness-only odd cases";
+  }
+}
+
+TEST(spec_parse, good_corpus_is_valid) {
+  auto files = find_specs(k_source + "/tests/data/specs/good");
+  ASSERT_GE(files.size(), 3u);
+  for (auto& f : files) {
+    workload_spec s;
+    auto d = parse_spec(f, &s);
+    EXPECT_TRUE(d.empty()) << f << ":\n" << all_of(d);
+  }
+}
+
+TEST(spec_parse, broken_corpus_gives_the_expected_diagnostics) {
+  auto files = find_specs(k_source + "/tests/data/specs/broken");
+  ASSERT_GE(files.size(), 30u);
+  for (auto& f : files) {
+    auto want = expectations(f);
+    ASSERT_FALSE(want.empty()) << f << " has no `# expect` line";
+    workload_spec s;
+    auto got = parse_spec(f, &s);
+    EXPECT_EQ(got.size(), want.size()) << f << ":\n" << all_of(got);
+    for (auto& w : want) {
+      bool found = false;
+      for (auto& g : got)
+        found = found || (g.loc.line == w.line && g.loc.column == w.column && g.field == w.field && g.message == w.message);
+      EXPECT_TRUE(found) << f << ": expected " << w.line << ":" << w.column << " " << w.field << ": " << w.message
+                         << "\ngot:\n" << all_of(got);
+    }
+    for (auto& g : got) EXPECT_EQ(g.loc.file, f);
+  }
+}
+
+TEST(spec_parse, json_round_trip_keeps_everything) {
+  workload_spec s = load_spec("qwen-router-topk", k_source + "/workloads");
+  workload_spec back = spec_from_json(to_json(s));
+  EXPECT_EQ(to_json(back), to_json(s));
+  EXPECT_EQ(back.graph.at(1).args.at("k"), 8);
+  EXPECT_EQ(back.graph.at(1).args.at("dim"), -1);
+  EXPECT_EQ(back.graph.at(1).args.at("largest"), true);  // defaults are filled in
+  EXPECT_EQ(back.gate.must_beat, (std::vector<std::string>{"eager", "compile"}));
+  EXPECT_DOUBLE_EQ(back.gate.max_regression, 0.05);
+}
+
+TEST(spec_parse, percent_and_fraction_are_the_same_gate) {
+  auto text = [](const std::string& r) {
+    return "version: 1\nname: t\ninputs:\n  x: {shape: [4], dtype: float32}\ngraph:\n  - softmax: {input: x, dim: 0}\n"
+           "cases: [{}]\ngate: {max_regression: " + r + "}\n";
+  };
+  for (auto r : {"5%", "0.05"}) {
+    workload_spec s;
+    auto d = parse_spec_text(text(r), "t.yaml", &s);
+    EXPECT_TRUE(d.empty()) << all_of(d);
+    EXPECT_DOUBLE_EQ(s.gate.max_regression, 0.05) << r;
+  }
+}
+
+TEST(spec_parse, load_spec_by_name_and_by_path) {
+  auto dir = k_source + "/workloads";
+  EXPECT_EQ(load_spec("gemma-attn-softmax", dir).name, "gemma-attn-softmax");
+  EXPECT_EQ(load_spec(dir + "/gemma-attn-softmax.yaml").cases.size(), 4u);
+  try {
+    load_spec("gemma-atn-softmax", dir);
+    FAIL();
+  } catch (const user_error& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean `gemma-attn-softmax`?"), std::string::npos) << e.what();
+  }
+}
+
+TEST(spec_parse, load_spec_lists_every_error) {
+  temp_dir d;
+  write_file_atomic(d.path() / "w.yaml", "version: 2\nname: w\ninputs: {x: {shape: [4], dtype: float33}}\n"
+                                          "graph: [{softmax: {input: x, dim: 0}}]\ncases: [{}]\n");
+  try {
+    load_spec("w", d.path().string());
+    FAIL();
+  } catch (const user_error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("has 2 errors"), std::string::npos) << m;
+    EXPECT_NE(m.find("w.yaml:1:10: version: unsupported version 2"), std::string::npos) << m;
+    EXPECT_NE(m.find("w.yaml:3:33: inputs.x.dtype: unknown dtype `float33`; did you mean `float32`?"), std::string::npos) << m;
+  }
+}
+
+TEST(spec_parse, case_names_follow_binding_order) {
+  workload_spec s = load_spec("gemma-attn-softmax", k_source + "/workloads");
+  EXPECT_EQ(s.cases.at(0).name, "B=1,H=8,S=2048");
+  EXPECT_TRUE(s.cases.at(0).gate);
+  EXPECT_EQ(s.cases.at(1).devices, (std::vector<std::string>{"cuda"}));
+  EXPECT_FALSE(s.cases.at(2).gate);
+  EXPECT_EQ(s.cases.at(2).name, "B=2,H=3,S=1000");
+}
+
+TEST(hash, sha256_known_vectors) {
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(sha256_hex(std::string(1000000, 'a')), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+}  // namespace
+}  // namespace kf
