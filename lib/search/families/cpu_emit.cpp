@@ -64,6 +64,28 @@ static inline uint16_t kf_st_f16(float f) {
   a += 0xfffu + ((a >> 13) & 1u);
   return (uint16_t)(s | ((a - (112u << 23)) >> 13));
 }
+
+// ---- exp / tanh that vectorize (libm's do not without -ffast-math): Cephes' expf polynomial, ~1 ulp ----
+static inline float kf_exp_poly(float x) {
+  float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  float n = nearbyintf(xc * 1.44269504088896341f);
+  float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  float e = p * r * r + r + 1.0f;
+  int32_t bits = ((int32_t)n + 127) << 23;
+  float scale;
+  memcpy(&scale, &bits, 4);
+  float y = e * scale;
+  y = x < -87.0f ? 0.0f : y;
+  y = x > 88.0f ? INFINITY : y;
+  return x != x ? x : y;
+}
+static inline float kf_tanh_poly(float x) { return 1.0f - 2.0f / (kf_exp_poly(2.0f * x) + 1.0f); }
 )";
 }
 
@@ -128,6 +150,11 @@ std::string header(const family& f, const knob_values& v, const std::string& com
       "// knobs: {}\n"
       "// computes: {}\n",
       f.name(), device_kind_name(f.device()), knobs, computes);
+}
+
+std::string math_macros(const std::string& math) {
+  if (math == "poly") return "#define KF_EXP kf_exp_poly\n#define KF_TANH kf_tanh_poly\n";
+  return "#define KF_EXP expf\n#define KF_TANH tanhf\n";
 }
 
 std::string num_threads_clause(const std::string& threads) {

@@ -11,7 +11,8 @@
 namespace kf::cpu_emit {
 
 // The standard includes and the conversion helpers:
-//   float kf_ld_bf16(uint16_t), uint16_t kf_st_bf16(float), float kf_ld_f16(uint16_t), uint16_t kf_st_f16(float).
+//   float kf_ld_bf16(uint16_t), uint16_t kf_st_bf16(float), float kf_ld_f16(uint16_t), uint16_t kf_st_f16(float),
+//   float kf_exp_poly(float), float kf_tanh_poly(float).
 std::string prelude();
 
 // The storage type of a dtype in emitted code ("float", "uint16_t", "double").
@@ -29,6 +30,9 @@ std::string float_literal(double v);
 
 // "// kforge candidate ...": family, knobs, what it computes. Every line a comment.
 std::string header(const family& f, const knob_values& v, const std::string& computes);
+
+// KF_EXP / KF_TANH for a "math" knob: libm (expf, tanhf) or poly (kf_exp_poly, kf_tanh_poly: they vectorize).
+std::string math_macros(const std::string& math);
 
 // `#pragma omp ...` clauses for a "threads" knob ("all" leaves the count to OpenMP).
 std::string num_threads_clause(const std::string& threads);

@@ -206,6 +206,7 @@ class group_norm_cpu final : public family {
         {"unroll", {"1", "2", "4"}, "lane groups per loop step (multiplies the accumulators)"},
         {"stats", {"two_pass", "one_pass"}, "two_pass: mean then variance; one_pass: sum and sum of squares in one read"},
         {"cache_unit", {"0", "1"}, "1: a unit is staged as floats once, then read from there"},
+        {"math", {"libm", "poly"}, "exp/tanh in the activation: libm's, or a polynomial that vectorizes (~1 ulp)"},
     };
   }
 
@@ -213,7 +214,7 @@ class group_norm_cpu final : public family {
     auto g = match_norm(spec, nullptr);
     bool rms = g && g->what == norm_graph::kind::rms_norm;
     return {{"threads", "all"}, {"schedule", "static"}, {"vector_width", "8"}, {"unroll", "1"},
-            {"stats", rms ? "one_pass" : "two_pass"}, {"cache_unit", "1"}};
+            {"stats", rms ? "one_pass" : "two_pass"}, {"cache_unit", "1"}, {"math", "libm"}};
   }
 
   bool valid(const knob_values& v, const workload_spec& spec, std::string* why_not) const override {
@@ -240,10 +241,10 @@ std::string group_norm_cpu::emit(const workload_spec& spec, const knob_values& v
   std::string act = cpu_emit::round_through(g->norm_type, "y");
   switch (g->act) {
     case norm_graph::activation::none: break;
-    case norm_graph::activation::silu: act = fmt::format("({0}) / (1.f + expf(-({0})))", act); break;
+    case norm_graph::activation::silu: act = fmt::format("({0}) / (1.f + KF_EXP(-({0})))", act); break;
     case norm_graph::activation::gelu: act = fmt::format("0.5f * ({0}) * (1.f + erff(({0}) * 0.70710678118654752f))", act); break;
     case norm_graph::activation::gelu_tanh:
-      act = fmt::format("0.5f * ({0}) * (1.f + tanhf(0.79788456080286536f * (({0}) + 0.044715f * ({0}) * ({0}) * ({0}))))", act);
+      act = fmt::format("0.5f * ({0}) * (1.f + KF_TANH(0.79788456080286536f * (({0}) + 0.044715f * ({0}) * ({0}) * ({0}))))", act);
       break;
   }
   if (g->act != norm_graph::activation::none) act = cpu_emit::round_through(g->norm_type, act);
@@ -293,7 +294,7 @@ std::string group_norm_cpu::emit(const workload_spec& spec, const knob_values& v
       {"CACHE", v.at("cache_unit") == "1" ? "true" : "false"},
       {"SCHEDULE", v.at("schedule")},
   };
-  return cpu_emit::header(*this, v, g->describe()) + cpu_emit::prelude() + macros + cpu_emit::subst(k_kernel, t);
+  return cpu_emit::header(*this, v, g->describe()) + cpu_emit::prelude() + cpu_emit::math_macros(v.at("math")) + macros + cpu_emit::subst(k_kernel, t);
 }
 
 }  // namespace

@@ -111,9 +111,9 @@ constexpr const char* k_reduce_two = R"(      {
         for (int l = 0; l < kf_lanes; ++l) m = mx[l] > m ? mx[l] : m;
         for (; j < L; ++j) { float v = KF_X(j); m = v > m ? v : m; }
         for (j = 0; j + kf_lanes <= L; j += kf_lanes)
-          for (int l = 0; l < kf_lanes; ++l) sm[l] += expf(KF_X(j + l) - m);
+          for (int l = 0; l < kf_lanes; ++l) sm[l] += KF_EXP(KF_X(j + l) - m);
         for (int l = 0; l < kf_lanes; ++l) s += sm[l];
-        for (; j < L; ++j) s += expf(KF_X(j) - m);
+        for (; j < L; ++j) s += KF_EXP(KF_X(j) - m);
       })";
 
 // Online softmax: running max and rescaled sum per lane in one read, then the lanes are combined.
@@ -125,18 +125,18 @@ constexpr const char* k_reduce_online = R"(      {
           for (int l = 0; l < kf_lanes; ++l) {
             float v = KF_X(j + l);
             float mn = v > mx[l] ? v : mx[l];
-            float a = mx[l] == -INFINITY ? 0.f : sm[l] * expf(mx[l] - mn);
-            float b = v == -INFINITY ? 0.f : expf(v - mn);
+            float a = mx[l] == -INFINITY ? 0.f : sm[l] * KF_EXP(mx[l] - mn);
+            float b = v == -INFINITY ? 0.f : KF_EXP(v - mn);
             sm[l] = a + b;
             mx[l] = mn;
           }
         for (int l = 0; l < kf_lanes; ++l) m = mx[l] > m ? mx[l] : m;
         for (int l = 0; l < kf_lanes; ++l)
-          if (mx[l] != -INFINITY) s += sm[l] * expf(mx[l] - m);
+          if (mx[l] != -INFINITY) s += sm[l] * KF_EXP(mx[l] - m);
         for (; j < L; ++j) {
           float v = KF_X(j);
           float mn = v > m ? v : m;
-          s = (m == -INFINITY ? 0.f : s * expf(m - mn)) + (v == -INFINITY ? 0.f : expf(v - mn));
+          s = (m == -INFINITY ? 0.f : s * KF_EXP(m - mn)) + (v == -INFINITY ? 0.f : KF_EXP(v - mn));
           m = mn;
         }
       })";
@@ -146,13 +146,13 @@ constexpr const char* k_write_plain = R"(      if ($LOG$) {
         for (int64_t j = 0; j < L; ++j) orow[j] = $STORE_OUT$(kf_epi(KF_X(j) - ls));
       } else {
         const float inv = 1.f / s;
-        for (int64_t j = 0; j < L; ++j) orow[j] = $STORE_OUT$(kf_epi(expf(KF_X(j) - m) * inv));
+        for (int64_t j = 0; j < L; ++j) orow[j] = $STORE_OUT$(kf_epi(KF_EXP(KF_X(j) - m) * inv));
       })";
 
 // Top-k: the row's results go to scratch, then an insertion into the k best (ties: the lower index first).
 constexpr const char* k_write_topk = R"(      {
         const float ls = m + logf(s), inv = 1.f / s;
-        for (int64_t j = 0; j < L; ++j) sc[j] = kf_epi($LOG$ ? KF_X(j) - ls : expf(KF_X(j) - m) * inv);
+        for (int64_t j = 0; j < L; ++j) sc[j] = kf_epi($LOG$ ? KF_X(j) - ls : KF_EXP(KF_X(j) - m) * inv);
         int n = 0;
         for (int64_t j = 0; j < L; ++j) {
           float v = sc[j];
@@ -196,6 +196,7 @@ class row_softmax_cpu final : public family {
         {"unroll", {"1", "2", "4"}, "lane groups per loop step (multiplies the accumulators)"},
         {"passes", {"two", "online"}, "two: max then sum of exponentials; online: both in one read"},
         {"cache_row", {"0", "1"}, "1: the prologue's result is staged in a float row (computed once)"},
+        {"math", {"libm", "poly"}, "exp/tanh: libm's, or a polynomial that vectorizes (~1 ulp)"},
     };
   }
 
@@ -204,7 +205,8 @@ class row_softmax_cpu final : public family {
     if (auto g = match_softmax(spec, nullptr))
       for (auto& st : g->prologue) heavy = heavy || st.what == elementwise_step::kind::softcap;
     return {{"threads", "all"},  {"schedule", "static"}, {"rows_per_chunk", "16"}, {"vector_width", "8"},
-            {"unroll", "1"},     {"passes", "two"},      {"cache_row", heavy ? "1" : "0"}};
+            {"unroll", "1"},     {"passes", "two"},      {"cache_row", heavy ? "1" : "0"},
+            {"math", "libm"}};
   }
 
   bool valid(const knob_values& v, const workload_spec& spec, std::string* why_not) const override {
@@ -229,7 +231,7 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
     switch (st.what) {
       case elementwise_step::kind::scale: line = fmt::format("v = v * {};", cpu_emit::float_literal(st.value)); break;
       case elementwise_step::kind::softcap:
-        line = fmt::format("v = tanhf(v * {}) * {};", cpu_emit::float_literal(1.0 / st.value),
+        line = fmt::format("v = KF_TANH(v * {}) * {};", cpu_emit::float_literal(1.0 / st.value),
                            cpu_emit::float_literal(st.value));
         break;
       case elementwise_step::kind::cast: break;
@@ -291,7 +293,7 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
   std::string body = cpu_emit::subst(k_kernel, t);
   // The row macro is defined inside the loop; undefine it so nothing leaks past the kernel.
   body += "#undef KF_X\n";
-  return cpu_emit::header(*this, v, g->describe()) + cpu_emit::prelude() + body;
+  return cpu_emit::header(*this, v, g->describe()) + cpu_emit::prelude() + cpu_emit::math_macros(v.at("math")) + body;
 }
 
 }  // namespace
