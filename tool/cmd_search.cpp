@@ -1,12 +1,93 @@
-// kforge search: not implemented yet (see the issue tracker).
+// kforge search NAME: an MCTS search over kernel variants for one workload on one device; the winner is written
+// to workloads/<name>/kernels/<gpu-key>.{cpp,cu} + .json. Ctrl-C stops after the evaluations in flight and keeps
+// the tree (.kforge/search.db): `--resume` continues it.
+#include <fmt/format.h>
+
 #include "args.h"
 #include "commands.h"
+#include "exec/device.h"
+#include "search/proposer.h"
+#include "search_session.h"
+#include "spec/spec_parse.h"
 #include "util/error.h"
+#include "util/term.h"
 
 namespace kf {
+namespace {
 
-std::string search_help() { return "usage: kforge search [options]\n\n(not implemented yet)\n"; }
+const std::vector<flag_def>& search_flags() {
+  static const std::vector<flag_def> defs = {
+      {"device", true, "cpu, cuda, cuda:N or auto (default auto)", "D"},
+      {"budget", true, "evaluations in the search, all runs together (default: the spec's search.budget)", "N"},
+      {"time", true, "stop this run after this long (30m, 2h, 600s)", "T"},
+      {"proposer", true, "template (offline, default)", "NAME"},
+      {"resume", false, "continue the stored search for this workload and GPU key"},
+      {"fresh", false, "delete the stored search and start over"},
+      {"db", true, "the search database (default .kforge/search.db)", "PATH"},
+      {"workloads", true, "the folder holding NAME.yaml (default workloads)", "DIR"},
+      {"baselines", true, "baselines to time, comma-separated (default: the spec's)", "LIST"},
+      {"seed", true, "the proposer's random seed (default 1)", "N"},
+      {"batch", true, "candidates proposed and compiled together (default 2)", "N"},
+      {"no-write", false, "report the winner without writing it"},
+  };
+  return defs;
+}
 
-int search_run(const std::vector<std::string>&) { throw user_error("kforge search is not implemented yet"); }
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t a = 0;
+  while (a <= s.size()) {
+    size_t b = s.find(',', a);
+    if (b == std::string::npos) b = s.size();
+    if (b > a) out.push_back(s.substr(a, b - a));
+    a = b + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string search_help() {
+  return "usage: kforge search NAME [options]\n\n"
+         "Searches for a faster kernel for the workload NAME (workloads/NAME.yaml or a path to a spec): an MCTS over\n"
+         "kernel variants, seeded from the stored winners and each kernel family's default, with multi-fidelity\n"
+         "evaluation (quick screen, then full verification and timing for candidates that could win). The tree\n"
+         "lives in .kforge/search.db; Ctrl-C stops cleanly and --resume continues. The winner is written to\n"
+         "workloads/NAME/kernels/<gpu-key>.{cpp,cu} with a .json of its results, lineage and environment.\n\n"
+         "options:\n" + flags_help(search_flags());
+}
+
+session_settings search_settings(const args& a, const workload_spec& spec) {
+  session_settings st;
+  auto choice = choose_device(a.get_or("device", "auto"));
+  term::say("{}", choice.why);
+  st.device = choice.id;
+  st.search.budget = a.get_int("budget", spec.search.evaluations);
+  if (st.search.budget < 1) throw user_error(fmt::format("--budget {}: expected a positive number of evaluations", st.search.budget));
+  st.search.time_s = a.get_double("time", spec.search.seconds);
+  st.search.proposer = a.get_or("proposer", "template");
+  make_proposer(st.search.proposer, 1);  // an unknown name fails here, before any work
+  st.search.resume = a.has("resume");
+  st.search.fresh = a.has("fresh");
+  if (st.search.resume && st.search.fresh) throw user_error("--resume and --fresh contradict each other: pick one");
+  st.search.seed = static_cast<uint64_t>(a.get_int("seed", 1));
+  st.search.batch = std::max(1, a.get_int("batch", 2));
+  st.db_path = a.get_or("db", ".kforge/search.db");
+  if (auto b = a.get("baselines")) st.baselines = split_list(*b);
+  st.write = !a.has("no-write");
+  return st;
+}
+
+int search_run(const std::vector<std::string>& argv) {
+  args a(argv, search_flags());
+  if (a.positional().size() != 1)
+    throw user_error(fmt::format("kforge search takes one workload name, got {} (see kforge search --help)", a.positional().size()));
+  auto spec = load_spec(a.positional()[0], a.get_or("workloads", "workloads"));
+  auto st = search_settings(a, spec);
+  install_search_interrupt();
+  auto r = run_search_session(spec, st);
+  if (r.outcome.stop_reason == "interrupted") return exit_ok;
+  return r.outcome.winner ? exit_ok : exit_gate_failed;
+}
 
 }  // namespace kf

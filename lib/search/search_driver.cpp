@@ -1,5 +1,6 @@
 #include "search/search_driver.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -226,6 +227,10 @@ search_outcome search_driver::finish(std::string reason) {
   for (auto c : m_tree.at(0).children)
     if (m_tree.at(c).reward && (!root || *m_tree.at(c).reward > *m_tree.at(*root).reward)) root = c;
   if (root) o.best_root = *by_db.at(m_db_id.at(static_cast<size_t>(*root)));
+  for (auto& r : rows)
+    if (is_failure(r.status) && o.failure_samples.size() < 3 &&
+        std::find(o.failure_samples.begin(), o.failure_samples.end(), r.detail) == o.failure_samples.end())
+      o.failure_samples.push_back(r.detail);
   o.evaluations = m_evaluated;
   o.session_evaluations = m_session;
   o.trajectory = m_trajectory_best;

@@ -45,6 +45,7 @@ struct search_outcome {
   std::vector<node_row> lineage;            // roots -> winner
   std::optional<node_row> best_root;        // the best root (to compare the winner with)
   std::vector<double> trajectory;           // best time after each evaluation (us; NaN before the first)
+  std::vector<std::string> failure_samples; // up to 3 distinct reasons candidates failed
   nlohmann::json baselines;
   nlohmann::json environment;
 };

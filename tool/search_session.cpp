@@ -1,0 +1,224 @@
+#include "search_session.h"
+
+#include <csignal>
+
+#include <atomic>
+#include <cmath>
+#include <ctime>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "search/family.h"
+#include "search/graph_match.h"
+#include "search/roots.h"
+#include "search/worker_evaluator.h"
+#include "util/fs.h"
+#include "util/error.h"
+#include "util/term.h"
+
+namespace kf {
+namespace {
+
+std::atomic<int> g_interrupts{0};
+
+void on_sigint(int) {
+  if (g_interrupts.fetch_add(1) >= 1) {
+    std::signal(SIGINT, SIG_DFL);
+    std::raise(SIGINT);
+  }
+}
+
+std::string duration_text(double s) {
+  if (s < 0) return "?";
+  if (s < 90) return fmt::format("{:.0f}s", s);
+  if (s < 5400) return fmt::format("{:.0f}m{:02.0f}s", std::floor(s / 60), std::fmod(s, 60));
+  return fmt::format("{:.1f}h", s / 3600);
+}
+
+// Per baseline: the geometric mean of its gated-case times, for "1.9x eager" style comparisons.
+std::map<std::string, double> baseline_geomeans(const nlohmann::json& baselines) {
+  std::map<std::string, double> out;
+  if (!baselines.is_object()) return out;
+  for (auto& [name, cases] : baselines.items()) {
+    std::map<std::string, double> m;
+    for (auto& [c, t] : cases.items())
+      if (t.is_number()) m[c] = t.get<double>();
+    if (!m.empty()) out[name] = geomean_us(m);
+  }
+  return out;
+}
+
+std::string versus(double t, const nlohmann::json& baselines) {
+  std::vector<std::string> parts;
+  for (auto& [name, b] : baseline_geomeans(baselines)) parts.push_back(fmt::format("{:.2f}x {}", b / t, name));
+  return parts.empty() ? "no baseline timed" : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::string knobs_text(const knob_values& v) {
+  std::string s;
+  for (auto& [k, x] : v) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, x);
+  return s;
+}
+
+std::string describe(const node_row& n) {
+  if (n.cand.family.empty()) return n.cand.origin;
+  return fmt::format("{} [{}] ({})", n.cand.family, knobs_text(n.cand.knobs), n.cand.origin);
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+// The stored winner: <kernels>/<key>.{cpp,cu} opening with the header comment, and <key>.json beside it;
+// source first, then metadata, each atomically.
+// TODO(report owner's lib/store/winners.h): switch to write_winner once it is on main.
+struct written_kernel {
+  std::filesystem::path source, metadata;
+};
+written_kernel write_kernel_files(const std::filesystem::path& dir, const std::string& key,
+                                  const std::vector<std::string>& header, const std::string& source,
+                                  const nlohmann::json& meta) {
+  written_kernel w{dir / (key + (key.rfind("cpu", 0) == 0 ? ".cpp" : ".cu")), dir / (key + ".json")};
+  std::string text;
+  for (auto& l : header) text += "// " + l + "\n";
+  write_file_atomic(w.source, text + "\n" + source);
+  write_file_atomic(w.metadata, meta.dump(2) + "\n");
+  return w;
+}
+
+}  // namespace
+
+void install_search_interrupt() {
+  g_interrupts = 0;
+  std::signal(SIGINT, on_sigint);
+}
+bool search_interrupted() { return g_interrupts.load() > 0; }
+
+session_result run_search_session(const workload_spec& spec, const session_settings& st) {
+  session_result res;
+  device_kind kind = st.device.kind;
+  auto fams = covering_families(spec, kind);
+  if (fams.empty()) {
+    std::string why;
+    for (auto& f : families()) {
+      if (f->device() != kind) continue;
+      std::string w;
+      if (!family_selected(spec, f->name())) w = "not in the spec's search.families";
+      else f->covers(spec, &w);
+      why += fmt::format("\n  {}: {}", f->name(), w);
+    }
+    throw user_error(source_loc{spec.path, 0, 0},
+                     fmt::format("no kernel family covers {} on the {} device:{}", spec.name, device_kind_name(kind), why));
+  }
+  worker_evaluator_options eo;
+  eo.device = st.device;
+  eo.cache_root = st.cache_root;
+  eo.baselines = st.baselines.empty() ? spec.baselines : st.baselines;
+  eo.gpu_key = kind == device_kind::cpu ? cpu_key() : "";
+  if (kind == device_kind::cpu)  // a shared host is noisy: converge to 2 % or give up after 10 s per case
+    eo.full_stopping = {{"min_samples", 10}, {"max_noise", 0.02}, {"min_seconds", 0.2}, {"timeout_s", 10}};
+  worker_evaluator ev(spec, eo);
+  if (eo.gpu_key.empty()) {
+    auto env = ev.environment();
+    if (env.empty()) throw infra_error(fmt::format("the {} worker did not report its environment", st.device.str()));
+    ev.set_gpu_key(gpu_key(env));
+  }
+  res.gpu_key = ev.gpu_key();
+  auto kdir = std::filesystem::path(spec.path).parent_path() / spec.name / "kernels";
+  auto roots = search_roots(spec, kind, res.gpu_key, kdir);
+  for (auto& n : roots.notes) term::say("{}", term::dim(n));
+  term::say("search {} on {} ({}): {} root(s), budget {} evaluations{}", spec.name, st.device.str(), res.gpu_key,
+            roots.roots.size(), st.search.budget,
+            st.search.time_s > 0 ? fmt::format(", at most {}", duration_text(st.search.time_s)) : "");
+
+  search_db db(st.db_path);
+  search_options so = st.search;
+  so.stop_requested = [] { return search_interrupted(); };
+  search_driver driver(spec, kind, res.gpu_key, db, ev, so);
+  res.outcome = driver.run(roots.roots, [&](const search_progress& p) {
+    std::string best = p.best_us ? fmt::format("best {:.2f} us: {}", *p.best_us, versus(*p.best_us, p.baselines))
+                                 : "no candidate passed yet";
+    term::progress(fmt::format("{}: {}/{} evaluations, {} failed | {} | ETA {}", spec.name, p.evaluations, p.budget,
+                               p.failures, best, duration_text(p.eta_s)));
+  });
+  term::end_progress();
+  auto& o = res.outcome;
+  term::say("{}: stopped ({}) after {} evaluations ({} in this run){}", spec.name, o.stop_reason, o.evaluations,
+            o.session_evaluations, o.stop_reason == "interrupted" ? "; the tree is kept: --resume continues it" : "");
+  if (o.baselines.empty() || o.baselines.size() == 0)
+    term::say("  {}", term::yellow("no baseline could be timed: rewards rank candidates by time alone"));
+  if (o.best_root && o.best_root->time_us)
+    term::say("  best root:   {:9.2f} us  {}  {}", *o.best_root->time_us, versus(*o.best_root->time_us, o.baselines), describe(*o.best_root));
+  if (!o.winner) {
+    res.why_not_written = "no candidate passed the full verification and measure";
+    term::say("  {}", term::red(res.why_not_written));
+    for (auto& f : o.failure_samples) term::say("    failed: {}", f);
+    return res;
+  }
+  term::say("  winner:      {:9.2f} us  {}  {}", *o.winner->time_us, versus(*o.winner->time_us, o.baselines), describe(*o.winner));
+  for (auto& [c, t] : o.winner->results.value("case_us", nlohmann::json::object()).items())
+    term::say("    {:<28} {:9.2f} us", c, t.get<double>());
+  if (!st.write) {
+    res.why_not_written = "--no-write";
+    return res;
+  }
+  if (o.winner->cand.origin == "stored:" + res.gpu_key) {
+    res.why_not_written = "the stored kernel is still the best";
+    term::say("  {}", res.why_not_written);
+    return res;
+  }
+  // The stored winner: the source with a header a reviewer reads, and its metadata beside it.
+  struct {
+    std::vector<std::string> header;
+    nlohmann::json metadata;
+  } w;
+  std::vector<std::string> lineage;
+  nlohmann::json lineage_json = nlohmann::json::array();
+  for (auto& n : o.lineage) {
+    lineage.push_back(n.cand.origin);
+    lineage_json.push_back({{"family", n.cand.family}, {"knobs", n.cand.knobs}, {"origin", n.cand.origin},
+                            {"time_us", n.time_us ? nlohmann::json(*n.time_us) : nlohmann::json()}});
+  }
+  w.header = {
+      fmt::format("kforge winner for {} on {}, found by `kforge search` ({} proposer) on {}", spec.name, res.gpu_key,
+                  so.proposer, utc_now()),
+      fmt::format("family: {}", o.winner->cand.family.empty() ? "(none)" : o.winner->cand.family),
+      fmt::format("knobs: {}", knobs_text(o.winner->cand.knobs)),
+      fmt::format("lineage: {}", fmt::join(lineage, " -> ")),
+      fmt::format("measured: {:.2f} us (geometric mean over gated cases), {}", *o.winner->time_us,
+                  versus(*o.winner->time_us, o.baselines)),
+  };
+  nlohmann::json speedups = nlohmann::json::object();
+  for (auto& [name, b] : baseline_geomeans(o.baselines)) speedups[name] = b / *o.winner->time_us;
+  w.metadata = {
+      {"schema", "kforge.kernel/1"},
+      {"workload", spec.name},
+      {"spec_hash", spec.hash},
+      {"gpu_key", res.gpu_key},
+      {"family", o.winner->cand.family},
+      {"knobs", o.winner->cand.knobs},
+      {"origin", o.winner->cand.origin},
+      {"source_sha256", o.winner->cand.source_hash},
+      {"lineage", lineage_json},
+      {"results", {{"case_us", o.winner->results.value("case_us", nlohmann::json::object())},
+                   {"time_us", *o.winner->time_us},
+                   {"baselines", o.baselines},
+                   {"speedup", speedups}}},
+      {"environment", o.environment},
+      {"trajectory", o.trajectory},
+      {"search", {{"evaluations", o.evaluations}, {"proposer", so.proposer}, {"seed", so.seed},
+                  {"stop_reason", o.stop_reason}, {"db", st.db_path}, {"date", utc_now()}}},
+  };
+  for (auto& t : w.metadata["trajectory"])
+    if (t.is_number() && std::isnan(t.get<double>())) t = nullptr;
+  auto stored = write_kernel_files(kdir, res.gpu_key, w.header, o.winner->cand.source, w.metadata);
+  res.written = stored.source.string();
+  term::say("  wrote {} and {}", stored.source.string(), stored.metadata.filename().string());
+  return res;
+}
+
+}  // namespace kf

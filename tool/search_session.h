@@ -1,0 +1,36 @@
+// What `kforge search` and `kforge retune` share: one search of one workload on one device, with the progress
+// line, Ctrl-C handling, the final summary and the winner written beside the spec.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "exec/device.h"
+#include "search/search_driver.h"
+#include "spec/spec.h"
+
+namespace kf {
+
+struct session_settings {
+  device_id device;
+  search_options search;
+  std::string db_path = ".kforge/search.db";
+  std::string cache_root = ".kforge/cache";
+  std::vector<std::string> baselines;  // empty: the spec's
+  bool write = true;                   // write the winner to workloads/<name>/kernels
+};
+
+struct session_result {
+  std::string gpu_key;
+  search_outcome outcome;
+  std::string written;  // the kernel file written, or "" (with `why_not_written`)
+  std::string why_not_written;
+};
+
+// Throws user_error when no family covers the spec on the device.
+session_result run_search_session(const workload_spec& spec, const session_settings& settings);
+
+// Installs the SIGINT handler (first Ctrl-C: stop after the evaluations in flight; second: default action).
+void install_search_interrupt();
+bool search_interrupted();
+
+}  // namespace kf
