@@ -1,0 +1,69 @@
+// `kforge search` as a user runs it (a real subprocess): usage mistakes exit 2 with a message that says what to do.
+#include <gtest/gtest.h>
+
+#include "util/fs.h"
+#include "util/subprocess.h"
+
+namespace kf {
+namespace {
+
+const char* k_spec = R"(version: 1
+name: tiny-softmax
+model: test
+inputs:
+  x: {shape: [R, D], dtype: float32, init: {normal: {std: 1.0}}}
+graph:
+  - softmax: {input: x, dim: DIM}
+cases:
+  - {R: 4, D: 33, gate: true}
+baselines: [eager]
+gate: {max_regression: 5%, must_beat: [eager]}
+search: {families: [row_softmax], budget: {evaluations: 3}}
+)";
+
+process_result kforge(const std::vector<std::string>& args, const std::string& cwd) {
+  std::vector<std::string> argv = {KFORGE_BINARY_DIR "/kforge", "search"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  process_options o;
+  o.cwd = cwd;
+  o.timeout = std::chrono::seconds(60);
+  return run_process(argv, o);
+}
+
+std::string with_dim(const char* dim) {
+  std::string s = k_spec;
+  s.replace(s.find("DIM"), 3, dim);
+  return s;
+}
+
+TEST(cmd_search, usage_mistakes_exit_2_and_say_what_to_do) {
+  temp_dir dir("kf-cmd-search");
+  write_file_atomic(dir.path() / "workloads" / "tiny-softmax.yaml", with_dim("-1"));
+  auto cwd = dir.path().string();
+  auto r = kforge({}, cwd);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("one workload name"), std::string::npos) << r.err;
+  r = kforge({"tiny-softmax", "--device", "cpu", "--resume", "--fresh"}, cwd);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--resume and --fresh"), std::string::npos) << r.err;
+  r = kforge({"tiny-softmax", "--device", "cpu", "--proposer", "templat"}, cwd);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown proposer"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("template"), std::string::npos) << r.err;
+  r = kforge({"tiny-softmax", "--device", "cpu", "--budget", "0"}, cwd);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--budget"), std::string::npos) << r.err;
+}
+
+TEST(cmd_search, a_graph_no_family_covers_is_explained) {
+  temp_dir dir("kf-cmd-search");
+  write_file_atomic(dir.path() / "workloads" / "tiny-softmax.yaml", with_dim("0"));
+  auto r = kforge({"tiny-softmax", "--device", "cpu", "--db", (dir.path() / "s.db").string()}, dir.path().string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("no kernel family covers tiny-softmax"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("row_softmax_cpu: op 1 (softmax): only the last dim is reduced"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "workloads" / "tiny-softmax" / "kernels"));
+}
+
+}  // namespace
+}  // namespace kf
