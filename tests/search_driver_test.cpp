@@ -85,6 +85,10 @@ TEST(search_driver, a_stored_search_needs_resume_or_fresh) {
   auto out2 = search_driver(other, device_kind::cpu, k_key, db, ev, o).run(default_roots(other));
   EXPECT_NE(out2.search_id, out.search_id);
   EXPECT_EQ(db.count_nodes(out.search_id), 2);
+  auto all = db.list_searches();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].workload, "test-avgpool");
+  EXPECT_EQ(all[1].state, "done");
 }
 
 // Run by killed_search_resumes as a separate process (skipped otherwise): a slow search that never ends.

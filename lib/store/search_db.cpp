@@ -125,11 +125,8 @@ void search_db::exec(const char* sql) {
   }
 }
 
-std::optional<search_row> search_db::find_search(const std::string& workload, const std::string& gpu_key) {
-  stmt s(m_db, "SELECT id, workload, spec_hash, device, gpu_key, proposer, state, baselines, options, started_at, "
-               "updated_at FROM searches WHERE workload = ? AND gpu_key = ?");
-  s.bind(1, workload).bind(2, gpu_key);
-  if (!s.step()) return std::nullopt;
+namespace {
+search_row search_from(const stmt& s) {
   search_row r;
   r.id = s.i64(0);
   r.workload = s.text(1);
@@ -143,6 +140,24 @@ std::optional<search_row> search_db::find_search(const std::string& workload, co
   r.started_at = s.text(9);
   r.updated_at = s.text(10);
   return r;
+}
+constexpr const char* k_search_columns =
+    "SELECT id, workload, spec_hash, device, gpu_key, proposer, state, baselines, options, started_at, updated_at "
+    "FROM searches ";
+}  // namespace
+
+std::optional<search_row> search_db::find_search(const std::string& workload, const std::string& gpu_key) {
+  stmt s(m_db, (std::string(k_search_columns) + "WHERE workload = ? AND gpu_key = ?").c_str());
+  s.bind(1, workload).bind(2, gpu_key);
+  if (!s.step()) return std::nullopt;
+  return search_from(s);
+}
+
+std::vector<search_row> search_db::list_searches() {
+  stmt s(m_db, (std::string(k_search_columns) + "ORDER BY workload, gpu_key").c_str());
+  std::vector<search_row> out;
+  while (s.step()) out.push_back(search_from(s));
+  return out;
 }
 
 int64_t search_db::create_search(const search_row& r) {

@@ -63,6 +63,7 @@ class search_db {
   search_db& operator=(const search_db&) = delete;
 
   std::optional<search_row> find_search(const std::string& workload, const std::string& gpu_key);
+  std::vector<search_row> list_searches();  // every stored search, by workload then GPU key
   int64_t create_search(const search_row& s);
   // Removes a search with its nodes, edges, evaluations and samples (--fresh).
   void delete_search(int64_t id);
