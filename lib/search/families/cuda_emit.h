@@ -1,0 +1,36 @@
+// Shared pieces of the CUDA families' emitted sources: the prelude every candidate opens with (type
+// conversions, 16-byte vector access, warp / block / cluster reductions), C type names for spec dtypes,
+// and the code of the elementwise steps (prologue, activation) the graph matchers describe.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "search/family.h"
+#include "search/graph_match.h"
+#include "spec/spec.h"
+
+namespace kf::cuda_emit {
+
+// The CUDA C++ type that stores `t` ("__nv_bfloat16", "float", ...); asserts on non-float types.
+std::string c_type(dtype t);
+bool storable(dtype t);  // float32 / float16 / bfloat16 / float64
+
+// The opening comment naming the family and knob values, then the includes and the common device helpers,
+// opening `namespace kfk {`. The family's code follows and ends with cuda_emit::epilogue().
+std::string prelude(const std::string& family_name, const knob_values& v, const std::string& graph_description);
+// Closes the namespace and exports kf_launch (forwarding to kfk::launch).
+std::string epilogue();
+
+// A float literal that round-trips (e.g. "0.02f", "-inff" never: callers pass finite values).
+std::string float_literal(double v);
+// Statements applying the prologue steps to `float x`, one mask value per add_mask step in `m0`, `m1`...
+// `tanh_fn` computes softcap's tanh: "tanh_exp" (one exp + one reciprocal, ~1e-7 absolute error) or
+// "tanh_approx" (the tanh.approx.f32 instruction, one multi-function op, ~5e-4 relative error).
+std::string prologue_code(const std::vector<elementwise_step>& steps, const std::string& tanh_fn = "tanh_exp");
+// A C expression rounding the float `x` to `t` and back (empty when `t` is float32 / float64).
+std::string round_to(const std::string& x, dtype t);
+
+// `knob=value` pairs of `v` restricted to `names`, joined by spaces (for the header comment).
+std::string knob_summary(const knob_values& v, const std::vector<std::string>& names);
+
+}  // namespace kf::cuda_emit

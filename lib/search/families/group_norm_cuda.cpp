@@ -1,0 +1,233 @@
+// group_norm_cuda: GroupNorm / LayerNorm / RMSNorm with a fused activation (SiLU, GELU) and casts, emitted as
+// one CUDA translation unit. Strategies: a warp, a block or a cluster of CTAs (distributed shared memory) per
+// row, the row cached in registers when it fits (one read of x), or `split`: a statistics kernel over many
+// blocks per row writing partials to a fixed device buffer, then an apply kernel (optionally in reverse block
+// order, to start on what is still in L2). Statistics: sums shifted by the row's first element, plain sums, or two passes.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "search/families/cuda_emit.h"
+#include "search/families/group_norm_cuda_body.h"
+#include "search/family.h"
+#include "search/graph_match.h"
+
+namespace kf {
+namespace {
+
+constexpr int k_sms = 132;  // H200; only used to pick defaults
+
+int pow2_at_least(int64_t v, int cap) {
+  int p = 1;
+  while (p < v && p < cap) p *= 2;
+  return p;
+}
+
+int input_index(const workload_spec& spec, const std::string& name) {
+  for (size_t i = 0; i < spec.inputs.size(); ++i)
+    if (spec.inputs[i].name == name) return static_cast<int>(i);
+  KF_ASSERT(false, "no input {}", name);
+}
+
+class group_norm_cuda final : public family {
+ public:
+  std::string name() const override { return "group_norm_cuda"; }
+  device_kind device() const override { return device_kind::cuda; }
+
+  bool covers(const workload_spec& spec, std::string* why_not) const override {
+    auto g = match_norm(spec, why_not);
+    if (!g) return false;
+    bool ok = cuda_emit::storable(g->in_type) && cuda_emit::storable(g->out_type) &&
+              (g->weight.empty() || cuda_emit::storable(g->weight_type)) &&
+              (g->bias.empty() || cuda_emit::storable(g->bias_type));
+    if (!ok && why_not) *why_not = "group_norm_cuda handles float32/float16/bfloat16/float64 tensors only";
+    return ok;
+  }
+
+  std::vector<knob> knobs() const override {
+    return {
+        {"strategy", {"warp", "block", "cluster", "split"}, "threads per row (a group or a normalized slice)"},
+        {"threads", {"64", "128", "256", "512", "1024"}, "threads per block"},
+        {"vec", {"1", "2", "4", "8"}, "elements per access (16-byte loads at 8 x 16-bit)"},
+        {"chunks", {"1", "2", "4", "8", "16"}, "vectors per thread kept in registers (the row cache)"},
+        {"cluster", {"2", "4", "8", "16"}, "CTAs per row for strategy=cluster (16 is non-portable)"},
+        {"splits", {"8", "16", "32", "64", "128", "256"}, "blocks per row for strategy=split"},
+        {"stats", {"shifted", "sumsq", "twopass"}, "sums shifted by the row's first element, plain sums, or mean then variance"},
+        {"reverse", {"0", "1"}, "strategy=split: apply pass in reverse order (L2 hits)"},
+        {"unroll", {"1", "2", "4"}, "unrolling of the streaming loops"},
+        {"stream_store", {"0", "1"}, "evict-first stores of the output (keeps x in L2)"},
+    };
+  }
+
+  knob_values default_variant(const workload_spec& spec) const override {
+    knob_values v{{"strategy", "block"}, {"threads", "512"}, {"vec", "8"},     {"chunks", "4"},
+                  {"cluster", "8"},      {"splits", "64"},   {"stats", "shifted"}, {"reverse", "1"},
+                  {"unroll", "2"},       {"stream_store", "1"}};
+    auto g = match_norm(spec, nullptr);
+    if (!g) return v;
+    const int vec = std::max<int>(1, std::min<int>(8, static_cast<int>(16 / dtype_size(g->in_type))));
+    v["vec"] = std::to_string(vec);
+    const input_spec* x = spec.find_input(g->input);
+    int64_t max_n = 0, min_rows = 0;
+    bool first = true;
+    for (auto& c : spec.cases) {
+      auto shape = concrete_shape(*x, c);
+      int64_t total = 1;
+      for (auto d : shape) total *= d;
+      int64_t n = 1;
+      if (g->what == norm_graph::kind::group_norm) {
+        n = shape.size() >= 2 ? total / shape[0] / g->num_groups : total;
+      } else {
+        for (size_t d = shape.size() - std::min<size_t>(shape.size(), g->normalized_dims); d < shape.size(); ++d)
+          n *= shape[d];
+      }
+      const int64_t rows = n ? total / n : 0;
+      max_n = std::max(max_n, n);
+      min_rows = first ? rows : std::min(min_rows, rows);
+      first = false;
+    }
+    auto chunks_for = [&](int64_t elems, int threads) {
+      return pow2_at_least((elems + int64_t(threads) * vec - 1) / (int64_t(threads) * vec), 16);
+    };
+    if (max_n <= 1024) {
+      v["strategy"] = "warp";
+      v["threads"] = "128";
+      v["chunks"] = std::to_string(chunks_for(max_n, 32));
+    } else if (min_rows >= 2 * k_sms && max_n <= 16384) {
+      v["strategy"] = "block";
+      v["threads"] = max_n <= 4096 ? "256" : "512";
+      v["chunks"] = std::to_string(chunks_for(max_n, std::stoi(v["threads"])));
+    } else {
+      // Few or long rows: statistics over many blocks per row, then the apply pass in reverse while the tail
+      // is in L2 (a cluster per row measured slower on an H200: 16-CTA clusters schedule a few at a time).
+      v["strategy"] = "split";
+      v["threads"] = "512";
+      const int splits = pow2_at_least((512 + min_rows - 1) / std::max<int64_t>(min_rows, 1), 256);
+      v["splits"] = std::to_string(std::max(splits, 8));
+    }
+    if (std::stoi(v["chunks"]) * vec > 64) v["chunks"] = std::to_string(std::max(1, 64 / vec));
+    return v;
+  }
+
+  bool valid(const knob_values& v, const workload_spec& spec, std::string* why_not) const override {
+    if (!knobs_in_range(*this, v, why_not)) return false;
+    auto fail = [&](std::string m) {
+      if (why_not) *why_not = std::move(m);
+      return false;
+    };
+    (void)spec;
+    if (knob_int(v, "chunks") * knob_int(v, "vec") > 64)
+      return fail("chunks x vec > 64 floats per thread would spill registers");
+    if (v.at("strategy") == "split" && v.at("stats") == "twopass")
+      return fail("strategy=split accumulates in one pass: stats=shifted or sumsq");
+    if (v.at("strategy") == "cluster" && knob_int(v, "threads") < 128)
+      return fail("strategy=cluster wants at least 128 threads per CTA");
+    return true;
+  }
+
+  std::string emit(const workload_spec& spec, const knob_values& v) const override {
+    std::string why;
+    auto g = match_norm(spec, &why);
+    KF_ASSERT(g.has_value(), "emit called for a spec the family does not cover: {}", why);
+    knob_values shown = v;
+    const auto& st = v.at("strategy");
+    if (st != "cluster") shown.erase("cluster");
+    if (st != "split") shown.erase("splits"), shown.erase("reverse");
+    return cuda_emit::prelude(name(), shown, g->describe()) + config(spec, *g, v) + group_norm_cuda_body() +
+           cuda_emit::epilogue();
+  }
+
+ private:
+  static std::string activation_code(norm_graph::activation a) {
+    switch (a) {
+      case norm_graph::activation::none: return "";
+      case norm_graph::activation::silu: return "  x = __fdividef(x, 1.f + __expf(-x));\n";
+      case norm_graph::activation::gelu: return "  x = 0.5f * x * (1.f + erff(x * 0.70710678118654752f));\n";
+      case norm_graph::activation::gelu_tanh:
+        return "  x = 0.5f * x * (1.f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));\n";
+    }
+    return "";
+  }
+
+  std::string config(const workload_spec& spec, const norm_graph& g, const knob_values& v) const {
+    const bool has_w = !g.weight.empty(), has_b = !g.bias.empty();
+    const bool group = g.what == norm_graph::kind::group_norm;
+    std::string s = "\n// ---- this variant ----\n";
+    s += fmt::format("using in_t = {};\nusing out_t = {};\nusing w_t = {};\nusing b_t = {};\n",
+                     cuda_emit::c_type(g.in_type), cuda_emit::c_type(g.out_type),
+                     has_w ? cuda_emit::c_type(g.weight_type) : "float", has_b ? cuda_emit::c_type(g.bias_type) : "float");
+    s += fmt::format(
+        "constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_split = 3;\n"
+        "constexpr int st_shifted = 0, st_sumsq = 1, st_twopass = 2;\n"
+        "constexpr int k_strategy = s_{};\nconstexpr int k_stats = st_{};\n"
+        "constexpr int NT = {};\nconstexpr int k_vec = {};\nconstexpr int k_chunks = {};\nconstexpr int k_cluster = {};\n"
+        "constexpr int k_splits = {};\nconstexpr bool k_reverse = {};\nconstexpr int k_unroll = {};\n"
+        "constexpr bool k_stream_store = {};\n"
+        "constexpr bool k_group = {};\nconstexpr bool k_rms = {};\nconstexpr int k_num_groups = {};\n"
+        "constexpr int k_normalized_dims = {};\nconstexpr float k_eps = {};\n"
+        "constexpr bool k_has_w = {};\nconstexpr bool k_has_b = {};\n"
+        "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\nconstexpr int k_w_input = {};\n"
+        "constexpr int k_b_input = {};\n",
+        v.at("strategy"), v.at("stats"), v.at("threads"), v.at("vec"), v.at("chunks"), v.at("cluster"),
+        v.at("splits"), v.at("reverse") == "1", v.at("unroll"), v.at("stream_store") == "1", group,
+        g.what == norm_graph::kind::rms_norm, g.num_groups, g.normalized_dims, cuda_emit::float_literal(g.eps), has_w,
+        has_b, spec.inputs.size(), input_index(spec, g.input), has_w ? input_index(spec, g.weight) : -1,
+        has_b ? input_index(spec, g.bias) : -1);
+    s += R"CUDA(
+struct norm_args {
+  const in_t* x;
+  const w_t* w;
+  const b_t* b;
+  out_t* y;
+  int64_t rows, n;          // rows of n elements: (sample, group) pairs, or normalized slices
+  int64_t groups, cpg, hw;  // GroupNorm: groups, channels per group, elements per channel
+  int64_t seg;              // cluster / split: elements per CTA
+  int splits;
+  float eps;
+};
+)CUDA";
+    std::string pre;
+    for (auto t : g.prologue_casts)
+      if (auto e = cuda_emit::round_to("x[v]", t); !e.empty()) pre += fmt::format("    x[v] = {};\n", e);
+    s += fmt::format(
+        "\ntemplate <int V>\n__device__ __forceinline__ void load_x(const norm_args& a, int64_t at, float* x) {{\n"
+        "  load_vec<in_t, V>(a.x + at, x);\n{}}}\n",
+        pre.empty() ? "" : "#pragma unroll\n  for (int v = 0; v < V; ++v) {\n" + pre + "  }\n");
+    std::string post;
+    for (auto t : g.epilogue_casts)
+      if (auto e = cuda_emit::round_to("x", t); !e.empty()) post += fmt::format("  x = {};\n", e);
+    s += fmt::format("\n// The fused activation and casts after the norm.\n"
+                     "__device__ __forceinline__ float finalize(float x) {{\n{}{}  return x;\n}}\n",
+                     activation_code(g.act), post);
+    s += R"CUDA(
+// y = (x - mean) * rstd * w + b, then the activation: per channel for GroupNorm, per element otherwise.
+template <int V>
+__device__ __forceinline__ void apply(const norm_args& a, int64_t row, int64_t i, float mean, float rstd, float* x) {
+  if constexpr (k_group) {
+    // 32-bit division when the row allows it: a 64-bit one per vector made the apply pass issue-bound.
+    const int64_t within = a.n <= 0xffffffffll ? (int64_t)((uint32_t)i / (uint32_t)a.hw) : i / a.hw;
+    const int64_t c = (row % a.groups) * a.cpg + within;
+    const float w = k_has_w ? to_f(a.w[c]) : 1.f, b = k_has_b ? to_f(a.b[c]) : 0.f;
+    const float sc = rstd * w, sh = b - mean * sc;
+#pragma unroll
+    for (int v = 0; v < V; ++v) x[v] = finalize(x[v] * sc + sh);
+  } else {
+    float w[V], b[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) { w[v] = 1.f; b[v] = 0.f; }
+    if constexpr (k_has_w) load_vec<w_t, V>(a.w + i, w);
+    if constexpr (k_has_b) load_vec<b_t, V>(a.b + i, b);
+#pragma unroll
+    for (int v = 0; v < V; ++v) x[v] = finalize((x[v] - mean) * rstd * w[v] + b[v]);
+  }
+}
+)CUDA";
+    return s;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<family> make_group_norm_cuda() { return std::make_unique<group_norm_cuda>(); }
+
+}  // namespace kf

@@ -1,0 +1,281 @@
+// The fixed part of group_norm_cuda's emitted source: statistics, the per-row algorithm for each strategy,
+// the split (stats pass + apply pass) kernels and kf_launch's checks. The family (group_norm_cuda.cpp) emits
+// the constants, types, affine/activation code this refers to.
+#include "search/families/group_norm_cuda_body.h"
+
+namespace kf {
+
+const char* group_norm_cuda_body() {
+  return R"CUDA(
+// ---- statistics: (count, sum, sum of squares) records, added across threads ----
+// stats=shifted sums x - shift, where shift is the row's first element (shared by every thread and block of the
+// row): close to the mean in practice, so float sums of squares do not cancel (sumsq uses shift 0), and partial
+// records still combine by plain addition.
+__device__ __forceinline__ f3 comb_add(f3 p, f3 q) { return f3{p.a + q.a, p.b + q.b, p.c + q.c}; }
+
+struct moments {
+  float n = 0.f, s1 = 0.f, s2 = 0.f, shift = 0.f;
+  template <int V> __device__ __forceinline__ void add(const float* x) {
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      const float d = x[v] - shift;
+      s1 += d;
+      s2 += d * d;
+    }
+    n += V;
+  }
+  __device__ __forceinline__ f3 record() const { return f3{n, s1, s2}; }
+};
+
+template <int V>
+__device__ __forceinline__ float row_shift(const norm_args& a, int64_t base) {
+  if constexpr (k_stats == st_sumsq || k_rms) return 0.f;
+  float x[1];
+  load_x<1>(a, base, x);
+  return x[0];
+}
+
+// (mean, 1/sqrt(var + eps)) from a combined record; RMSNorm uses the mean square instead of the variance.
+__device__ __forceinline__ float2 finish_stats(f3 t, float shift, float eps) {
+  const float m = t.b / t.a;
+  const float var = fmaxf(t.c / t.a - m * m, 0.f);
+  if constexpr (k_rms) return make_float2(0.f, rsqrtf(t.c / t.a + eps));
+  else return make_float2(shift + m, rsqrtf(var + eps));
+}
+
+template <int STRAT> struct group {
+  int tid, nthr;
+  f3* scratch;
+  f3* slot;
+  template <typename F> __device__ __forceinline__ f3 reduce(f3 v, F comb) const {
+    if constexpr (STRAT == s_warp) return warp_reduce(v, comb);
+    else if constexpr (STRAT == s_cluster) return cluster_reduce<NT, k_cluster>(v, comb, scratch, slot);
+    else return block_reduce<NT>(v, comb, scratch);
+  }
+};
+
+// ---- one row (a group of GroupNorm, a normalized slice of LayerNorm/RMSNorm), or a segment of it ----
+template <int V, int STRAT>
+__device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g, int64_t row, int64_t lo, int64_t hi,
+                                       int64_t seg_max) {
+  const int64_t base = row * a.n;
+  const int64_t span = (int64_t)g.nthr * V;
+  float2 mr;
+  if (seg_max <= (int64_t)k_chunks * span) {
+    // The segment in registers: one read of x.
+    float r[k_chunks][V];
+    moments mo;
+    mo.shift = row_shift<V>(a, base);
+#pragma unroll
+    for (int c = 0; c < k_chunks; ++c) {
+      const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
+      if (i < hi) {
+        load_x<V>(a, base + i, r[c]);
+        if constexpr (k_stats != st_twopass) mo.add<V>(r[c]);
+      }
+    }
+    if constexpr (k_stats == st_twopass && !k_rms) {
+      float s = 0.f, cnt = 0.f;
+#pragma unroll
+      for (int c = 0; c < k_chunks; ++c)
+        if (lo + ((int64_t)c * g.nthr + g.tid) * V < hi) {
+#pragma unroll
+          for (int v = 0; v < V; ++v) s += r[c][v];
+          cnt += V;
+        }
+      const f3 t = g.reduce(f3{cnt, s, 0.f}, comb_add);
+      const float mean = t.b / t.a;
+      float q = 0.f;
+#pragma unroll
+      for (int c = 0; c < k_chunks; ++c)
+        if (lo + ((int64_t)c * g.nthr + g.tid) * V < hi) {
+#pragma unroll
+          for (int v = 0; v < V; ++v) q += (r[c][v] - mean) * (r[c][v] - mean);
+        }
+      const float var = g.reduce(f3{q, 0.f, 0.f}, comb_add).a / t.a;
+      mr = make_float2(mean, rsqrtf(var + a.eps));
+    } else if constexpr (k_stats == st_twopass) {
+      float q = 0.f, cnt = 0.f;
+#pragma unroll
+      for (int c = 0; c < k_chunks; ++c)
+        if (lo + ((int64_t)c * g.nthr + g.tid) * V < hi) {
+#pragma unroll
+          for (int v = 0; v < V; ++v) q += r[c][v] * r[c][v];
+          cnt += V;
+        }
+      const f3 t = g.reduce(f3{cnt, q, 0.f}, comb_add);
+      mr = make_float2(0.f, rsqrtf(t.b / t.a + a.eps));
+    } else {
+      mr = finish_stats(g.reduce(mo.record(), comb_add), mo.shift, a.eps);
+    }
+#pragma unroll
+    for (int c = 0; c < k_chunks; ++c) {
+      const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
+      if (i < hi) {
+        apply<V>(a, row, i, mr.x, mr.y, r[c]);
+        store_vec<out_t, V, k_stream_store>(a.y + base + i, r[c]);
+      }
+    }
+  } else {
+    // Longer than the register cache: a statistics pass, then an apply pass that reads x again (from L2
+    // when the row is small enough to stay there).
+    moments mo;
+    mo.shift = row_shift<V>(a, base);
+#pragma unroll k_unroll
+    for (int64_t i = lo + (int64_t)g.tid * V; i < hi; i += span) {
+      float x[V];
+      load_x<V>(a, base + i, x);
+      mo.add<V>(x);
+    }
+    mr = finish_stats(g.reduce(mo.record(), comb_add), mo.shift, a.eps);
+#pragma unroll k_unroll
+    for (int64_t i = lo + (int64_t)g.tid * V; i < hi; i += span) {
+      float x[V];
+      load_x<V>(a, base + i, x);
+      apply<V>(a, row, i, mr.x, mr.y, x);
+      store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
+    }
+  }
+}
+
+template <int V>
+__global__ void __launch_bounds__(NT) norm_kernel(norm_args a) {
+  __shared__ f3 scratch[NT / 32];
+  __shared__ f3 slot;
+  if constexpr (k_strategy == s_warp) {
+    const group<s_warp> g{(int)(threadIdx.x & 31), 32, scratch, &slot};
+    for (int64_t row = (int64_t)blockIdx.x * (NT / 32) + (threadIdx.x >> 5); row < a.rows;
+         row += (int64_t)gridDim.x * (NT / 32))
+      do_row<V>(a, g, row, 0, a.n, a.n);
+  } else if constexpr (k_strategy == s_cluster) {
+    const group<s_cluster> g{(int)threadIdx.x, NT, scratch, &slot};
+    const int64_t lo = min(a.n, (int64_t)blockIdx.x * a.seg), hi = min(a.n, lo + a.seg);
+    for (int64_t row = blockIdx.y; row < a.rows; row += gridDim.y) do_row<V>(a, g, row, lo, hi, a.seg);
+  } else {  // block per row (also the split strategy's fallback when its scratch is too small)
+    const group<s_block> g{(int)threadIdx.x, NT, scratch, &slot};
+    for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) do_row<V>(a, g, row, 0, a.n, a.n);
+  }
+}
+
+// ---- split: many blocks per row; partial statistics in a fixed device buffer, then an apply pass ----
+constexpr int k_part_cap = 1 << 16;
+__device__ f3 g_part[k_part_cap];
+
+template <int V>
+__global__ void __launch_bounds__(NT) stats_kernel(norm_args a) {
+  __shared__ f3 scratch[NT / 32];
+  const int64_t row = blockIdx.x / a.splits, s = blockIdx.x % a.splits;
+  const int64_t lo = min(a.n, s * a.seg), hi = min(a.n, lo + a.seg), base = row * a.n;
+  moments mo;
+  mo.shift = row_shift<V>(a, base);
+#pragma unroll k_unroll
+  for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
+    float x[V];
+    load_x<V>(a, base + i, x);
+    mo.add<V>(x);
+  }
+  const f3 t = block_reduce<NT>(mo.record(), comb_add, scratch);
+  if (threadIdx.x == 0) g_part[blockIdx.x] = t;
+}
+
+template <int V>
+__global__ void __launch_bounds__(NT) apply_kernel(norm_args a) {
+  __shared__ f3 scratch[NT / 32];
+  // In reverse, the first blocks to run take the data the stats pass read last, still in L2.
+  const int64_t b = k_reverse ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int64_t row = b / a.splits, s = b % a.splits;
+  const int64_t lo = min(a.n, s * a.seg), hi = min(a.n, lo + a.seg), base = row * a.n;
+  f3 p{0.f, 0.f, 0.f};
+  for (int j = threadIdx.x; j < a.splits; j += NT) p = comb_add(p, g_part[row * a.splits + j]);
+  const float2 mr = finish_stats(block_reduce<NT>(p, comb_add, scratch), row_shift<V>(a, row * a.n), a.eps);
+  const int64_t steps = (hi - lo + (int64_t)NT * V - 1) / ((int64_t)NT * V);
+#pragma unroll k_unroll
+  for (int64_t k = 0; k < steps; ++k) {
+    const int64_t i = lo + ((k_reverse ? steps - 1 - k : k) * NT + threadIdx.x) * V;
+    if (i < hi) {
+      float x[V];
+      load_x<V>(a, base + i, x);
+      apply<V>(a, row, i, mr.x, mr.y, x);
+      store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
+    }
+  }
+}
+
+template <int V>
+int run(norm_args a, cudaStream_t s) {
+  const int64_t k_grid_cap = 1 << 22;
+  if constexpr (k_strategy == s_split) {
+    int64_t splits = k_splits;
+    if (a.rows * splits > k_part_cap) splits = k_part_cap / a.rows;
+    if (splits >= 2) {
+      a.splits = (int)splits;
+      a.seg = ((a.n + splits - 1) / splits + V - 1) / V * V;
+      const unsigned blocks = (unsigned)(a.rows * splits);
+      stats_kernel<V><<<blocks, NT, 0, s>>>(a);
+      apply_kernel<V><<<blocks, NT, 0, s>>>(a);
+      return cudaGetLastError() == cudaSuccess ? 0 : 3;
+    }
+  }
+  if constexpr (k_strategy == s_warp) {
+    const int64_t blocks = (a.rows + NT / 32 - 1) / (NT / 32);
+    norm_kernel<V><<<(unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap), NT, 0, s>>>(a);
+  } else if constexpr (k_strategy == s_cluster) {
+    a.seg = ((a.n + k_cluster - 1) / k_cluster + V - 1) / V * V;
+    const dim3 grid(k_cluster, (unsigned)(a.rows < 65535 ? a.rows : 65535));
+    if (launch_clusters(norm_kernel<V>, k_cluster, grid, NT, 0, s, a) != 0) return 3;
+  } else {
+    norm_kernel<V><<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), NT, 0, s>>>(a);
+  }
+  return cudaGetLastError() == cudaSuccess ? 0 : 3;
+}
+
+int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_t s) {
+  if (n_in != k_n_inputs || n_out != 1) return 1;
+  const kf_tensor& x = in[k_x_input];
+  if (x.dtype != dtype_code<in_t>::value || x.ndim < 1 || !contiguous(x)) return 1;
+  norm_args a = {};
+  a.x = static_cast<const in_t*>(x.data);
+  a.eps = k_eps;
+  const int64_t total = numel(x);
+  int64_t wn;  // elements the weight and bias must hold
+  if constexpr (k_group) {
+    if (x.ndim < 2 || x.shape[1] % k_num_groups != 0) return 1;
+    a.groups = k_num_groups;
+    a.cpg = x.shape[1] / k_num_groups;
+    a.hw = 1;
+    for (int d = 2; d < x.ndim; ++d) a.hw *= x.shape[d];
+    a.rows = x.shape[0] * k_num_groups;
+    a.n = a.cpg * a.hw;
+    wn = x.shape[1];
+  } else {
+    if (x.ndim < k_normalized_dims) return 1;
+    a.n = 1;
+    for (int d = x.ndim - k_normalized_dims; d < x.ndim; ++d) a.n *= x.shape[d];
+    a.rows = a.n ? total / a.n : 0;
+    wn = a.n;
+  }
+  bool vec_ok = a.n % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
+  if (k_group) vec_ok = vec_ok && a.hw % k_vec == 0;
+  if (k_has_w) {
+    const kf_tensor& w = in[k_w_input];
+    if (w.dtype != dtype_code<w_t>::value || numel(w) != wn || !contiguous(w)) return 1;
+    a.w = static_cast<const w_t*>(w.data);
+    if (!k_group) vec_ok = vec_ok && aligned(a.w, vec_align<w_t, k_vec>());
+  }
+  if (k_has_b) {
+    const kf_tensor& b = in[k_b_input];
+    if (b.dtype != dtype_code<b_t>::value || numel(b) != wn || !contiguous(b)) return 1;
+    a.b = static_cast<const b_t*>(b.data);
+    if (!k_group) vec_ok = vec_ok && aligned(a.b, vec_align<b_t, k_vec>());
+  }
+  const kf_tensor& y = out[0];
+  if (y.dtype != dtype_code<out_t>::value || !contiguous(y) || numel(y) != total) return 1;
+  a.y = static_cast<out_t*>(y.data);
+  vec_ok = vec_ok && aligned(a.y, vec_align<out_t, k_vec>());
+  if (total == 0) return 0;
+  return vec_ok ? run<k_vec>(a, s) : run<1>(a, s);
+}
+)CUDA";
+}
+
+}  // namespace kf

@@ -1,0 +1,269 @@
+// row_softmax_cuda: softmax / log_softmax over the last dim with a fused prologue (scale, softcap, additive
+// masks, casts) and epilogue (cast, top-k), emitted as one CUDA translation unit. Strategies: a warp per row,
+// a block per row, or a cluster of CTAs per row reducing through distributed shared memory (few long rows).
+// The row stays in registers (`chunks` 16-byte vectors per thread) or shared memory (`cache=smem`) so the
+// input is read once; longer rows fall back to a statistics pass plus a write pass.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "search/families/cuda_emit.h"
+#include "search/families/row_softmax_cuda_body.h"
+#include "search/family.h"
+#include "search/graph_match.h"
+
+namespace kf {
+namespace {
+
+constexpr int k_sms = 132;  // H200; only used to pick defaults
+
+struct shape_summary {
+  int64_t max_n = 0, min_rows = 0, max_rows = 0;
+};
+
+shape_summary summarize(const workload_spec& spec, const softmax_graph& g) {
+  shape_summary s;
+  const input_spec* x = spec.find_input(g.input);
+  bool first = true;
+  for (auto& c : spec.cases) {
+    auto shape = concrete_shape(*x, c);
+    if (shape.empty()) continue;
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
+    s.max_n = std::max(s.max_n, shape.back());
+    s.min_rows = first ? rows : std::min(s.min_rows, rows);
+    s.max_rows = std::max(s.max_rows, rows);
+    first = false;
+  }
+  return s;
+}
+
+int pow2_at_least(int64_t v, int cap) {
+  int p = 1;
+  while (p < v && p < cap) p *= 2;
+  return p;
+}
+
+class row_softmax_cuda final : public family {
+ public:
+  std::string name() const override { return "row_softmax_cuda"; }
+  device_kind device() const override { return device_kind::cuda; }
+
+  bool covers(const workload_spec& spec, std::string* why_not) const override {
+    auto g = match_softmax(spec, why_not);
+    if (!g) return false;
+    auto fail = [&](std::string m) {
+      if (why_not) *why_not = std::move(m);
+      return false;
+    };
+    if (!cuda_emit::storable(g->in_type) || !cuda_emit::storable(g->out_type))
+      return fail("row_softmax_cuda handles float32/float16/bfloat16/float64 tensors only");
+    for (auto& st : g->prologue)
+      if (st.what == elementwise_step::kind::add_mask) {
+        const input_spec* m = spec.find_input(st.mask);
+        if (!m || !cuda_emit::storable(m->type)) return fail("row_softmax_cuda needs floating-point masks");
+      }
+    if (g->topk > 32) return fail("row_softmax_cuda's top-k keeps at most 32 values per row");
+    return true;
+  }
+
+  std::vector<knob> knobs() const override {
+    return {
+        {"strategy", {"warp", "block", "cluster"}, "threads per row: a warp, a block, or a cluster of blocks"},
+        {"threads", {"64", "128", "256", "512", "1024"}, "threads per block"},
+        {"vec", {"1", "2", "4", "8"}, "elements per access (16-byte loads at 8 x 16-bit)"},
+        {"chunks", {"1", "2", "4", "8", "16"}, "vectors per thread kept in registers (the row cache)"},
+        {"cluster", {"2", "4", "8", "16"}, "CTAs per row for strategy=cluster (16 is non-portable)"},
+        {"cache", {"regs", "smem"}, "where a row lives between the statistics and the write"},
+        {"online", {"0", "1"}, "one fused (max, sum) reduction instead of a max then a sum"},
+        {"unroll", {"1", "2", "4"}, "unrolling of the streaming loops (rows longer than the cache)"},
+        {"stream_store", {"0", "1"}, "evict-first stores of the output"},
+        {"tanh", {"exp", "approx"}, "softcap's tanh: exp-based (~1e-7) or tanh.approx.f32 (~5e-4 relative)"},
+    };
+  }
+
+  knob_values default_variant(const workload_spec& spec) const override {
+    knob_values v{{"strategy", "block"}, {"threads", "256"}, {"vec", "8"},  {"chunks", "1"},
+                  {"cluster", "8"},      {"cache", "regs"},  {"online", "0"}, {"unroll", "1"},
+                  {"stream_store", "0"}, {"tanh", "exp"}};
+    auto g = match_softmax(spec, nullptr);
+    if (!g) return v;
+    const int vec = std::min<int>(8, static_cast<int>(16 / dtype_size(g->in_type)));
+    v["vec"] = std::to_string(std::max(vec, 1));
+    const auto s = summarize(spec, *g);
+    const int64_t per_vec = std::max(vec, 1);
+    auto fit_chunks = [&](int64_t elems, int threads) {
+      return std::to_string(pow2_at_least((elems + threads * per_vec - 1) / (threads * per_vec), 16));
+    };
+    // Measured on an H200 (docs/kernel-notes.md): few threads per row with several vectors each keep more
+    // rows in flight per SM than wide blocks do; a cluster per row only when rows are too few to fill the chip.
+    if (g->topk > 0 || s.max_n <= 1024) {
+      v["strategy"] = "warp";
+      v["threads"] = "128";
+      v["chunks"] = fit_chunks(s.max_n, 32);
+    } else if (s.min_rows < 2 * k_sms && s.max_n >= 16384) {
+      // Few long rows: a cluster per row, as few CTAs as hold the row in registers (512 threads x 8 vectors).
+      const int cl = std::max(2, pow2_at_least((s.max_n + 512 * 8 * per_vec - 1) / (512 * 8 * per_vec), 16));
+      v["strategy"] = "cluster";
+      v["cluster"] = std::to_string(cl);
+      v["threads"] = "512";
+      v["chunks"] = fit_chunks((s.max_n + cl - 1) / cl, 512);
+      v["online"] = "1";  // one cluster-wide reduction instead of two
+    } else {
+      const int threads = std::clamp(pow2_at_least(s.max_n / (per_vec * 2), 1024), 64, 1024);
+      v["threads"] = std::to_string(threads);
+      v["chunks"] = fit_chunks(s.max_n, threads);
+    }
+    if (std::stoi(v["chunks"]) * std::stoi(v["vec"]) > 64) v["chunks"] = std::to_string(64 / std::stoi(v["vec"]));
+    return v;
+  }
+
+  bool valid(const knob_values& v, const workload_spec& spec, std::string* why_not) const override {
+    if (!knobs_in_range(*this, v, why_not)) return false;
+    auto fail = [&](std::string m) {
+      if (why_not) *why_not = std::move(m);
+      return false;
+    };
+    if (knob_int(v, "chunks") * knob_int(v, "vec") > 64)
+      return fail("chunks x vec > 64 floats per thread would spill registers");
+    auto g = match_softmax(spec, nullptr);
+    if (g && g->topk > 0 && v.at("strategy") != "warp") return fail("top-k needs strategy=warp");
+    if (v.at("strategy") == "cluster" && knob_int(v, "threads") < 128)
+      return fail("strategy=cluster wants at least 128 threads per CTA");
+    return true;
+  }
+
+  std::string emit(const workload_spec& spec, const knob_values& v) const override {
+    std::string why;
+    auto g = match_softmax(spec, &why);
+    KF_ASSERT(g.has_value(), "emit called for a spec the family does not cover: {}", why);
+    knob_values shown = v;
+    if (v.at("strategy") != "cluster") shown.erase("cluster");
+    bool softcap = false;
+    for (auto& st : g->prologue) softcap = softcap || st.what == elementwise_step::kind::softcap;
+    if (!softcap) shown.erase("tanh");
+    std::string s = cuda_emit::prelude(name(), shown, g->describe());
+    s += config(spec, *g, v);
+    s += row_softmax_cuda_body();
+    s += cuda_emit::epilogue();
+    return s;
+  }
+
+ private:
+  static int input_index(const workload_spec& spec, const std::string& name) {
+    for (size_t i = 0; i < spec.inputs.size(); ++i)
+      if (spec.inputs[i].name == name) return static_cast<int>(i);
+    KF_ASSERT(false, "no input {}", name);
+  }
+
+  std::string config(const workload_spec& spec, const softmax_graph& g, const knob_values& v) const {
+    std::vector<std::string> masks;
+    for (auto& st : g.prologue)
+      if (st.what == elementwise_step::kind::add_mask) masks.push_back(st.mask);
+    const int nm = static_cast<int>(masks.size());
+    std::string s = "\n// ---- this variant ----\n";
+    s += fmt::format("using in_t = {};\nusing out_t = {};\n", cuda_emit::c_type(g.in_type), cuda_emit::c_type(g.out_type));
+    std::string mask_idx, mask_codes;
+    for (int k = 0; k < nm; ++k) {
+      const input_spec* m = spec.find_input(masks[k]);
+      s += fmt::format("using mask{}_t = {};\n", k, cuda_emit::c_type(m->type));
+      mask_idx += fmt::format("{}{}", k ? ", " : "", input_index(spec, masks[k]));
+      mask_codes += fmt::format("{}dtype_code<mask{}_t>::value", k ? ", " : "", k);
+    }
+    const auto& st = v.at("strategy");
+    s += fmt::format(
+        "constexpr int s_warp = 0, s_block = 1, s_cluster = 2;\n"
+        "constexpr int k_strategy = s_{};\n"
+        "constexpr int NT = {};\nconstexpr int k_vec = {};\nconstexpr int k_chunks = {};\nconstexpr int k_cluster = {};\n"
+        "constexpr int k_unroll = {};\nconstexpr bool k_online = {};\nconstexpr bool k_cache_smem = {};\n"
+        "constexpr bool k_stream_store = {};\nconstexpr bool k_log = {};\nconstexpr int k_topk = {};\n"
+        "constexpr size_t k_smem_limit = 227 * 1024;\n"
+        "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\nconstexpr int k_n_masks = {};\n",
+        st, v.at("threads"), v.at("vec"), v.at("chunks"), v.at("cluster"), v.at("unroll"),
+        v.at("online") == "1" ? "true" : "false", v.at("cache") == "smem" ? "true" : "false",
+        v.at("stream_store") == "1" ? "true" : "false", g.log ? "true" : "false", g.topk, spec.inputs.size(),
+        input_index(spec, g.input), nm);
+    s += fmt::format("constexpr int k_mask_input[] = {{{}}};\n", nm ? mask_idx : "-1");
+    s += fmt::format("constexpr int k_mask_dtype[] = {{{}}};\n", nm ? mask_codes : "-1");
+    s += R"CUDA(
+struct row_args {
+  const in_t* x;
+  out_t* y;
+  void* idx;       // top-k indices (or null)
+  int idx64;       // 1: int64 indices, 0: int32, -1: none
+  int use_smem;
+  int64_t rows, n, seg;
+  int lead_nd;
+  int64_t lead_shape[KF_MAX_DIMS];
+  const void* mask[k_n_masks > 0 ? k_n_masks : 1];
+  int64_t mask_stride[k_n_masks > 0 ? k_n_masks : 1][KF_MAX_DIMS];  // per leading dim of x, 0 where broadcast
+  int64_t mask_col_stride[k_n_masks > 0 ? k_n_masks : 1];
+};
+
+__device__ __forceinline__ void mask_offsets(const row_args& a, int64_t row, int64_t* moff) {
+#pragma unroll
+  for (int k = 0; k < k_n_masks; ++k) moff[k] = 0;
+  if constexpr (k_n_masks > 0) {
+    for (int d = a.lead_nd - 1; d >= 0; --d) {
+      const int64_t i = row % a.lead_shape[d];
+      row /= a.lead_shape[d];
+#pragma unroll
+      for (int k = 0; k < k_n_masks; ++k) moff[k] += i * a.mask_stride[k][d];
+    }
+  }
+}
+
+// Broadcasts each mask against x (right-aligned, as torch does); false for a shape that does not broadcast.
+inline bool bind_masks(const kf_tensor* in, const kf_tensor& x, row_args& a, bool* vec_ok) {
+  for (int k = 0; k < k_n_masks; ++k) {
+    const kf_tensor& m = in[k_mask_input[k]];
+    if (m.dtype != k_mask_dtype[k] || m.ndim > x.ndim) return false;
+    a.mask[k] = m.data;
+    for (int d = 0; d < x.ndim; ++d) {
+      const int md = d - (x.ndim - m.ndim);
+      int64_t st = 0;
+      if (md >= 0 && m.shape[md] == x.shape[d]) st = m.stride[md];
+      else if (md >= 0 && m.shape[md] != 1) return false;
+      if (d + 1 < x.ndim) a.mask_stride[k][d] = st;
+      else a.mask_col_stride[k] = st;
+      if (st % k_vec != 0) *vec_ok = false;
+    }
+    if (a.mask_col_stride[k] != 1 || !aligned(m.data, 16)) *vec_ok = false;
+  }
+  return true;
+}
+)CUDA";
+    // The fused prologue, in graph order, and the vector loader that applies it.
+    std::string params, loads, args;
+    for (int k = 0; k < nm; ++k) {
+      params += fmt::format(", float m{}", k);
+      loads += fmt::format(
+          "  float mv{0}[V];\n  load_vec<mask{0}_t, V>(static_cast<const mask{0}_t*>(a.mask[{0}]) + moff[{0}] + i * "
+          "a.mask_col_stride[{0}], mv{0});\n",
+          k);
+      args += fmt::format(", mv{}[v]", k);
+    }
+    s += fmt::format("\n__device__ __forceinline__ float prologue(float x{}) {{\n{}  return x;\n}}\n", params,
+                     cuda_emit::prologue_code(g.prologue, v.at("tanh") == "approx" ? "tanh_approx" : "tanh_exp"));
+    s += fmt::format(
+        "\ntemplate <int V>\n__device__ __forceinline__ void load_row_vec(const row_args& a, const int64_t* moff, "
+        "int64_t base, int64_t i, float* x) {{\n  (void)moff;\n  load_vec<in_t, V>(a.x + base + i, x);\n{}"
+        "#pragma unroll\n  for (int v = 0; v < V; ++v) x[v] = prologue(x[v]{});\n}}\n",
+        loads, args);
+    // The softmax's own result type and any casts after it round the values before they are stored (or
+    // ranked by top-k); the store rounds to the output type once more, which is then exact.
+    std::string rounds;
+    std::vector<dtype> chain{g.softmax_type};
+    chain.insert(chain.end(), g.epilogue_casts.begin(), g.epilogue_casts.end());
+    for (auto t : chain)
+      if (auto e = cuda_emit::round_to("x", t); !e.empty()) rounds += fmt::format("  x = {};\n", e);
+    s += fmt::format("\n__device__ __forceinline__ float finalize(float x) {{\n{}  return x;\n}}\n", rounds);
+    return s;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<family> make_row_softmax_cuda() { return std::make_unique<row_softmax_cuda>(); }
+
+}  // namespace kf

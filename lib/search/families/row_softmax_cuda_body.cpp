@@ -1,0 +1,326 @@
+// The fixed part of row_softmax_cuda's emitted source: the per-row algorithm and kf_launch's checks.
+// The family (row_softmax_cuda.cpp) emits the constants, types and fused prologue this code refers to.
+#include "search/families/row_softmax_cuda_body.h"
+
+namespace kf {
+
+const char* row_softmax_cuda_body() {
+  return R"CUDA(
+// ---- combining partial results: (max, sum of exp(x - max)) pairs, maxima, sums ----
+__device__ __forceinline__ f2 comb_ms(f2 p, f2 q) {
+  const float m = fmaxf(p.a, q.a);
+  if (m == -INFINITY) return f2{m, 0.f};
+  return f2{m, p.b * __expf(p.a - m) + q.b * __expf(q.a - m)};
+}
+__device__ __forceinline__ f2 comb_max(f2 p, f2 q) { return f2{fmaxf(p.a, q.a), 0.f}; }
+__device__ __forceinline__ f2 comb_sum(f2 p, f2 q) { return f2{p.a + q.a, 0.f}; }
+
+// The threads that share one row (or, for clusters, one segment of a row) and how they reduce.
+struct group {
+  int tid, nthr;
+  f2* scratch;
+  f2* slot;
+  template <typename F> __device__ __forceinline__ f2 reduce(f2 v, F comb) const {
+    if constexpr (k_strategy == s_warp) return warp_reduce(v, comb);
+    else if constexpr (k_strategy == s_block) return block_reduce<NT>(v, comb, scratch);
+    else return cluster_reduce<NT, k_cluster>(v, comb, scratch, slot);
+  }
+};
+
+// ---- top-k over a warp: each lane keeps its K best (value, index), then K rounds of a warp arg-max ----
+struct topk_list {
+  float v[k_topk > 0 ? k_topk : 1];
+  int i[k_topk > 0 ? k_topk : 1];
+  __device__ __forceinline__ void clear() {
+#pragma unroll
+    for (int j = 0; j < k_topk; ++j) { v[j] = -INFINITY; i[j] = 0x7fffffff; }
+  }
+  // Strictly greater moves ahead: among equal values the earlier index stays first (lanes insert in index order).
+  __device__ __forceinline__ void insert(float val, int idx) {
+    if (!(val > v[k_topk - 1]) && !(i[k_topk - 1] == 0x7fffffff)) return;
+    bool placed = false;
+#pragma unroll
+    for (int j = k_topk - 1; j >= 0; --j) {
+      if (!placed) {
+        if (j > 0 && (val > v[j - 1] || i[j - 1] == 0x7fffffff)) { v[j] = v[j - 1]; i[j] = i[j - 1]; }
+        else { v[j] = val; i[j] = idx; placed = true; }
+      }
+    }
+  }
+};
+
+__device__ __forceinline__ void topk_store(const row_args& a, int64_t row, topk_list& l, int lane) {
+  float my_v = 0.f;
+  int my_i = 0;
+#pragma unroll
+  for (int j = 0; j < k_topk; ++j) {
+    float bv = l.v[0];
+    int bi = l.i[0];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+      if (ov > bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
+    }
+    if (l.i[0] == bi) {  // this lane owned the winner: drop it from its list
+#pragma unroll
+      for (int q = 0; q + 1 < k_topk; ++q) { l.v[q] = l.v[q + 1]; l.i[q] = l.i[q + 1]; }
+      l.v[k_topk - 1] = -INFINITY;
+      l.i[k_topk - 1] = 0x7fffffff;
+    }
+    if (lane == j % 32) { my_v = bv; my_i = bi; }
+    if (j % 32 == 31 || j == k_topk - 1) {
+      const int first = j - j % 32;
+      if (lane <= j - first) {
+        a.y[row * k_topk + first + lane] = from_f<out_t>(my_v);
+        if (a.idx64 == 1) static_cast<int64_t*>(a.idx)[row * k_topk + first + lane] = my_i;
+        else if (a.idx64 == 0) static_cast<int32_t*>(a.idx)[row * k_topk + first + lane] = my_i;
+      }
+    }
+  }
+}
+
+// ---- one row (or one cluster CTA's segment [lo, hi) of it) ----
+template <int V>
+__device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_t row, int64_t lo, int64_t hi,
+                                       int64_t seg_max, float* sm) {
+  int64_t moff[k_n_masks > 0 ? k_n_masks : 1];
+  mask_offsets(a, row, moff);
+  const int64_t base = row * a.n;
+  const int64_t span = (int64_t)g.nthr * V;
+  float M, S;
+  topk_list tl;
+  if constexpr (k_topk > 0) tl.clear();
+
+  if (!(k_cache_smem && a.use_smem) && seg_max <= (int64_t)k_chunks * span) {
+    // The whole segment in registers: one read of the input.
+    float r[k_chunks][V];
+    float lm = -INFINITY;
+#pragma unroll
+    for (int c = 0; c < k_chunks; ++c) {
+      const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
+      if (i < hi) load_row_vec<V>(a, moff, base, i, r[c]);
+      else {
+#pragma unroll
+        for (int v = 0; v < V; ++v) r[c][v] = -INFINITY;
+      }
+#pragma unroll
+      for (int v = 0; v < V; ++v) lm = fmaxf(lm, r[c][v]);
+    }
+    if constexpr (k_online) {
+      // exp relative to this thread's max, rescaled once after a single (max, sum) reduction.
+      const float ref = lm == -INFINITY ? 0.f : lm;
+      float ls = 0.f;
+#pragma unroll
+      for (int c = 0; c < k_chunks; ++c)
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          const float e = __expf(r[c][v] - ref);
+          ls += e;
+          if constexpr (!k_log) r[c][v] = e;
+        }
+      const f2 t = g.reduce(f2{lm, ls}, comb_ms);
+      M = t.a;
+      S = t.b;
+      if constexpr (k_log) {
+        const float off = M + __logf(S);
+#pragma unroll
+        for (int c = 0; c < k_chunks; ++c)
+#pragma unroll
+          for (int v = 0; v < V; ++v) r[c][v] -= off;
+      } else {
+        const float f = (lm == -INFINITY && M != -INFINITY) ? 0.f : __expf(ref - M) / S;
+#pragma unroll
+        for (int c = 0; c < k_chunks; ++c)
+#pragma unroll
+          for (int v = 0; v < V; ++v) r[c][v] *= f;
+      }
+    } else {
+      M = g.reduce(f2{lm, 0.f}, comb_max).a;
+      float ls = 0.f;
+#pragma unroll
+      for (int c = 0; c < k_chunks; ++c)
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          const float e = __expf(r[c][v] - M);
+          ls += e;
+          if constexpr (!k_log) r[c][v] = e;
+        }
+      S = g.reduce(f2{ls, 0.f}, comb_sum).a;
+      const float f = 1.f / S, off = M + __logf(S);
+#pragma unroll
+      for (int c = 0; c < k_chunks; ++c)
+#pragma unroll
+        for (int v = 0; v < V; ++v) r[c][v] = k_log ? r[c][v] - off : r[c][v] * f;
+    }
+#pragma unroll
+    for (int c = 0; c < k_chunks; ++c) {
+      const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
+#pragma unroll
+      for (int v = 0; v < V; ++v) r[c][v] = finalize(r[c][v]);
+      if (i < hi) {
+        if constexpr (k_topk > 0) {
+#pragma unroll
+          for (int v = 0; v < V; ++v) tl.insert(r[c][v], (int)(i + v));
+        } else {
+          store_vec<out_t, V, k_stream_store>(a.y + base + i, r[c]);
+        }
+      }
+    }
+  } else {
+    // Longer than the register cache: a pass for the statistics (keeping the row in shared memory when
+    // the cache knob says so and it fits), then a pass that writes.
+    const bool keep = k_cache_smem && a.use_smem;
+    float m = -INFINITY, s = 0.f;
+#pragma unroll k_unroll
+    for (int64_t i = lo + (int64_t)g.tid * V; i < hi; i += span) {
+      float x[V];
+      load_row_vec<V>(a, moff, base, i, x);
+      float vm = -INFINITY;
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        if (keep) sm[i - lo + v] = x[v];
+        vm = fmaxf(vm, x[v]);
+      }
+      if constexpr (k_online) {
+        const float nm = fmaxf(m, vm);
+        if (nm != -INFINITY) {
+          s *= __expf(m - nm);
+#pragma unroll
+          for (int v = 0; v < V; ++v) s += __expf(x[v] - nm);
+        }
+        m = nm;
+      } else {
+        m = vm > m ? vm : m;
+      }
+    }
+    auto fetch = [&](int64_t i, float* x) {
+      if (keep) {
+#pragma unroll
+        for (int v = 0; v < V; ++v) x[v] = sm[i - lo + v];
+      } else {
+        load_row_vec<V>(a, moff, base, i, x);
+      }
+    };
+    if constexpr (k_online) {
+      const f2 t = g.reduce(f2{m, s}, comb_ms);
+      M = t.a;
+      S = t.b;
+    } else {
+      M = g.reduce(f2{m, 0.f}, comb_max).a;
+      s = 0.f;
+#pragma unroll k_unroll
+      for (int64_t i = lo + (int64_t)g.tid * V; i < hi; i += span) {
+        float x[V];
+        fetch(i, x);
+#pragma unroll
+        for (int v = 0; v < V; ++v) s += __expf(x[v] - M);
+      }
+      S = g.reduce(f2{s, 0.f}, comb_sum).a;
+    }
+    const float f = 1.f / S, off = M + __logf(S);
+#pragma unroll k_unroll
+    for (int64_t i = lo + (int64_t)g.tid * V; i < hi; i += span) {
+      float x[V];
+      fetch(i, x);
+#pragma unroll
+      for (int v = 0; v < V; ++v) x[v] = finalize(k_log ? x[v] - off : __expf(x[v] - M) * f);
+      if constexpr (k_topk > 0) {
+#pragma unroll
+        for (int v = 0; v < V; ++v) tl.insert(x[v], (int)(i + v));
+      } else {
+        store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
+      }
+    }
+  }
+  if constexpr (k_topk > 0) topk_store(a, row, tl, g.tid);
+}
+
+template <int V>
+__global__ void __launch_bounds__(NT) softmax_kernel(row_args a) {
+  __shared__ f2 scratch[NT / 32];
+  __shared__ f2 slot;
+  extern __shared__ float dyn[];
+  if constexpr (k_strategy == s_warp) {
+    const int warp = threadIdx.x >> 5;
+    const group g{(int)(threadIdx.x & 31), 32, scratch, &slot};
+    for (int64_t row = (int64_t)blockIdx.x * (NT / 32) + warp; row < a.rows; row += (int64_t)gridDim.x * (NT / 32))
+      do_row<V>(a, g, row, 0, a.n, a.n, dyn + (a.use_smem ? warp * a.seg : 0));
+  } else if constexpr (k_strategy == s_block) {
+    const group g{(int)threadIdx.x, NT, scratch, &slot};
+    for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) do_row<V>(a, g, row, 0, a.n, a.n, dyn);
+  } else {
+    const group g{(int)threadIdx.x, NT, scratch, &slot};
+    const int64_t lo = min(a.n, (int64_t)blockIdx.x * a.seg), hi = min(a.n, lo + a.seg);
+    for (int64_t row = blockIdx.y; row < a.rows; row += gridDim.y) do_row<V>(a, g, row, lo, hi, a.seg, dyn);
+  }
+}
+
+template <int V>
+int run(row_args a, cudaStream_t s) {
+  auto kernel = softmax_kernel<V>;
+  a.seg = k_strategy == s_cluster ? ((a.n + k_cluster - 1) / k_cluster + V - 1) / V * V : a.n;
+  size_t smem = 0;
+  if (k_cache_smem) {
+    const size_t need = (size_t)(k_strategy == s_warp ? NT / 32 : 1) * (size_t)a.seg * sizeof(float);
+    if (need <= k_smem_limit) {
+      a.use_smem = 1;
+      smem = need;
+      if (smem > 48 * 1024 &&
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
+        return 3;
+    }
+  }
+  const int64_t k_grid_cap = 1 << 22;
+  if constexpr (k_strategy == s_warp) {
+    const int64_t blocks = (a.rows + NT / 32 - 1) / (NT / 32);
+    kernel<<<(unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap), NT, smem, s>>>(a);
+  } else if constexpr (k_strategy == s_block) {
+    kernel<<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), NT, smem, s>>>(a);
+  } else {
+    const dim3 grid(k_cluster, (unsigned)(a.rows < 65535 ? a.rows : 65535));
+    if (launch_clusters(kernel, k_cluster, grid, NT, smem, s, a) != 0) return 3;
+  }
+  return cudaGetLastError() == cudaSuccess ? 0 : 3;
+}
+
+int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_t s) {
+  if (n_in != k_n_inputs || n_out < 1 || n_out > (k_topk > 0 ? 2 : 1)) return 1;
+  const kf_tensor& x = in[k_x_input];
+  if (x.dtype != dtype_code<in_t>::value || x.ndim < 1 || x.ndim > KF_MAX_DIMS || !contiguous(x)) return 1;
+  row_args a = {};
+  a.x = static_cast<const in_t*>(x.data);
+  a.n = x.shape[x.ndim - 1];
+  a.rows = 1;
+  a.lead_nd = x.ndim - 1;
+  for (int d = 0; d + 1 < x.ndim; ++d) {
+    a.lead_shape[d] = x.shape[d];
+    a.rows *= x.shape[d];
+  }
+  bool vec_ok = a.n % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
+  if (!bind_masks(in, x, a, &vec_ok)) return 1;
+  const kf_tensor& y = out[0];
+  const int64_t per_row = k_topk > 0 ? k_topk : a.n;
+  if (y.dtype != dtype_code<out_t>::value || !contiguous(y) || numel(y) != a.rows * per_row) return 1;
+  a.y = static_cast<out_t*>(y.data);
+  a.idx64 = -1;
+  if (k_topk > 0) {
+    if (a.n < k_topk || a.n > 0x7fffffff) return 1;
+    if (n_out == 2) {
+      const kf_tensor& ix = out[1];
+      if (!contiguous(ix) || numel(ix) != a.rows * k_topk) return 1;
+      if (ix.dtype == KF_INT64) a.idx64 = 1;
+      else if (ix.dtype == KF_INT32) a.idx64 = 0;
+      else return 1;
+      a.idx = ix.data;
+    }
+  } else {
+    vec_ok = vec_ok && aligned(a.y, vec_align<out_t, k_vec>());
+  }
+  if (a.rows == 0 || a.n == 0) return 0;
+  return vec_ok ? run<k_vec>(a, s) : run<1>(a, s);
+}
+)CUDA";
+}
+
+}  // namespace kf
