@@ -14,6 +14,9 @@ namespace kf {
 std::unique_ptr<family> make_row_softmax_cpu();
 std::unique_ptr<family> make_group_norm_cpu();
 std::unique_ptr<family> make_pool_cpu();
+std::unique_ptr<family> make_row_softmax_cuda();
+std::unique_ptr<family> make_group_norm_cuda();
+std::unique_ptr<family> make_pool_cuda();
 
 const std::vector<std::unique_ptr<family>>& families() {
   static const std::vector<std::unique_ptr<family>> table = [] {
@@ -21,6 +24,9 @@ const std::vector<std::unique_ptr<family>>& families() {
     t.push_back(make_row_softmax_cpu());
     t.push_back(make_group_norm_cpu());
     t.push_back(make_pool_cpu());
+    t.push_back(make_row_softmax_cuda());
+    t.push_back(make_group_norm_cuda());
+    t.push_back(make_pool_cuda());
     return t;
   }();
   return table;

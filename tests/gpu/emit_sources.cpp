@@ -13,12 +13,6 @@
 #include "search/family.h"
 #include "spec/spec.h"
 
-namespace kf {
-std::unique_ptr<family> make_row_softmax_cuda();
-std::unique_ptr<family> make_group_norm_cuda();
-std::unique_ptr<family> make_pool_cuda();
-}  // namespace kf
-
 using namespace kf;
 using json = nlohmann::json;
 
@@ -55,10 +49,6 @@ int main(int argc, char** argv) {
     std::cerr << "usage: emit_sources REQUEST.json OUT_DIR\n";
     return 2;
   }
-  std::vector<std::unique_ptr<family>> fams;
-  fams.push_back(make_row_softmax_cuda());
-  fams.push_back(make_group_norm_cuda());
-  fams.push_back(make_pool_cuda());
   json req = json::parse(std::ifstream(argv[1]));
   json manifest = json::object();
   const std::string dir = argv[2];
@@ -66,9 +56,7 @@ int main(int argc, char** argv) {
   for (auto& c : req.at("cases")) {
     const auto name = c.at("name").get<std::string>();
     const auto fam_name = c.at("family").get<std::string>();
-    const family* f = nullptr;
-    for (auto& x : fams)
-      if (x->name() == fam_name) f = x.get();
+    const family* f = find_family(fam_name, device_kind::cuda);
     if (!f) {
       std::cerr << name << ": no family " << fam_name << "\n";
       return 2;

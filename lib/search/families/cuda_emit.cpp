@@ -252,8 +252,10 @@ std::string knob_summary(const knob_values& v, const std::vector<std::string>& n
 std::string prelude(const std::string& family_name, const knob_values& v, const std::string& graph_description) {
   std::vector<std::string> names;
   for (auto& [k, _] : v) names.push_back(k);
-  return fmt::format("// kforge family {} (cuda): {}\n// graph: {}\n", family_name, knob_summary(v, names),
-                     graph_description) +
+  return fmt::format(
+             "// kforge candidate: family {} (cuda), emitted by the template proposer.\n// knobs: {}\n"
+             "// computes: {}\n",
+             family_name, knob_summary(v, names), graph_description) +
          k_helpers;
 }
 

@@ -41,6 +41,11 @@ class group_norm_cuda final : public family {
               (g->weight.empty() || cuda_emit::storable(g->weight_type)) &&
               (g->bias.empty() || cuda_emit::storable(g->bias_type));
     if (!ok && why_not) *why_not = "group_norm_cuda handles float32/float16/bfloat16/float64 tensors only";
+    if (ok && spec.find_input(g->input)->memory_format != "contiguous") {
+      ok = false;  // the kernels read rows (and GroupNorm's groups) as contiguous runs
+      if (why_not) *why_not = "group_norm_cuda reads contiguous inputs; this one is declared " +
+                              spec.find_input(g->input)->memory_format;
+    }
     return ok;
   }
 
@@ -119,7 +124,7 @@ class group_norm_cuda final : public family {
     if (knob_int(v, "chunks") * knob_int(v, "vec") > 64)
       return fail("chunks x vec > 64 floats per thread would spill registers");
     if (v.at("strategy") == "split" && v.at("stats") == "twopass")
-      return fail("strategy=split accumulates in one pass: stats=shifted or sumsq");
+      return fail("strategy=split accumulates in one pass: stats=shifted or sumsq, not twopass");
     if (v.at("strategy") == "cluster" && knob_int(v, "threads") < 128)
       return fail("strategy=cluster wants at least 128 threads per CTA");
     return true;

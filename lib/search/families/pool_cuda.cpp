@@ -62,13 +62,20 @@ class pool_cuda final : public family {
       min_n = min_n < 0 ? n : std::min(min_n, n);
       max_hw = std::max(max_hw, hw);
     }
-    // About two dozen elements per thread (7x7 planes: 2 threads each); more threads for bigger planes.
+    // Two dozen elements per thread (7x7 planes: 2 threads each), more threads per plane when there are
+    // too few planes to give every SM a block (batch 1: 8 per 7x7 plane measured best on an H200).
     int tpp = 1;
     while (tpp < 32 && tpp * 32 < max_hw) tpp *= 2;
+    while (tpp < 32 && tpp * 8 < max_hw && min_planes >= 0 && min_planes / (128 / tpp) < 132) tpp *= 2;
     v["tpp"] = std::to_string(tpp);
-    // Few planes (batch 1): smaller blocks so that more SMs take part.
-    if (min_planes >= 0 && min_planes / (256 / tpp) < 132) v["threads"] = "128";
-    if (min_n >= 0 && min_n < 8) v["cl_threads"] = "8";
+    v["threads"] = "128";
+    if (x->memory_format == "channels_last") {
+      // channels_last: 256 threads, fewer of them across channels when the batch is small.
+      v["threads"] = "256";
+      if (min_n >= 0 && min_n < 8) v["cl_threads"] = "8";
+    } else if (min_planes >= 0 && min_planes / (256 / tpp) >= 132) {
+      v["threads"] = "256";
+    }
     return v;
   }
 

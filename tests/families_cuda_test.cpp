@@ -1,0 +1,197 @@
+// The CUDA families: which graphs they cover, their knob constraints and defaults, and that their sources
+// compile with nvcc for every value of every knob. No GPU needed (nvcc only; skipped where the build has none).
+// To keep nvcc invocations few, each family's variants are compiled together as one translation unit: every
+// variant's `namespace kfk` and `kf_launch` are renamed apart.
+#include <future>
+#include <regex>
+
+#include <gtest/gtest.h>
+
+#include "search/family.h"
+#include "search/graph_match.h"
+#include "search_test_specs.h"
+#include "util/fs.h"
+#include "util/subprocess.h"
+
+namespace kf {
+namespace {
+
+const family& cuda_family(const std::string& name) {
+  auto* f = find_family(name, device_kind::cuda);
+  if (!f) throw std::runtime_error("no cuda family " + name);
+  return *f;
+}
+
+// Knob sets in which knob k takes values[i % n_k] in set i, so that every value of every knob appears; a set
+// the family rejects is repaired by resetting knobs to the default, one at a time.
+std::vector<knob_values> covering_sets(const family& f, const workload_spec& spec) {
+  auto ks = f.knobs();
+  size_t most = 0;
+  for (auto& k : ks) most = std::max(most, k.values.size());
+  const auto def = f.default_variant(spec);
+  std::vector<knob_values> out;
+  for (size_t i = 0; i < most; ++i) {
+    knob_values v;
+    for (auto& k : ks) v[k.name] = k.values[i % k.values.size()];
+    for (auto& k : ks) {
+      if (f.valid(v, spec, nullptr)) break;
+      v[k.name] = def.at(k.name);
+    }
+    if (f.valid(v, spec, nullptr)) out.push_back(v);
+  }
+  return out;
+}
+
+// One translation unit holding several emitted candidates side by side.
+std::string combine(const std::vector<std::string>& sources) {
+  std::string tu;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    std::string s = std::regex_replace(sources[i], std::regex(R"(\bkfk\b)"), "kfk_" + std::to_string(i));
+    s = std::regex_replace(s, std::regex(R"(extern "C" int kf_launch\()"),
+                           "extern \"C\" int kf_launch_" + std::to_string(i) + "(");
+    tu += s + "\n";
+  }
+  return tu;
+}
+
+struct family_case {
+  std::string family;
+  workload_spec rich;                  // the spec the covering sets are drawn for
+  std::vector<workload_spec> others;   // further graphs: their defaults join the translation unit
+};
+
+std::vector<family_case> cases() {
+  using namespace test;
+  return {
+      {"row_softmax_cuda", softmax_spec(true, true), {softmax_spec(), softmax_spec(false, false, 4, dtype::float16)}},
+      {"group_norm_cuda", group_norm_spec(), {row_norm_spec(false), row_norm_spec(true), group_norm_spec(false, dtype::float32)}},
+      {"pool_cuda", pool_spec(), {pool_spec("channels_last", dtype::bfloat16)}},
+  };
+}
+
+TEST(families_cuda, each_graph_is_covered_by_its_family) {
+  using namespace test;
+  const std::vector<std::pair<workload_spec, std::string>> expect = {
+      {softmax_spec(), "row_softmax_cuda"},          {softmax_spec(true, true, 0, dtype::float32), "row_softmax_cuda"},
+      {softmax_spec(false, false, 4), "row_softmax_cuda"}, {group_norm_spec(), "group_norm_cuda"},
+      {row_norm_spec(false), "group_norm_cuda"},     {row_norm_spec(true), "group_norm_cuda"},
+      {pool_spec(), "pool_cuda"},                    {pool_spec("channels_last", dtype::bfloat16), "pool_cuda"},
+  };
+  for (auto& [spec, name] : expect) {
+    std::vector<std::string> names;
+    for (auto* f : covering_families(spec, device_kind::cuda)) names.push_back(f->name());
+    EXPECT_EQ(names, std::vector<std::string>{name}) << spec.name;
+  }
+  std::string why;
+  EXPECT_FALSE(cuda_family("group_norm_cuda").covers(group_norm_spec(true, dtype::bfloat16, "channels_last"), &why));
+  EXPECT_NE(why.find("channels_last"), std::string::npos) << why;
+  EXPECT_FALSE(cuda_family("row_softmax_cuda").covers(softmax_spec(false, false, 64), &why));
+  EXPECT_NE(why.find("32"), std::string::npos) << why;
+}
+
+TEST(families_cuda, defaults_are_valid_and_follow_the_shape) {
+  for (auto& c : cases()) {
+    const family& f = cuda_family(c.family);
+    std::string why;
+    EXPECT_TRUE(f.valid(f.default_variant(c.rich), c.rich, &why)) << c.family << ": " << why;
+    for (auto& s : c.others) EXPECT_TRUE(f.valid(f.default_variant(s), s, &why)) << c.family << ": " << why;
+  }
+  // Few long rows take a cluster per row; many short ones a warp; top-k always a warp.
+  auto vocab = test::softmax_spec();
+  vocab.inputs[0].shape = {test::lit(8), test::lit(262144)};
+  vocab.cases = {test::make_case({}, true)};
+  auto v = cuda_family("row_softmax_cuda").default_variant(vocab);
+  EXPECT_EQ(v.at("strategy"), "cluster");
+  EXPECT_EQ(v.at("cluster"), "8");
+  EXPECT_EQ(cuda_family("row_softmax_cuda").default_variant(test::softmax_spec(false, false, 4)).at("strategy"), "warp");
+  // A GroupNorm of 32 big groups (SD3.5 VAE) splits each group over many blocks.
+  auto gn = test::group_norm_spec();
+  gn.inputs[0].shape = {test::lit(1), test::lit(32), test::lit(512), test::lit(512)};
+  gn.cases = {test::make_case({}, true)};
+  EXPECT_EQ(cuda_family("group_norm_cuda").default_variant(gn).at("strategy"), "split");
+}
+
+TEST(families_cuda, valid_rejects_impossible_combinations) {
+  const family& sm = cuda_family("row_softmax_cuda");
+  auto topk = test::softmax_spec(false, false, 4);
+  auto v = sm.default_variant(topk);
+  std::string why;
+  v["strategy"] = "block";
+  EXPECT_FALSE(sm.valid(v, topk, &why));
+  EXPECT_NE(why.find("warp"), std::string::npos) << why;
+  v = sm.default_variant(test::softmax_spec());
+  v["chunks"] = "16";
+  v["vec"] = "8";
+  EXPECT_FALSE(sm.valid(v, test::softmax_spec(), &why));
+  v = sm.default_variant(test::softmax_spec());
+  v["vec"] = "3";
+  EXPECT_FALSE(sm.valid(v, test::softmax_spec(), &why));
+  const family& gn = cuda_family("group_norm_cuda");
+  auto g = gn.default_variant(test::group_norm_spec());
+  g["strategy"] = "split";
+  g["stats"] = "twopass";
+  EXPECT_FALSE(gn.valid(g, test::group_norm_spec(), &why));
+  EXPECT_NE(why.find("twopass"), std::string::npos) << why;
+}
+
+TEST(families_cuda, emitted_source_names_family_knobs_and_graph) {
+  const family& f = cuda_family("row_softmax_cuda");
+  auto spec = test::softmax_spec(true);
+  auto v = f.default_variant(spec);
+  auto src = f.emit(spec, v);
+  EXPECT_EQ(src.rfind("// kforge candidate: family row_softmax_cuda (cuda)", 0), 0u) << src.substr(0, 200);
+  EXPECT_NE(src.find("strategy=" + v.at("strategy")), std::string::npos);
+  EXPECT_NE(src.find("softcap"), std::string::npos);
+  EXPECT_NE(src.find("extern \"C\" int kf_launch("), std::string::npos);
+  // Only the ABI header, CUDA headers and the standard library.
+  std::smatch m;
+  std::string rest = src;
+  while (std::regex_search(rest, m, std::regex(R"(#include [<"]([^>"]+)[>"])"))) {
+    const std::string h = m[1];
+    EXPECT_TRUE(h == "kf_abi.h" || h.rfind("cuda", 0) == 0 || h.rfind("cooperative_groups", 0) == 0 || h == "stdint.h")
+        << h;
+    rest = m.suffix();
+  }
+  // Knobs change the source (and the tanh knob only shows when the graph has a softcap).
+  auto w = v;
+  w["threads"] = v.at("threads") == "64" ? "128" : "64";
+  EXPECT_NE(f.emit(spec, w), src);
+  auto plain = test::softmax_spec();
+  plain.graph.erase(plain.graph.begin());
+  plain.graph[0].args["input"] = "x";
+  EXPECT_EQ(f.emit(plain, f.default_variant(plain)).find("tanh="), std::string::npos);
+}
+
+TEST(families_cuda, sources_compile_for_every_knob_value) {
+  if (std::string(KFORGE_NVCC).empty()) GTEST_SKIP() << "built without CUDA: no nvcc to compile candidates";
+  temp_dir dir("kf-families-cuda");
+  std::vector<std::future<process_result>> builds;
+  std::vector<std::string> labels;
+  for (auto& c : cases()) {
+    const family& f = cuda_family(c.family);
+    auto sets = covering_sets(f, c.rich);
+    for (auto& k : f.knobs())
+      for (auto& val : k.values) {
+        bool seen = false;
+        for (auto& s : sets) seen = seen || s.at(k.name) == val;
+        EXPECT_TRUE(seen) << c.family << ": " << k.name << "=" << val << " never compiled";
+      }
+    std::vector<std::string> sources;
+    for (auto& s : sets) sources.push_back(f.emit(c.rich, s));
+    for (auto& o : c.others) sources.push_back(f.emit(o, f.default_variant(o)));
+    auto src = dir.path() / (c.family + ".cu");
+    write_file_atomic(src, combine(sources));
+    std::vector<std::string> argv = {KFORGE_NVCC, "-O1", "-std=c++17", "-c", "-Xcompiler", "-fPIC",
+                                     "-gencode=arch=compute_90a,code=sm_90a", "-I" KFORGE_SOURCE_DIR "/lib/exec",
+                                     "-o", (dir.path() / (c.family + ".o")).string(), src.string()};
+    labels.push_back(c.family + " (" + std::to_string(sources.size()) + " variants)");
+    builds.push_back(std::async(std::launch::async, [argv] { return run_process(argv); }));
+  }
+  for (size_t i = 0; i < builds.size(); ++i) {
+    auto r = builds[i].get();
+    EXPECT_TRUE(r.ok()) << labels[i] << "\n" << r.err.substr(0, 4000);
+  }
+}
+
+}  // namespace
+}  // namespace kf
