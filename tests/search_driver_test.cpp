@@ -13,6 +13,7 @@
 
 #include "search/roots.h"
 #include "search/search_driver.h"
+#include "search/tree_export.h"
 #include "search_fake_evaluator.h"
 #include "search_test_specs.h"
 #include "util/fs.h"
@@ -61,6 +62,10 @@ TEST(search_driver, finds_a_winner_better_than_its_root_and_keeps_the_tree) {
   for (auto& r : rows) failed += r.status == node_status::compile_failed;
   EXPECT_GT(failed, 0);  // threads=4 fails in the fake: failures are kept as nodes
   EXPECT_GE(db.count_evaluations(out.search_id), out.evaluations);
+  auto tree = search_tree_json(db, *db.find_search(spec.name, k_key));
+  ASSERT_EQ(tree["nodes"].size(), rows.size());
+  EXPECT_EQ(tree["nodes"][0]["parent"], -1);
+  EXPECT_EQ(tree["nodes"][0]["status"], "ok");
   auto ev_rows = db.load_evaluations(out.winner->id);
   ASSERT_FALSE(ev_rows.empty());
   EXPECT_FALSE(ev_rows.back().samples.empty());

@@ -29,6 +29,7 @@ const std::vector<flag_def>& search_flags() {
       {"seed", true, "the proposer's random seed (default 1)", "N"},
       {"batch", true, "candidates proposed and compiled together (default 2)", "N"},
       {"no-write", false, "report the winner without writing it"},
+      {"tree", true, "also write the search tree as JSON for `kforge report render --search`", "FILE"},
   };
   return defs;
 }
@@ -75,6 +76,7 @@ session_settings search_settings(const args& a, const workload_spec& spec) {
   st.db_path = a.get_or("db", ".kforge/search.db");
   if (auto b = a.get("baselines")) st.baselines = split_list(*b);
   st.write = !a.has("no-write");
+  st.tree_path = a.get_or("tree", "");
   return st;
 }
 

@@ -12,6 +12,7 @@
 #include "search/family.h"
 #include "search/graph_match.h"
 #include "search/roots.h"
+#include "search/tree_export.h"
 #include "search/worker_evaluator.h"
 #include "util/fs.h"
 #include "util/error.h"
@@ -147,6 +148,11 @@ session_result run_search_session(const workload_spec& spec, const session_setti
   });
   term::end_progress();
   auto& o = res.outcome;
+  if (!st.tree_path.empty())
+    if (auto row = db.find_search(spec.name, res.gpu_key)) {
+      write_file_atomic(st.tree_path, search_tree_json(db, *row).dump(1) + "\n");
+      term::say("wrote the search tree to {}", st.tree_path);
+    }
   term::say("{}: stopped ({}) after {} evaluations ({} in this run){}", spec.name, o.stop_reason, o.evaluations,
             o.session_evaluations, o.stop_reason == "interrupted" ? "; the tree is kept: --resume continues it" : "");
   if (o.baselines.empty() || o.baselines.size() == 0)

@@ -17,6 +17,7 @@ struct session_settings {
   std::string cache_root = ".kforge/cache";
   std::vector<std::string> baselines;  // empty: the spec's
   bool write = true;                   // write the winner to workloads/<name>/kernels
+  std::string tree_path;               // non-empty: write the tree there (tree_export.h)
 };
 
 struct session_result {
