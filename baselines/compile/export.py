@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Exports one case of a kforge workload to an AOTInductor package (.pt2): the torch.compile baseline.
+
+Reads the spec as JSON (kf::to_json), builds an nn.Module from the OPS table below (the same ops, names and
+PyTorch eager semantics as lib/spec/ops_torch.cpp), exports it with torch.export.export for the case's
+concrete shapes and compiles it with torch._inductor.aoti_compile_and_package. Prints one JSON line saying
+what it did; on failure the last line is {"ok": false, "error": ...} and the exit code is 1.
+
+usage: export.py --spec SPEC.json --case CASE --device cpu|cuda[:N] --mode default|max-autotune --out OUT.pt2
+"""
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+
+
+def _dtype(torch, name):
+    return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64,
+            "int32": torch.int32, "int64": torch.int64, "uint8": torch.uint8}[name]
+
+
+def make_ops(torch):
+    F = torch.nn.functional
+
+    def ints(v):
+        return list(v) if isinstance(v, list) else [v]
+
+    def pool(x, a, t):
+        size = ints(a["output_size"])
+        return (F.adaptive_avg_pool2d(x, size * 2 if len(size) == 1 else size),)
+
+    def softmax_like(fn):
+        def run(x, a, t):
+            dt = a.get("dtype")
+            return (fn(x, a["dim"], dtype=_dtype(torch, dt) if dt else None),)
+        return run
+
+    # name -> fn(x, args, tensors) -> tuple of outputs. Keep in step with lib/spec/ops_torch.cpp.
+    return {
+        "softcap": lambda x, a, t: (torch.tanh(x / a["cap"]) * a["cap"],),
+        "scale": lambda x, a, t: (x * a["factor"],),
+        "add_mask": lambda x, a, t: (x + t["mask"],),
+        "softmax": softmax_like(torch.softmax),
+        "log_softmax": softmax_like(torch.log_softmax),
+        "topk": lambda x, a, t: tuple(torch.topk(x, a["k"], dim=a.get("dim", -1), largest=a.get("largest", True),
+                                                 sorted=a.get("sorted", True))),
+        "group_norm": lambda x, a, t: (F.group_norm(x, a["num_groups"], t.get("weight"), t.get("bias"), a.get("eps", 1e-5)),),
+        "layer_norm": lambda x, a, t: (F.layer_norm(x, ints(a["normalized_shape"]), t.get("weight"), t.get("bias"),
+                                                    a.get("eps", 1e-5)),),
+        "rms_norm": lambda x, a, t: (F.rms_norm(x, ints(a["normalized_shape"]), t.get("weight"), a.get("eps")),),
+        "silu": lambda x, a, t: (F.silu(x),),
+        "gelu": lambda x, a, t: (F.gelu(x, approximate=a.get("approximate", "none")),),
+        "adaptive_avg_pool2d": pool,
+        "flatten": lambda x, a, t: (torch.flatten(x, a.get("start_dim", 0), a.get("end_dim", -1)),),
+        "cast": lambda x, a, t: (x.to(_dtype(torch, a["dtype"])),),
+        "linear": lambda x, a, t: (F.linear(x, t["weight"], t.get("bias")),),
+        "matmul": lambda x, a, t: (torch.matmul(x, t["other"]),),
+    }
+
+
+# Argument names that name inputs (tensor arguments), per op.
+TENSOR_ARGS = {"add_mask": ["mask"], "group_norm": ["weight", "bias"], "layer_norm": ["weight", "bias"],
+               "rms_norm": ["weight"], "linear": ["weight", "bias"], "matmul": ["other"]}
+
+
+def build_module(torch, spec):
+    ops = make_ops(torch)
+    names = [i["name"] for i in spec["inputs"]]
+    graph = spec["graph"]
+    for step in graph:
+        if step["op"] not in ops:
+            raise ValueError(f"op `{step['op']}` has no Python counterpart in export.py's OPS table")
+
+    class Graph(torch.nn.Module):
+        def forward(self, *inputs):
+            by_name = dict(zip(names, inputs))
+            out = None
+            for i, step in enumerate(graph):
+                args = step["args"]
+                tensors = {k: by_name[args[k]] for k in TENSOR_ARGS.get(step["op"], []) if args.get(k) is not None}
+                x = by_name[args["input"]] if i == 0 else out[0]
+                out = ops[step["op"]](x, args, tensors)
+            return out
+
+    return Graph()
+
+
+def example_inputs(torch, spec, case, device):
+    bindings = dict(case["bindings"])
+    out = []
+    for i in spec["inputs"]:
+        shape = [bindings[d] if isinstance(d, str) else d for d in i["shape"]]
+        dt = _dtype(torch, i["dtype"])
+        t = torch.randn(shape, dtype=dt) if dt.is_floating_point else torch.zeros(shape, dtype=dt)
+        if i.get("memory_format") == "channels_last":
+            t = t.contiguous(memory_format=torch.channels_last)
+        out.append(t.to(device))
+    return tuple(out)
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--spec", required=True, help="the spec as JSON (kf::to_json)")
+    p.add_argument("--case", required=True, help="the case name, e.g. B=1,H=8,S=2048")
+    p.add_argument("--device", default="cuda", help="cpu or cuda[:N]")
+    p.add_argument("--mode", default="default", choices=["default", "max-autotune"])
+    p.add_argument("--out", required=True, help="where to write the .pt2 package")
+    a = p.parse_args(argv)
+    report = {"ok": False, "case": a.case, "device": a.device, "mode": a.mode, "out": a.out}
+    try:
+        import torch
+        report["torch"] = torch.__version__
+        spec = json.load(open(a.spec))
+        report["spec"] = spec.get("name")
+        case = next((c for c in spec["cases"] if c["name"] == a.case), None)
+        if case is None:
+            raise ValueError(f"the spec has no case `{a.case}` (cases: {', '.join(c['name'] for c in spec['cases'])})")
+        start = time.time()
+        model = build_module(torch, spec).eval()
+        inputs = example_inputs(torch, spec, case, a.device)
+        with torch.no_grad():
+            ep = torch.export.export(model, inputs, strict=False)
+            configs = {"max_autotune": True} if a.mode == "max-autotune" else {}
+            # aoti_compile_and_package wants a name ending in .pt2; write beside --out, then rename into place.
+            tmp = f"{a.out}.partial-{os.getpid()}.pt2"
+            path = torch._inductor.aoti_compile_and_package(ep, package_path=tmp, inductor_configs=configs)
+            os.replace(path, a.out)
+        report.update(ok=True, seconds=round(time.time() - start, 3),
+                      inputs=[{"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")} for t in inputs],
+                      outputs=len(ep.graph_signature.user_outputs))
+        print(json.dumps(report), flush=True)
+        return 0
+    except Exception as e:  # the parent records the reason as "skipped: ..." and carries on
+        traceback.print_exc(file=sys.stderr)
+        sys.stderr.flush()
+        report["error"] = f"{type(e).__name__}: {e}".replace("\n", " ")[:500]
+        print(json.dumps(report), flush=True)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

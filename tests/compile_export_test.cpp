@@ -1,0 +1,66 @@
+// baselines/compile/export.py run as a subprocess on the cpu: a small softmax spec exports to a .pt2 package.
+// Skipped when python3 cannot import torch. (The export compiles C++ with g++: tens of seconds.)
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "spec/spec_parse.h"
+#include "util/fs.h"
+#include "util/subprocess.h"
+
+namespace kf {
+namespace {
+
+const std::string k_script = KFORGE_SOURCE_DIR "/baselines/compile/export.py";
+
+bool torch_importable(std::string* why) {
+  process_options o;
+  o.timeout = std::chrono::seconds(120);
+  auto r = run_process({"python3", "-c", "import torch"}, o);
+  *why = r.started ? r.describe() + ": " + r.err.substr(0, 200) : "python3 not found";
+  return r.ok();
+}
+
+process_result run_export(const std::string& spec_json, const std::string& c, const std::string& out) {
+  process_options o;
+  o.timeout = std::chrono::minutes(20);
+  return run_process({"python3", k_script, "--spec", spec_json, "--case", c, "--device", "cpu", "--out", out}, o);
+}
+
+TEST(compile_export, exports_a_small_softmax_to_pt2_on_cpu) {
+  std::string why;
+  if (!torch_importable(&why)) GTEST_SKIP() << "python3 cannot import torch: " << why;
+  temp_dir d;
+  workload_spec s;
+  auto diags = parse_spec_text("version: 1\nname: t\ninputs:\n  x: {shape: [T, 24], dtype: float32}\n"
+                               "graph:\n  - softmax: {input: x, dim: -1}\ncases: [{T: 3}]\n", "t.yaml", &s);
+  ASSERT_TRUE(diags.empty());
+  write_file_atomic(d.path() / "spec.json", to_json(s).dump());
+  std::string out = (d.path() / "t.pt2").string();
+  auto r = run_export((d.path() / "spec.json").string(), "T=3", out);
+  ASSERT_TRUE(r.ok()) << r.describe() << "\n" << r.out << r.err;
+  auto line = nlohmann::json::parse(r.out.substr(r.out.rfind('{')));
+  EXPECT_EQ(line.at("ok"), true);
+  EXPECT_EQ(line.at("mode"), "default");
+  EXPECT_EQ(line.at("inputs").at(0).at("shape"), nlohmann::json({3, 24}));
+  EXPECT_TRUE(std::filesystem::exists(out));
+  EXPECT_GT(std::filesystem::file_size(out), 1000u);
+}
+
+TEST(compile_export, unknown_case_fails_with_a_reason) {
+  std::string why;
+  if (!torch_importable(&why)) GTEST_SKIP() << "python3 cannot import torch: " << why;
+  temp_dir d;
+  workload_spec s = load_spec("qwen-router-softmax", KFORGE_SOURCE_DIR "/workloads");
+  write_file_atomic(d.path() / "spec.json", to_json(s).dump());
+  auto r = run_export((d.path() / "spec.json").string(), "T=9", (d.path() / "x.pt2").string());
+  EXPECT_EQ(r.exit_code, 1);
+  auto line = nlohmann::json::parse(r.out.substr(r.out.rfind('{')));
+  EXPECT_EQ(line.at("ok"), false);
+  EXPECT_NE(line.at("error").get<std::string>().find("no case `T=9`"), std::string::npos) << line.dump();
+  EXPECT_FALSE(std::filesystem::exists(d.path() / "x.pt2"));
+}
+
+}  // namespace
+}  // namespace kf
