@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "search/interrupt.h"
 #include "search/roots.h"
 #include "search/search_driver.h"
 #include "search/tree_export.h"
@@ -107,29 +108,59 @@ TEST(search_resume, child) {
   o.budget = 100000;
   o.batch = 1;
   o.mcts.stagnation_k = 100000;
-  search_driver(spec, device_kind::cpu, k_key, db, ev, o).run(default_roots(spec));
+  install_search_interrupt();
+  o.stop_requested = [] { return search_interrupted(); };
+  auto out = search_driver(spec, device_kind::cpu, k_key, db, ev, o).run(default_roots(spec));
+  EXPECT_EQ(out.stop_reason, "interrupted");
 }
 
-TEST(search_resume, killed_search_resumes_losing_at_most_in_flight) {
-  temp_dir dir("kf-resume");
-  auto path = (dir.path() / "search.db").string();
+// Starts the child search process; it writes to `path`.
+pid_t start_child_search(const std::string& path) {
   pid_t pid = fork();
-  ASSERT_GE(pid, 0);
   if (pid == 0) {
     setenv("KF_SEARCH_CHILD_DB", path.c_str(), 1);
     execl("/proc/self/exe", "kforge_tests", "--gtest_filter=search_resume.child", static_cast<char*>(nullptr));
     _exit(127);
   }
+  return pid;
+}
+
+// Waits until the search in `path` has at least n evaluations (60 s at most).
+void wait_for_evaluations(const std::string& path, const std::string& workload, int64_t n) {
+  search_db db(path);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto s = db.find_search(workload, k_key); s && db.count_evaluations(s->id) >= n) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+TEST(search_resume, sigint_stops_cleanly_and_keeps_the_tree) {
+  temp_dir dir("kf-sigint");
+  auto path = (dir.path() / "search.db").string();
+  pid_t pid = start_child_search(path);
+  ASSERT_GT(pid, 0);
+  wait_for_evaluations(path, test::softmax_spec().name, 6);
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by the signal instead of stopping";
+  EXPECT_EQ(WEXITSTATUS(status), 0);  // the child test passed: stop_reason was "interrupted"
+  search_db db(path);
+  auto s = db.find_search(test::softmax_spec().name, k_key);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->state, "stopped");
+  EXPECT_GE(db.count_nodes(s->id), 3);
+}
+
+TEST(search_resume, killed_search_resumes_losing_at_most_in_flight) {
+  temp_dir dir("kf-resume");
+  auto path = (dir.path() / "search.db").string();
+  pid_t pid = start_child_search(path);
+  ASSERT_GT(pid, 0);
   auto spec = test::softmax_spec();
   int64_t evaluated_before = 0;
-  {
-    search_db db(path);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (auto s = db.find_search(spec.name, k_key); s && db.count_evaluations(s->id) >= 12) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
+  wait_for_evaluations(path, spec.name, 12);
   ASSERT_EQ(kill(pid, SIGKILL), 0);
   int status = 0;
   waitpid(pid, &status, 0);

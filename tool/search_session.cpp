@@ -1,8 +1,5 @@
 #include "search_session.h"
 
-#include <csignal>
-
-#include <atomic>
 #include <cmath>
 #include <ctime>
 
@@ -11,6 +8,7 @@
 
 #include "search/family.h"
 #include "search/graph_match.h"
+#include "search/interrupt.h"
 #include "search/roots.h"
 #include "search/tree_export.h"
 #include "search/worker_evaluator.h"
@@ -20,15 +18,6 @@
 
 namespace kf {
 namespace {
-
-std::atomic<int> g_interrupts{0};
-
-void on_sigint(int) {
-  if (g_interrupts.fetch_add(1) >= 1) {
-    std::signal(SIGINT, SIG_DFL);
-    std::raise(SIGINT);
-  }
-}
 
 std::string duration_text(double s) {
   if (s < 0) return "?";
@@ -92,12 +81,6 @@ written_kernel write_kernel_files(const std::filesystem::path& dir, const std::s
 }
 
 }  // namespace
-
-void install_search_interrupt() {
-  g_interrupts = 0;
-  std::signal(SIGINT, on_sigint);
-}
-bool search_interrupted() { return g_interrupts.load() > 0; }
 
 session_result run_search_session(const workload_spec& spec, const session_settings& st) {
   session_result res;

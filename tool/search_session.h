@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "exec/device.h"
+#include "search/interrupt.h"
 #include "search/search_driver.h"
 #include "spec/spec.h"
 
@@ -29,9 +30,5 @@ struct session_result {
 
 // Throws user_error when no family covers the spec on the device.
 session_result run_search_session(const workload_spec& spec, const session_settings& settings);
-
-// Installs the SIGINT handler (first Ctrl-C: stop after the evaluations in flight; second: default action).
-void install_search_interrupt();
-bool search_interrupted();
 
 }  // namespace kf
