@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/device.h"
+#include "exec/kf_abi.h"
 #include "spec/spec.h"
 
 namespace kf {
@@ -49,7 +50,6 @@ std::unique_ptr<impl> make_impl(const nlohmann::json& desc, const workload_spec&
 c10::Device torch_device(const device_id& d);
 
 // The ABI's view of a tensor: data pointer, dtype code, shape and strides in elements (kf_abi.h).
-struct kf_tensor;
-void to_kf_tensor(const at::Tensor& t, kf_tensor* out);
+void to_kf_tensor(const at::Tensor& t, ::kf_tensor* out);
 
 }  // namespace kf

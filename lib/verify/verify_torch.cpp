@@ -16,6 +16,7 @@
 #include "exec/impl_torch.h"
 #include "spec/adversarial.h"
 #include "spec/ops.h"
+#include "spec/ops_torch.h"
 #include "spec/reference_torch.h"
 #include "util/error.h"
 #include "verify/compare_torch.h"
