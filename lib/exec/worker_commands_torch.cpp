@@ -17,6 +17,7 @@
 
 #include "exec/worker_table.h"
 #include "util/error.h"
+#include "verify/verify_worker.h"
 
 namespace kf {
 namespace {
@@ -80,6 +81,7 @@ const std::vector<worker_command>& worker_commands() {
   static const std::vector<worker_command> table = [] {
     std::vector<worker_command> t = core_worker_commands();  // hello, shutdown, debug
     t.push_back({"env", "the device, driver and library versions", env_command});
+    t.push_back({"verify", "the dynamic verify rules on one implementation (DESIGN.md \"Verify\")", verify_command});
     // measure owner: t.push_back({"measure", "cold/hot timing", measure_command});
     return t;
   }();

@@ -1,0 +1,115 @@
+// The implementation table and the two implementations exec owns: a compiled candidate (dlopen + kf_launch) and
+// LibTorch eager (the spec's run_graph).
+#include "exec/impl_torch.h"
+
+#include <dlfcn.h>
+
+#include <fmt/format.h>
+#if KFORGE_WITH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+#include "exec/kf_abi.h"
+#include "spec/ops_torch.h"
+#include "spec/reference_torch.h"
+#include "util/error.h"
+
+namespace kf {
+
+c10::Device torch_device(const device_id& d) {
+  return d.kind == device_kind::cuda ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(d.index))
+                                     : c10::Device(c10::kCPU);
+}
+
+void to_kf_tensor(const at::Tensor& t, kf_tensor* out) {
+  KF_ASSERT(t.dim() <= KF_MAX_DIMS, "tensor of rank {} exceeds the ABI's {} dims", t.dim(), KF_MAX_DIMS);
+  out->data = t.data_ptr();
+  out->dtype = static_cast<int32_t>(from_scalar_type(t.scalar_type()));
+  out->ndim = static_cast<int32_t>(t.dim());
+  for (int i = 0; i < KF_MAX_DIMS; ++i) {
+    out->shape[i] = i < t.dim() ? t.size(i) : 1;
+    out->stride[i] = i < t.dim() ? t.stride(i) : 0;
+  }
+}
+
+namespace {
+
+class kernel_impl : public impl {
+ public:
+  kernel_impl(std::string name, const std::string& so) : m_name(std::move(name)) {
+    // Never dlclosed: a candidate's code may still be referenced by work in flight or by its own statics.
+    m_handle = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!m_handle) throw impl_load_error(fmt::format("dlopen {}: {}", so, ::dlerror()));
+    m_launch = reinterpret_cast<kf_launch_fn>(::dlsym(m_handle, "kf_launch"));
+    if (!m_launch) throw impl_load_error(fmt::format("{} does not export kf_launch (extern \"C\")", so));
+  }
+  std::string name() const override { return m_name; }
+  int launch(const std::vector<at::Tensor>& in, std::vector<at::Tensor>& out, void* stream) override {
+    std::vector<kf_tensor> a(in.size()), b(out.size());
+    for (size_t i = 0; i < in.size(); ++i) to_kf_tensor(in[i], &a[i]);
+    for (size_t i = 0; i < out.size(); ++i) to_kf_tensor(out[i], &b[i]);
+    return m_launch(a.data(), static_cast<int>(a.size()), b.data(), static_cast<int>(b.size()), stream);
+  }
+
+ private:
+  std::string m_name;
+  void* m_handle = nullptr;
+  kf_launch_fn m_launch = nullptr;
+};
+
+class eager_impl : public impl {
+ public:
+  eager_impl(const workload_spec& spec, const device_id& device) : m_spec(spec), m_device(device) {}
+  std::string name() const override { return "eager"; }
+  int launch(const std::vector<at::Tensor>& in, std::vector<at::Tensor>& out, void* stream) override {
+#if KFORGE_WITH_CUDA
+    if (m_device.kind == device_kind::cuda) {
+      c10::cuda::CUDAStreamGuard guard(c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(stream),
+                                                                         static_cast<c10::DeviceIndex>(m_device.index)));
+      return run(in, out);
+    }
+#endif
+    (void)stream;
+    return run(in, out);
+  }
+
+ private:
+  int run(const std::vector<at::Tensor>& in, std::vector<at::Tensor>& out) {
+    auto results = run_graph(m_spec, in);
+    KF_ASSERT(results.size() == out.size(), "eager made {} outputs, the harness allocated {}", results.size(), out.size());
+    for (size_t i = 0; i < out.size(); ++i) out[i].copy_(results[i]);
+    return 0;
+  }
+  const workload_spec& m_spec;
+  device_id m_device;
+};
+
+}  // namespace
+
+const std::vector<impl_kind>& impl_kinds() {
+  static const std::vector<impl_kind> table = {
+      {"kernel",
+       [](const nlohmann::json& d, const workload_spec&, const device_id&) -> std::unique_ptr<impl> {
+         if (!d.contains("so")) throw user_error("impl kind 'kernel' needs \"so\" (the compiled candidate's path)");
+         return std::make_unique<kernel_impl>(d.value("name", "kernel"), d["so"].get<std::string>());
+       }},
+      {"eager",
+       [](const nlohmann::json&, const workload_spec& spec, const device_id& dev) -> std::unique_ptr<impl> {
+         return std::make_unique<eager_impl>(spec, dev);
+       }},
+      // measure owner: {"compile", make_compile_impl}, {"vendor", make_vendor_impl},
+  };
+  return table;
+}
+
+std::unique_ptr<impl> make_impl(const nlohmann::json& desc, const workload_spec& spec, const device_id& device) {
+  std::string kind = desc.value("kind", "");
+  for (auto& k : impl_kinds())
+    if (k.name == kind) return k.make(desc, spec, device);
+  std::string names;
+  for (auto& k : impl_kinds()) names += (names.empty() ? "" : ", ") + k.name;
+  throw user_error(fmt::format("unknown impl kind '{}' (known: {})", kind, names));
+}
+
+}  // namespace kf

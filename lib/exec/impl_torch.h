@@ -1,0 +1,55 @@
+// An implementation the worker can run on a case: a compiled candidate (kernel), LibTorch eager, and the
+// baselines the measure owner adds (compile, vendor). Verify and measure see only this interface; the kind is
+// picked from the request's `impl` object through the table in impl_torch.cpp. Include only from *_torch.cpp.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include "exec/device.h"
+#include "exec/kf_abi.h"
+#include "spec/spec.h"
+
+namespace kf {
+
+class impl {
+ public:
+  virtual ~impl() = default;
+  virtual std::string name() const = 0;
+  // Called before the launches of a case (a compile baseline loads that case's package here).
+  virtual void prepare(const case_spec& c) { (void)c; }
+  // Enqueues the work on `stream` (a cudaStream_t; null on cpu) writing into the harness's `out` tensors.
+  // Returns 0 on success; non-zero when the implementation declines the input (the candidate ABI's contract).
+  virtual int launch(const std::vector<at::Tensor>& in, std::vector<at::Tensor>& out, void* stream) = 0;
+};
+
+// A candidate that cannot be loaded (dlopen failed, no kf_launch): a result for the `load` rule.
+class impl_load_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+using impl_factory =
+    std::function<std::unique_ptr<impl>(const nlohmann::json& desc, const workload_spec& spec, const device_id& device)>;
+
+struct impl_kind {
+  std::string name;  // the request's impl.kind: "kernel", "eager", "compile", "vendor"
+  impl_factory make;
+};
+
+// The table (impl_torch.cpp); add a kind with one line there.
+const std::vector<impl_kind>& impl_kinds();
+// Throws user_error for an unknown kind, impl_load_error for a candidate that does not load.
+std::unique_ptr<impl> make_impl(const nlohmann::json& desc, const workload_spec& spec, const device_id& device);
+
+// The torch device for a kforge device.
+c10::Device torch_device(const device_id& d);
+
+// The ABI's view of a tensor: data pointer, dtype code, shape and strides in elements (kf_abi.h).
+void to_kf_tensor(const at::Tensor& t, ::kf_tensor* out);
+
+}  // namespace kf

@@ -1,0 +1,352 @@
+// The dynamic verify rules (DESIGN.md "Verify"), run in the worker. Per case and seed, on fresh guarded buffers:
+//   T1 first run: the candidate runs before anything else touched this input (no leftovers to read), outputs
+//      poisoned; read after syncing only the run stream, then again after everything settled (stream); inputs
+//      compared with a copy (inputs_unchanged); guards intact (writes_outside_outputs); then the float64
+//      reference and eager (all_written, nan_inf, match).
+//   T2 rerun, same inputs and addresses: bitwise identical (deterministic).
+//   T3 the input guards changed: the same result (reads_outside_inputs).
+//   T4 new input values at the same addresses: the new answer (new_inputs).
+// Then each adversarial input kind that applies (one seed). See verify_worker.h for the request.
+#include <chrono>
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+#include <fmt/format.h>
+
+#include "exec/impl_torch.h"
+#include "spec/adversarial.h"
+#include "spec/ops.h"
+#include "spec/ops_torch.h"
+#include "spec/reference_torch.h"
+#include "util/error.h"
+#include "verify/compare_torch.h"
+#include "verify/harness_torch.h"
+#include "verify/verdict.h"
+#include "verify/verify_worker.h"
+
+namespace kf {
+namespace {
+
+struct verify_options {
+  uint64_t base_seed = 1;
+  int seeds = 3;
+  bool adversarial = true;
+  int cpu_settle_ms = 20;
+};
+
+// What one input set's reference looks like.
+struct reference {
+  std::vector<at::Tensor> f64, eager;
+  at::Tensor topk_source;  // float64 input of a final topk
+};
+
+struct comparison_set {
+  std::vector<output_comparison> outputs;
+};
+
+class case_runner {
+ public:
+  case_runner(const workload_spec& spec, const case_spec& c, impl& im, run_stream& stream, const device_id& dev,
+              verdict& v, const verify_options& opt)
+      : m_spec(spec), m_case(c), m_impl(im), m_stream(stream), m_tdev(torch_device(dev)), m_v(v), m_opt(opt) {
+    m_out_descs = infer_outputs(spec, c);
+    m_out_names = output_names(spec);
+    const op_call& last = spec.graph.back();
+    if (last.op == "topk" && m_out_descs.size() == 2) {
+      int64_t rank = static_cast<int64_t>(m_out_descs[0].shape.size());
+      m_topk_dim = wrap_dim(last.args.value("dim", int64_t(-1)), rank);
+    }
+  }
+
+  // All seeds, then the adversarial kinds. Returns false when the case had to stop (declined, CUDA error).
+  bool run() {
+    m_impl.prepare(m_case);
+    for (int k = 0; k < m_opt.seeds; ++k)
+      if (!run_seed(k)) return false;
+    if (!m_opt.adversarial) return true;
+    for (auto& kind : adversarial_kind_names()) {
+      if (!adversarial_applies(m_spec, kind)) continue;
+      if (!run_adversarial(kind)) return false;
+    }
+    return true;
+  }
+
+ private:
+  bool run_seed(int k) {
+    uint64_t seed = m_opt.base_seed + static_cast<uint64_t>(k);
+    auto src = make_inputs(m_spec, m_case, seed, m_tdev);
+    allocate(src);  // the previous seed's buffers are still alive: these addresses are fresh
+
+    // T1: first run
+    std::vector<at::Tensor> first;
+    if (!launch(k, "first run", &first)) return false;
+    std::string err = m_stream.settle(m_opt.cpu_settle_ms);
+    if (!err.empty()) return fail_cuda(k, "after the first run", err);
+    int64_t moved = 0;
+    for (size_t i = 0; i < first.size(); ++i) moved += bitwise_differences(first[i], m_out_tensors[i]);
+    if (moved) m_v.fail("stream", m_case.name, k, fmt::format("{} output elements changed after the run stream was "
+                        "synchronized (work left on another stream or thread)", moved), {{"changed", moved}});
+    else m_v.pass("stream", m_case.name, k);
+    int64_t changed_inputs = check_inputs(src);
+    int64_t damaged = damaged_guards(k_input_guard);
+    reference ref = compute_reference(src);
+    record(compare_all(first, ref), k, "first run at fresh addresses", {"all_written", "nan_inf", "match"});
+
+    // T2: rerun, same everything
+    std::vector<at::Tensor> again;
+    if (!launch(k, "rerun", &again)) return false;
+    int64_t differ = 0;
+    for (size_t i = 0; i < again.size(); ++i) differ += bitwise_differences(first[i], again[i]);
+    if (differ) m_v.fail("deterministic", m_case.name, k, fmt::format("a rerun on the same inputs changed {} output "
+                         "elements (a race?)", differ), {{"changed", differ}});
+    else m_v.pass("deterministic", m_case.name, k);
+
+    // T3: other guard contents around the inputs; only meaningful when the rerun was stable
+    if (!differ) {
+      for (auto& g : m_ins) fill_guards(g, k_input_guard_alt);
+      std::vector<at::Tensor> guarded;
+      if (!launch(k, "run with changed guard bytes", &guarded)) return false;
+      int64_t dep = 0;
+      for (size_t i = 0; i < guarded.size(); ++i) dep += bitwise_differences(first[i], guarded[i]);
+      for (auto& g : m_ins) fill_guards(g, k_input_guard);
+      if (dep) m_v.fail("reads_outside_inputs", m_case.name, k, fmt::format("changing only the bytes around the "
+                        "inputs changed {} output elements", dep), {{"changed", dep}});
+      else m_v.pass("reads_outside_inputs", m_case.name, k);
+    }
+
+    // T4: new values at the same addresses
+    auto src2 = make_inputs(m_spec, m_case, seed + 0x5bd1e995u, m_tdev);
+    for (size_t i = 0; i < src2.size(); ++i) m_in_tensors[i].copy_(src2[i]);
+    std::vector<at::Tensor> second;
+    if (!launch(k, "second call with new inputs", &second)) return false;
+    reference ref2 = compute_reference(src2);
+    comparison_set c2 = compare_all(second, ref2);
+    std::string why;
+    for (size_t i = 0; i < c2.outputs.size() && why.empty(); ++i) {
+      auto& o = c2.outputs[i];
+      std::string name = label(i);
+      if (!o.written()) why = fmt::format("{}{} of {} elements not written", name, o.unwritten, o.numel);
+      else if (!o.nan_inf_ok()) why = fmt::format("{}NaN/Inf mismatch at {}", name, o.first_nan_inf);
+      else if (!o.match()) why = name + o.match_text();
+    }
+    if (!why.empty())
+      m_v.fail("new_inputs", m_case.name, k, "called again at the same addresses with new input values: " + why,
+               c2.outputs[0].numbers());
+    else m_v.pass("new_inputs", m_case.name, k);
+    changed_inputs += check_inputs(src2);
+    damaged += damaged_guards(k_input_guard);
+    if (changed_inputs) m_v.fail("inputs_unchanged", m_case.name, k, fmt::format("{} input elements were modified",
+                                 changed_inputs), {{"changed", changed_inputs}});
+    else m_v.pass("inputs_unchanged", m_case.name, k);
+    if (damaged) m_v.fail("writes_outside_outputs", m_case.name, k, fmt::format("{} guard bytes around the inputs "
+                          "and outputs were overwritten", damaged), {{"bytes", damaged}});
+    else m_v.pass("writes_outside_outputs", m_case.name, k);
+    return true;
+  }
+
+  bool run_adversarial(const std::string& kind) {
+    auto src = make_adversarial_inputs(m_spec, m_case, kind, m_opt.base_seed, m_tdev);
+    allocate(src);
+    std::vector<at::Tensor> out;
+    if (!launch(-1, "adversarial " + kind, &out)) return false;
+    reference ref = compute_reference(src);
+    record(compare_all(out, ref), -1, fmt::format("adversarial input '{}'", kind), {"all_written", "nan_inf", "match"});
+    return true;
+  }
+
+  void allocate(const std::vector<at::Tensor>& src) {
+    std::vector<guarded_tensor> ins, outs;
+    for (auto& s : src) {
+      ins.push_back(allocate_guarded(s.sizes(), s.strides(), s.scalar_type(), m_tdev, k_input_guard));
+      ins.back().tensor.copy_(s);
+    }
+    for (auto& d : m_out_descs) {
+      std::vector<int64_t> strides(d.shape.size());
+      int64_t s = 1;
+      for (size_t i = d.shape.size(); i-- > 0;) {
+        strides[i] = s;
+        s *= std::max<int64_t>(d.shape[i], 1);
+      }
+      outs.push_back(allocate_guarded(d.shape, strides, to_scalar_type(d.type), m_tdev, k_output_guard));
+    }
+    m_ins = std::move(ins);  // the old buffers are freed only now
+    m_outs = std::move(outs);
+    m_in_tensors.clear();
+    m_out_tensors.clear();
+    for (auto& g : m_ins) m_in_tensors.push_back(g.tensor);
+    for (auto& g : m_outs) m_out_tensors.push_back(g.tensor);
+  }
+
+  // Poisons the outputs, launches, checks the return code and CUDA errors, and snapshots the outputs.
+  bool launch(int seed, const std::string& what, std::vector<at::Tensor>* snap) {
+    for (auto& g : m_outs) poison(g);
+    int rc = 0;
+    try {
+      rc = m_impl.launch(m_in_tensors, m_out_tensors, m_stream.handle());
+    } catch (const std::exception& e) {  // a C++ exception thrown through the C ABI
+      m_v.fail("crash", m_case.name, seed, fmt::format("{}: kf_launch threw: {}", what, e.what()));
+      return false;
+    }
+    std::string err = m_stream.launch_error();
+    if (rc != 0) {
+      m_v.fail("handles_input", m_case.name, seed, fmt::format("{}: kf_launch returned {} (declined this input)", what, rc),
+               {{"return_code", rc}});
+      return false;
+    }
+    if (!err.empty()) return fail_cuda(seed, what, err);
+    *snap = snapshot(m_out_tensors, m_stream, &err);
+    if (!err.empty()) return fail_cuda(seed, what, err);
+    if (what == "first run") m_v.pass("handles_input", m_case.name, seed);
+    return true;
+  }
+
+  bool fail_cuda(int seed, const std::string& what, const std::string& err) {
+    m_v.fail("cuda_error", m_case.name, seed, fmt::format("{}: {}", what, err));
+    return false;
+  }
+
+  int64_t check_inputs(const std::vector<at::Tensor>& src) {
+    int64_t changed = 0;
+    for (size_t i = 0; i < src.size(); ++i) {
+      int64_t n = bitwise_differences(m_in_tensors[i], src[i]);
+      if (n) m_in_tensors[i].copy_(src[i]);  // later trials need the right inputs
+      changed += n;
+    }
+    return changed;
+  }
+
+  int64_t damaged_guards(uint8_t input_guard) {
+    int64_t n = 0;
+    for (auto& g : m_ins) n += damaged_guard_bytes(g, input_guard);
+    for (auto& g : m_outs) n += damaged_guard_bytes(g, k_output_guard);
+    return n;
+  }
+
+  reference compute_reference(const std::vector<at::Tensor>& src) {
+    reference r;
+    r.f64 = run_graph_f64(m_spec, src);
+    r.eager = run_graph(m_spec, src);
+    if (m_topk_dim >= 0) {
+      if (m_spec.graph.size() == 1) {
+        std::string primary = primary_input(m_spec);
+        for (size_t i = 0; i < m_spec.inputs.size(); ++i)
+          if (m_spec.inputs[i].name == primary) r.topk_source = src[i].to(at::kDouble);
+      } else {
+        workload_spec before = m_spec;
+        before.graph.pop_back();
+        r.topk_source = run_graph_f64(before, src).at(0);
+      }
+    }
+    return r;
+  }
+
+  comparison_set compare_all(const std::vector<at::Tensor>& outs, const reference& ref) {
+    comparison_set s;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      bool index_output = m_topk_dim >= 0 && i == 1;
+      s.outputs.push_back(index_output
+                              ? compare_indices(outs[i], ref.topk_source, m_topk_dim, ref.f64[0], ref.eager[0],
+                                                m_out_descs[0].type, m_spec.tolerance)
+                              : compare_output(outs[i], ref.f64[i], ref.eager[i], m_out_descs[i].type, m_spec.tolerance));
+    }
+    return s;
+  }
+
+  std::string label(size_t output) const {
+    return m_out_descs.size() > 1 ? fmt::format("output '{}': ", m_out_names.at(output)) : "";
+  }
+
+  void record(const comparison_set& s, int seed, const std::string& trial, std::vector<std::string> rules) {
+    for (auto& rule : rules) {
+      std::string why;
+      nlohmann::json numbers = s.outputs.empty() ? nlohmann::json::object() : s.outputs[0].numbers();
+      std::string pass_detail;
+      for (size_t i = 0; i < s.outputs.size(); ++i) {
+        auto& o = s.outputs[i];
+        std::string name = label(i);
+        if (rule == "all_written" && !o.written())
+          why = fmt::format("{}{} of {} elements not written (first at {})", name, o.unwritten, o.numel, o.first_unwritten);
+        else if (rule == "nan_inf" && !o.nan_inf_ok())
+          why = fmt::format("{}{} NaN/Inf mismatches, first {}", name, o.nan_inf_mismatches, o.first_nan_inf);
+        else if (rule == "match" && !o.match())
+          why = name + o.match_text();
+        if (!why.empty()) {
+          numbers = o.numbers();
+          break;
+        }
+        if (rule == "match") pass_detail += (pass_detail.empty() ? "" : "; ") + name + o.match_text();
+      }
+      if (!why.empty()) m_v.fail(rule, m_case.name, seed, trial + ": " + why, numbers);
+      else m_v.pass(rule, m_case.name, seed, rule == "match" ? pass_detail : "", numbers);
+    }
+  }
+
+  const workload_spec& m_spec;
+  const case_spec& m_case;
+  impl& m_impl;
+  run_stream& m_stream;
+  c10::Device m_tdev;
+  verdict& m_v;
+  const verify_options& m_opt;
+  std::vector<tensor_desc> m_out_descs;
+  std::vector<std::string> m_out_names;
+  int64_t m_topk_dim = -1;
+  std::vector<guarded_tensor> m_ins, m_outs;
+  std::vector<at::Tensor> m_in_tensors, m_out_tensors;
+};
+
+verify_options parse_options(const nlohmann::json& req) {
+  verify_options o;
+  o.seeds = req.value("seeds", 3);
+  if (o.seeds < 1) throw user_error(fmt::format("verify: seeds must be at least 1, got {}", o.seeds));
+  auto opt = req.value("options", nlohmann::json::object());
+  o.base_seed = opt.value("base_seed", uint64_t(1));
+  o.adversarial = opt.value("adversarial", true);
+  o.cpu_settle_ms = opt.value("cpu_settle_ms", 20);
+  return o;
+}
+
+}  // namespace
+
+nlohmann::json verify_command(const nlohmann::json& req, worker_context& ctx) {
+  auto t0 = std::chrono::steady_clock::now();
+  if (!req.contains("spec") || !req.contains("impl")) throw user_error("verify needs \"spec\" and \"impl\"");
+  workload_spec spec = spec_from_json(req["spec"]);
+  verify_options opt = parse_options(req);
+  std::vector<const case_spec*> cases;
+  for (auto& name : req.value("cases", std::vector<std::string>{})) {
+    const case_spec* c = spec.find_case(name);
+    if (!c) throw user_error(fmt::format("verify: workload {} has no case '{}'", spec.name, name));
+    cases.push_back(c);
+  }
+  if (cases.empty())
+    for (auto& c : spec.cases)
+      if (c.runs_on(device_kind_name(ctx.device.kind))) cases.push_back(&c);
+
+  verdict v;
+  auto respond = [&] {
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return nlohmann::json{{"ok", true}, {"verdict", v.to_json()}, {"seconds", s}};
+  };
+  c10::InferenceMode no_autograd;
+  std::unique_ptr<impl> im;
+  try {
+    im = make_impl(req["impl"], spec, ctx.device);
+  } catch (const impl_load_error& e) {
+    v.fail("load", "", -1, e.what());
+    return respond();
+  }
+  if (req["impl"].value("kind", "") == "kernel") v.pass("load", "", -1);
+  run_stream stream(ctx.device);
+  for (auto* c : cases) {
+    try {
+      case_runner(spec, *c, *im, stream, ctx.device, v, opt).run();
+    } catch (const cuda_poisoned_error& e) {
+      v.fail("cuda_error", c->name, -1, fmt::format("the CUDA context is poisoned: {}", e.what()));
+      return {{"ok", false}, {"kind", "cuda_poisoned"}, {"error", e.what()}, {"verdict", v.to_json()}};
+    }
+  }
+  return respond();
+}
+
+}  // namespace kf

@@ -1,0 +1,33 @@
+// CHEAT (expect: new_inputs): remembers the result per (input, output) address and replays it.
+#include <string.h>
+#include <map>
+#include <utility>
+#include <vector>
+#include "kf_abi.h"
+// A correct softmax of one row (this kernel cheats elsewhere).
+#include <math.h>
+static inline void softmax_row(const float* x, long xs, float* y, long ys, long n) {
+  float m = -INFINITY;
+  for (long c = 0; c < n; ++c) m = fmaxf(m, x[c * xs]);
+  double sum = 0;
+  for (long c = 0; c < n; ++c) sum += exp((double)x[c * xs] - m);
+  for (long c = 0; c < n; ++c) y[c * ys] = (float)(exp((double)x[c * xs] - m) / sum);
+}
+static inline void softmax_all(const kf_tensor* in, kf_tensor* out) {
+  for (long r = 0; r < in[0].shape[0]; ++r)
+    softmax_row((const float*)in[0].data + r * in[0].stride[0], in[0].stride[1],
+                (float*)out[0].data + r * out[0].stride[0], out[0].stride[1], in[0].shape[1]);
+}
+static std::map<std::pair<void*, void*>, std::vector<float>> g_cache;
+extern "C" int kf_launch(const kf_tensor* in, int, kf_tensor* out, int, void*) {
+  long n = out[0].shape[0] * out[0].shape[1];
+  auto key = std::make_pair(in[0].data, out[0].data);
+  auto it = g_cache.find(key);
+  if (it != g_cache.end() && (long)it->second.size() == n) {
+    memcpy(out[0].data, it->second.data(), n * sizeof(float));
+    return 0;
+  }
+  softmax_all(in, out);
+  g_cache[key].assign((float*)out[0].data, (float*)out[0].data + n);
+  return 0;
+}

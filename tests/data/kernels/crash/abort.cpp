@@ -1,0 +1,6 @@
+// CRASH (expect: crash, SIGABRT): aborts.
+#include <stdlib.h>
+#include "kf_abi.h"
+extern "C" int kf_launch(const kf_tensor*, int, kf_tensor*, int, void*) {
+  abort();
+}

@@ -1,0 +1,210 @@
+// Verify end to end with real worker subprocesses: kernels that crash, hang or exit cost one worker and get a
+// precise verdict; each cheating kernel is rejected for the right rule; honest kernels pass. The cpu corpus runs
+// everywhere; the cuda corpus needs a GPU (and skips without one).
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "exec/device.h"
+#include "spec/spec_parse.h"
+#include "util/fs.h"
+#include "verify/check.h"
+
+using namespace kf;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path k_data = fs::path(KFORGE_SOURCE_DIR) / "tests" / "data";
+const std::string k_gate = "R=64,C=128";
+const std::string k_odd = "R=5,C=33";
+
+workload_spec test_spec() { return load_spec((k_data / "specs" / "softmax-small.yaml").string()); }
+
+compiler& shared_compiler() {
+  static compiler c([] {
+    compile_options o;
+    o.cache_root = fs::path(KFORGE_BINARY_DIR) / "test-cache";  // reruns skip the compiles
+    return o;
+  }());
+  return c;
+}
+
+check_report check_file(const std::string& rel, worker_client& w, check_options o = {}) {
+  fs::path p = k_data / "kernels" / rel;
+  return check_candidate(test_spec(), read_file(p), p.filename().string(), shared_compiler(), w, o);
+}
+
+bool has_gpu() {
+  gpu_probe p = probe_gpus();
+  return p.smi_gpus > 0 || p.device_node;
+}
+
+worker_options on(device_kind k) {
+  worker_options o;
+  o.device = {k, 0};
+  return o;
+}
+
+struct expectation {
+  std::string file;
+  std::string rule;       // must fail
+  std::string also = "";  // must fail too (when the cheat breaks two rules by its nature)
+};
+
+void expect_rejected_for(const expectation& e, worker_client& w, check_options o = {}) {
+  SCOPED_TRACE(e.file);
+  check_report r = check_file(e.file, w, o);
+  EXPECT_TRUE(r.compile.ok) << r.compile.log;
+  EXPECT_FALSE(r.result.passed()) << r.result.text();
+  EXPECT_EQ(r.result.status_of(e.rule), check_status::failed) << "expected rule " << e.rule << "\n" << r.result.text();
+  if (!e.also.empty())
+    EXPECT_EQ(r.result.status_of(e.also), check_status::failed) << "expected rule " << e.also << "\n" << r.result.text();
+}
+
+}  // namespace
+
+TEST(worker, crashing_kernels_each_get_a_precise_verdict_and_the_run_goes_on) {
+  worker_client w(on(device_kind::cpu));
+  check_options o;
+  o.cases = {k_gate, k_odd};
+  o.timeout = 20s;
+  struct t {
+    std::string file, rule, evidence;
+  };
+  for (auto& c : std::vector<t>{{"crash/segfault.cpp", "crash", "SIGSEGV"},
+                                {"crash/abort.cpp", "crash", "SIGABRT"},
+                                {"crash/exit.cpp", "exit", "code 3"},
+                                {"crash/hang.cpp", "hang", "no answer"}}) {
+    SCOPED_TRACE(c.file);
+    check_options oc = o;
+    if (c.rule == "hang") oc.timeout = 3s;
+    check_report r = check_file(c.file, w, oc);
+    EXPECT_FALSE(r.result.passed());
+    // every case fails on its own, with its own fresh worker
+    for (auto& name : o.cases) EXPECT_EQ(r.result.status_of(c.rule, name), check_status::failed) << r.result.text();
+    EXPECT_NE(r.result.text().find(c.evidence), std::string::npos) << r.result.text();
+  }
+  check_report honest = check_file("honest/naive.cpp", w, o);  // the same client, a fresh worker
+  EXPECT_TRUE(honest.result.passed()) << honest.result.text();
+}
+
+TEST(worker, honest_cpu_kernels_pass_every_rule) {
+  worker_client w(on(device_kind::cpu));
+  for (auto file : {"honest/naive.cpp", "honest/vectorized.cpp"}) {
+    SCOPED_TRACE(file);
+    check_report r = check_file(file, w);
+    EXPECT_TRUE(r.result.passed()) << r.result.text();
+    for (auto rule : {"match", "nan_inf", "all_written", "inputs_unchanged", "new_inputs", "deterministic", "stream",
+                      "reads_outside_inputs", "writes_outside_outputs", "handles_input"})
+      EXPECT_TRUE(r.result.has(rule)) << "rule never checked: " << rule;
+  }
+}
+
+TEST(worker, cpu_cheats_are_rejected_for_the_right_rule) {
+  worker_client w(on(device_kind::cpu));
+  for (auto& e : std::vector<expectation>{{"cheat/cpu/zeros.cpp", "match"},
+                                          {"cheat/cpu/constant.cpp", "match"},
+                                          {"cheat/cpu/gate_only.cpp", "handles_input"},
+                                          {"cheat/cpu/cache_by_pointer.cpp", "new_inputs"},
+                                          {"cheat/cpu/cache_static.cpp", "new_inputs"},
+                                          {"cheat/cpu/modify_input.cpp", "inputs_unchanged"},
+                                          {"cheat/cpu/side_thread.cpp", "stream", "static.thread_creation"},
+                                          {"cheat/cpu/half_written.cpp", "all_written"},
+                                          {"cheat/cpu/read_past_end.cpp", "reads_outside_inputs"},
+                                          {"cheat/cpu/race.cpp", "deterministic"}})
+    expect_rejected_for(e, w);
+}
+
+TEST(worker, shape_specialized_kernel_passes_its_case_and_fails_the_others) {
+  worker_client w(on(device_kind::cpu));
+  check_report r = check_file("cheat/cpu/gate_only.cpp", w);
+  EXPECT_EQ(r.result.status_of("match", k_gate), check_status::passed) << r.result.text();
+  EXPECT_EQ(r.result.status_of("handles_input", k_gate), check_status::passed);
+  EXPECT_EQ(r.result.status_of("handles_input", k_odd), check_status::failed);
+}
+
+TEST(worker, side_thread_is_caught_at_run_time_without_the_static_scan) {
+  worker_client w(on(device_kind::cpu));
+  check_options o;
+  o.static_scan = false;
+  check_report r = check_file("cheat/cpu/side_thread.cpp", w, o);
+  EXPECT_EQ(r.result.status_of("stream"), check_status::failed) << r.result.text();
+  EXPECT_FALSE(r.result.has("static.thread_creation"));
+}
+
+TEST(worker, compile_error_is_a_verdict) {
+  worker_client w(on(device_kind::cpu));
+  check_report r = check_candidate(test_spec(), "#include \"kf_abi.h\"\nnot C++;\n", "broken.cpp", shared_compiler(),
+                                   w, {});
+  EXPECT_FALSE(r.result.passed());
+  EXPECT_EQ(r.result.status_of("compiles"), check_status::failed);
+  EXPECT_NE(r.result.first_failure().find("error"), std::string::npos);
+  EXPECT_FALSE(w.running());  // nothing to run: the worker was never started
+}
+
+TEST(worker, cuda_corpus_compiles) {
+  // Runs without a GPU: the GPU tests below must not fail for a typo.
+  std::vector<compile_request> reqs;
+  std::vector<std::string> names;
+  for (auto dir : {"honest", "cheat/cuda", "crash/cuda"})
+    for (auto& f : fs::directory_iterator(k_data / "kernels" / dir)) {
+      if (f.path().extension() != ".cu") continue;
+      compile_request r;
+      r.source = read_file(f.path());
+      r.device = device_kind::cuda;
+      r.name = f.path().filename().string();
+      reqs.push_back(r);
+      names.push_back(f.path().string());
+    }
+  ASSERT_GE(reqs.size(), 14u);
+  auto results = shared_compiler().compile_batch(reqs);
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].ok && results[i].log.find("not found") != std::string::npos) GTEST_SKIP() << "no nvcc";
+    EXPECT_TRUE(results[i].ok) << names[i] << "\n" << results[i].log;
+  }
+}
+
+TEST(worker, cuda_out_of_bounds_write_poisons_the_context_and_the_next_kernel_runs) {
+  if (!has_gpu()) GTEST_SKIP() << "no CUDA GPU: /dev/nvidia0 missing and nvidia-smi lists none";
+  worker_client w(on(device_kind::cuda));
+  check_options o;
+  o.cases = {k_gate};
+  check_report r = check_file("crash/cuda/oob_write.cu", w, o);
+  EXPECT_EQ(r.result.status_of("cuda_error", k_gate), check_status::failed) << r.result.text();
+  EXPECT_FALSE(w.running());  // the poisoned worker is gone
+  check_report honest = check_file("honest/naive.cu", w, o);
+  EXPECT_TRUE(honest.result.passed()) << honest.result.text();
+  check_options oh = o;
+  oh.timeout = 5s;
+  check_report hang = check_file("crash/cuda/hang.cu", w, oh);
+  EXPECT_EQ(hang.result.status_of("hang", k_gate), check_status::failed) << hang.result.text();
+}
+
+TEST(worker, honest_cuda_kernels_pass_every_rule) {
+  if (!has_gpu()) GTEST_SKIP() << "no CUDA GPU: /dev/nvidia0 missing and nvidia-smi lists none";
+  worker_client w(on(device_kind::cuda));
+  for (auto file : {"honest/naive.cu", "honest/vectorized.cu"}) {
+    SCOPED_TRACE(file);
+    check_report r = check_file(file, w);
+    EXPECT_TRUE(r.result.passed()) << r.result.text();
+    EXPECT_TRUE(r.compile.resource.known());
+  }
+}
+
+TEST(worker, cuda_cheats_are_rejected_for_the_right_rule) {
+  if (!has_gpu()) GTEST_SKIP() << "no CUDA GPU: /dev/nvidia0 missing and nvidia-smi lists none";
+  worker_client w(on(device_kind::cuda));
+  for (auto& e : std::vector<expectation>{{"cheat/cuda/zeros.cu", "match"},
+                                          {"cheat/cuda/constant.cu", "match"},
+                                          {"cheat/cuda/gate_only.cu", "handles_input"},
+                                          {"cheat/cuda/cache_by_pointer.cu", "new_inputs"},
+                                          {"cheat/cuda/cache_static.cu", "new_inputs"},
+                                          {"cheat/cuda/modify_input.cu", "inputs_unchanged"},
+                                          {"cheat/cuda/side_stream.cu", "stream", "static.stream_creation"},
+                                          {"cheat/cuda/half_written.cu", "all_written"},
+                                          {"cheat/cuda/read_past_end.cu", "reads_outside_inputs"},
+                                          {"cheat/cuda/race.cu", "deterministic"}})
+    expect_rejected_for(e, w);
+}
