@@ -30,7 +30,7 @@ const $=(t,a={},...k)=>{const e=document.createElement(t);for(const[x,v]of Objec
 const us=v=>v<10?v.toFixed(2):v<1000?v.toFixed(1):v.toFixed(0);
 const IM=['kernel','eager','compile','vendor'];
 const rank={failed:0,error:1,skipped:2,passed:3};
-function worst(cs){let o='passed';for(const c of cs)if(rank[c.outcome]<rank[o])o=c.outcome;return o}
+function worst(cs){let o='passed';for(const c of cs)if(!c.advisory&&rank[c.outcome]<rank[o])o=c.outcome;return o}
 function cell(c,i){if(!i)return'—';if(i.status!='ok')return i.status;const s=(c.metric=='hot'&&i.hot)?i.hot:i.cold;return s&&s.count?us(s.median_us)+' µs':'—'}
 function strip(c){const W=420,H=18;const all=[];for(const i of c.impls){const s=(c.metric=='hot'&&i.hot)?i.hot:i.cold;if(s&&s.samples_us.length)all.push([i.impl,s.samples_us])}
  if(!all.length)return'';let lo=Infinity,hi=0;for(const[,v]of all)for(const x of v){lo=Math.min(lo,x);hi=Math.max(hi,x)}const sc=x=>10+(W-20)*(hi>lo?(x-lo)/(hi-lo):.5);

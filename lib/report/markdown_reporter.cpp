@@ -49,14 +49,14 @@ check_outcome case_outcome(const workload_result& w, const std::string& case_nam
   check_outcome o = w.error.empty() ? check_outcome::passed : check_outcome::error;
   auto worse = [](check_outcome a, check_outcome b) { return rank(a) <= rank(b) ? a : b; };
   for (auto& k : w.checks)
-    if (k.case_name.empty() || k.case_name == case_name) o = worse(o, k.outcome);
+    if (!k.advisory && (k.case_name.empty() || k.case_name == case_name)) o = worse(o, k.outcome);
   return o;
 }
 
 std::string verdict_cell(const workload_result& w, const std::string& case_name, check_outcome o) {
   std::string what;
   for (auto& k : w.checks)
-    if ((k.case_name.empty() || k.case_name == case_name) && k.outcome == o && o != check_outcome::passed) {
+    if (!k.advisory && (k.case_name.empty() || k.case_name == case_name) && k.outcome == o && o != check_outcome::passed) {
       what = k.test_name();
       break;
     }
@@ -128,7 +128,7 @@ std::vector<std::string> notes(const run_result& r) {
   for (auto& w : r.workloads) {
     if (!w.error.empty()) items.push_back({1, fmt::format("- 💥 **{}**: {}\n", md_cell(w.name), md_cell(w.error))});
     for (auto& k : w.checks)
-      if (k.outcome != check_outcome::passed)
+      if (k.outcome != check_outcome::passed && !k.advisory)
         items.push_back({rank(k.outcome), fmt::format("- {} **{}** `{}`: {}\n", icon(k.outcome), md_cell(w.name),
                                                       md_cell(k.test_name()), md_cell(k.sentence))});
   }

@@ -156,6 +156,7 @@ json check_json(const gate_check& c) {
             {"sentence", c.sentence}, {"numbers", c.numbers}};
   if (!c.case_name.empty()) j["case"] = c.case_name;
   if (!c.against.empty()) j["against"] = c.against;
+  if (c.advisory) j["advisory"] = true;
   return j;
 }
 
@@ -168,6 +169,7 @@ gate_check check_from(const json& j) {
                          {check_outcome::passed, check_outcome::failed, check_outcome::skipped, check_outcome::error},
                          check_outcome_name);
   c.sentence = j.value("sentence", "");
+  c.advisory = j.value("advisory", false);
   c.numbers = j.value("numbers", json::object());
   return c;
 }
@@ -226,7 +228,8 @@ const case_result* workload_result::find_case(std::string_view n) const {
 
 check_outcome workload_result::outcome() const {
   check_outcome o = error.empty() ? check_outcome::passed : check_outcome::error;
-  for (auto& c : checks) o = worse(o, c.outcome);
+  for (auto& c : checks)
+    if (!c.advisory) o = worse(o, c.outcome);
   return o;
 }
 

@@ -32,7 +32,8 @@ struct run_env {
   std::string started_at, finished_at;  // ISO 8601 UTC
 };
 
-// Summary statistics of one sample series (microseconds). `noise` is relative (IQR / median).
+// Summary statistics of one sample series (microseconds). `noise` is relative (stddev / mean, as the
+// stopping rule in measure/stats.h).
 struct timing_stats {
   int count = 0;
   double median_us = 0, iqr_us = 0, min_us = 0, noise = 0;
@@ -104,6 +105,7 @@ struct gate_check {
   std::string against;     // the baseline for "beats"; "base" or "history" for "regression"
   check_outcome outcome = check_outcome::passed;
   std::string sentence;    // what a person reads: the verdict with its numbers
+  bool advisory = false;   // informational (a baseline not in must_beat): never changes the verdict
   nlohmann::json numbers = nlohmann::json::object();
   std::string test_name() const;  // "verify[B=1]", "beats[eager][B=1]", "regression[B=1]", "kernel"
 };
@@ -121,7 +123,7 @@ struct workload_result {
   std::string error;            // an infrastructure failure that stopped this workload
   double seconds = 0;
   const case_result* find_case(std::string_view name) const;
-  check_outcome outcome() const;  // the worst of the checks (error when `error` is set)
+  check_outcome outcome() const;  // the worst of the non-advisory checks (error when `error` is set)
 };
 
 // A search tree for the HTML explorer (optional; filled by `kforge search` or `report render --search`).
