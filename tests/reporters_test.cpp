@@ -176,6 +176,24 @@ TEST(reporters, html_is_self_contained_and_escaped) {
   EXPECT_THAT(html, ::testing::HasSubstr("id=\"kf-data\""));
 }
 
+// The explorer's inline script, run under node with a tiny DOM (tests/data/html_dom_shim.js): renders rows,
+// opens details, shows every tree node with its diff, filters.
+TEST(reporters, html_script_runs_and_renders) {
+  if (!find_program("node")) GTEST_SKIP() << "node is not installed: the explorer's script cannot be exercised";
+  run_result r = mixed_run();
+  r.searches.push_back({"softmax-0000", "sm90-nvidia-h200",
+                        {{1, -1, "default", "ok", 60, 0, "int a;\n"}, {2, 1, "vec=8", "ok", 50, 0.2, "int b;\n"}}});
+  temp_dir d;
+  write_file_atomic(d.path() / "r.html", render_html(r));
+  auto res = run_process({"node", std::string(KFORGE_SOURCE_DIR) + "/tests/data/html_dom_shim.js", (d.path() / "r.html").string()});
+  ASSERT_TRUE(res.ok()) << res.err;
+  EXPECT_THAT(res.out, ::testing::HasSubstr("rows 5\n"));
+  EXPECT_THAT(res.out, ::testing::HasSubstr("row softmax-0001 | B=1,H=8,S=1024 | 50.0 µs"));
+  EXPECT_THAT(res.out, ::testing::HasSubstr("tree nodes 2\n"));
+  EXPECT_THAT(res.out, ::testing::HasSubstr("diff to #1- int a;+ int b;"));
+  EXPECT_THAT(res.out, ::testing::HasSubstr("filtered rows 0"));
+}
+
 TEST(reporters, table_is_keyed_by_format_and_writes_atomically) {
   EXPECT_EQ(find_reporter("junit").format(), "junit");
   try {

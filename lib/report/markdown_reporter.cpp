@@ -74,10 +74,11 @@ std::vector<row> table_rows(const run_result& r) {
   std::vector<row> rows;
   for (size_t wi = 0; wi < r.workloads.size(); ++wi) {
     const auto& w = r.workloads[wi];
+    int order = rank(w.outcome());
     std::string kernel_cell = w.kernel_path.empty() ? md_cell(w.kernel_note.empty() ? "no kernel" : w.kernel_note) : "";
     if (w.cases.empty()) {
       check_outcome o = case_outcome(w, "");
-      rows.push_back({rank(o), rows.size(),
+      rows.push_back({order, rows.size(),
                       fmt::format("| {} | — | {} | — | — | — | — | — | {} |\n", md_cell(w.name),
                                   kernel_cell.empty() ? "—" : kernel_cell, verdict_cell(w, "", o))});
       continue;
@@ -93,7 +94,7 @@ std::vector<row> table_rows(const run_result& r) {
       std::string speedups;
       for (auto& [b, s] : c.speedups) speedups += fmt::format("{}×{:.2f} {}", speedups.empty() ? "" : ", ", s, b);
       std::string floor = c.floor.fraction > 0 ? fmt::format("{:.0f}%", c.floor.fraction * 100) : "—";
-      rows.push_back({rank(o), rows.size(),
+      rows.push_back({order, rows.size(),
                       fmt::format("| {} | {} | {}{} | {} | {} |\n", md_cell(w.name), md_cell(c.name), cells,
                                   speedups.empty() ? "—" : speedups, floor, verdict_cell(w, c.name, o))});
     }
@@ -138,6 +139,25 @@ std::vector<std::string> notes(const run_result& r) {
   return out;
 }
 
+// Baselines that were not measured, once per reason: "vendor skipped on 12 cases: cuDNN has no ...".
+std::string unmeasured(const run_result& r) {
+  std::vector<std::pair<std::string, int>> seen;
+  for (auto& w : r.workloads)
+    for (auto& c : w.cases)
+      for (auto& i : c.impls) {
+        if (i.status == impl_status::ok || i.impl == "kernel") continue;
+        std::string key = fmt::format("{} {}: {}", i.impl, impl_status_name(i.status), i.why.empty() ? "no reason given" : i.why);
+        auto it = std::find_if(seen.begin(), seen.end(), [&](auto& p) { return p.first == key; });
+        if (it == seen.end()) seen.push_back({key, 1});
+        else ++it->second;
+      }
+  std::string out;
+  for (size_t k = 0; k < seen.size() && k < 20; ++k)
+    out += fmt::format("- {} ({} case{})\n", md_cell(seen[k].first), seen[k].second, seen[k].second == 1 ? "" : "s");
+  if (seen.size() > 20) out += fmt::format("- _… and {} more_\n", seen.size() - 20);
+  return out.empty() ? out : "\n<details><summary>Baselines not measured</summary>\n\n" + out + "\n</details>\n";
+}
+
 }  // namespace
 
 std::string render_markdown(const run_result& r, size_t max_bytes) {
@@ -147,9 +167,12 @@ std::string render_markdown(const run_result& r, size_t max_bytes) {
       "|---|---|--:|--:|--:|--:|---|--:|---|\n";
   auto rows = table_rows(r);
   auto items = notes(r);
+  std::string skipped_text = unmeasured(r);
+  if (skipped_text.size() > max_bytes / 8) skipped_text.clear();
   // Room kept for the truncation notes and the footer.
   const size_t reserve = 400;
-  size_t budget = max_bytes > out.size() + header.size() + reserve ? max_bytes - out.size() - header.size() - reserve : 0;
+  size_t fixed = out.size() + header.size() + skipped_text.size() + reserve;
+  size_t budget = max_bytes > fixed ? max_bytes - fixed : 0;
   // Failure notes get at most half the room; the table the rest.
   std::string note_text;
   size_t notes_used = 0;
@@ -178,8 +201,9 @@ std::string render_markdown(const run_result& r, size_t max_bytes) {
     if (notes_used < items.size()) out += fmt::format("- _… and {} more_\n", items.size() - notes_used);
     out += "\n</details>\n";
   }
+  out += skipped_text;
   out += "\n<sub>speedup = baseline median / kernel median; of floor = floor / kernel median. Times are medians "
-         "(± relative IQR).</sub>\n";
+         "(± relative noise, stddev / mean).</sub>\n";
   return out;
 }
 
