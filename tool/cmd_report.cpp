@@ -1,11 +1,14 @@
 // kforge report: render a run result (JSON, schema kforge.run/1) in other formats, or merge shards.
 //   kforge report render IN.json [--markdown F] [--junit F] [--html F] [--gbench F] [--json F] [--search T.json]
 //   kforge report merge OUT.json IN.json...
+//   kforge report record IN.json [--commit REV]
 #include <fmt/format.h>
 
 #include "args.h"
 #include "commands.h"
 #include "report/reporter.h"
+#include "store/git_repo.h"
+#include "store/history.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/term.h"
@@ -66,11 +69,27 @@ int merge(const std::vector<std::string>& argv) {
   return exit_ok;
 }
 
+// Merges a saved run into the history note of a commit (CI: after fetching notes another runner pushed).
+int record(const std::vector<std::string>& argv) {
+  args a(argv, {{"commit", true, "the commit whose note gets the results (default: the run's git_commit)", "REV"}});
+  if (a.positional().size() != 1) throw user_error("usage: kforge report record IN.json [--commit REV]");
+  run_result r = load_run_result(a.positional()[0]);
+  if (r.env.gpu_key.empty()) throw user_error(source_loc{a.positional()[0]}, "the run has no env.gpu_key to file it under");
+  git_repo repo(".");
+  std::string rev = a.get_or("commit", r.env.git_commit.empty() ? "HEAD" : r.env.git_commit);
+  std::string commit = repo.resolve(rev);
+  record_history(repo, commit, r);
+  term::say("recorded {} workloads for {} as the {} note of {}", r.workloads.size(), r.env.gpu_key, k_notes_ref,
+            commit.substr(0, 12));
+  return exit_ok;
+}
+
 }  // namespace
 
 std::string report_help() {
   return "usage: kforge report render IN.json [formats...]\n"
-         "       kforge report merge OUT.json IN.json... [formats...]\n\n"
+         "       kforge report merge OUT.json IN.json... [formats...]\n"
+         "       kforge report record IN.json [--commit REV]   (merge into the commit's refs/notes/kforge note)\n\n"
          "Renders a run result (kforge run --json; schema in docs/json-schema.md) in other formats, or merges\n"
          "shards of one run (a later shard's workload replaces an earlier one of the same name).\n\n"
          "formats:\n" +
@@ -79,11 +98,12 @@ std::string report_help() {
 }
 
 int report_run(const std::vector<std::string>& argv) {
-  if (argv.empty()) throw user_error("kforge report needs a subcommand: render or merge (see kforge report --help)");
+  if (argv.empty()) throw user_error("kforge report needs a subcommand: render, merge or record (see kforge report --help)");
   std::vector<std::string> rest(argv.begin() + 1, argv.end());
   if (argv[0] == "render") return render(rest);
   if (argv[0] == "merge") return merge(rest);
-  throw user_error(fmt::format("unknown report subcommand '{}': expected render or merge", argv[0]));
+  if (argv[0] == "record") return record(rest);
+  throw user_error(fmt::format("unknown report subcommand '{}': expected render, merge or record", argv[0]));
 }
 
 }  // namespace kf
