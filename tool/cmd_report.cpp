@@ -1,12 +1,109 @@
-// kforge report: not implemented yet (see the issue tracker).
+// kforge report: render a run result (JSON, schema kforge.run/1) in other formats, or merge shards.
+//   kforge report render IN.json [--markdown F] [--junit F] [--html F] [--gbench F] [--json F] [--search T.json]
+//   kforge report merge OUT.json IN.json...
+//   kforge report record IN.json [--commit REV]
+#include <fmt/format.h>
+
 #include "args.h"
 #include "commands.h"
+#include "report/reporter.h"
+#include "store/git_repo.h"
+#include "store/history.h"
 #include "util/error.h"
+#include "util/fs.h"
+#include "util/term.h"
 
 namespace kf {
+namespace {
 
-std::string report_help() { return "usage: kforge report [options]\n\n(not implemented yet)\n"; }
+std::vector<flag_def> render_flags() {
+  std::vector<flag_def> defs;
+  for (auto& r : reporters()) defs.push_back({std::string(r->format()), true, std::string(r->description()), "FILE"});
+  defs.push_back({"search", true, "add a search tree (JSON: {workload, gpu_key, nodes}) to the HTML explorer", "FILE"});
+  defs.push_back({"max-bytes", true, "limit for --markdown (default 65536)", "N"});
+  return defs;
+}
 
-int report_run(const std::vector<std::string>&) { throw user_error("kforge report is not implemented yet"); }
+int write_outputs(const run_result& r, const args& a) {
+  int written = 0;
+  for (auto& rep : reporters()) {
+    auto path = a.get(std::string(rep->format()));
+    if (!path) continue;
+    if (rep->format() == "markdown" && a.has("max-bytes"))
+      write_file_atomic(*path, render_markdown(r, static_cast<size_t>(a.get_int("max-bytes", 65536))));
+    else
+      rep->write(r, *path);
+    term::say("wrote {} ({})", *path, rep->format());
+    ++written;
+  }
+  return written;
+}
+
+int render(const std::vector<std::string>& argv) {
+  args a(argv, render_flags());
+  if (a.positional().size() != 1) throw user_error("usage: kforge report render IN.json [--markdown F] [--junit F] ...");
+  run_result r = load_run_result(a.positional()[0]);
+  if (auto s = a.get("search")) {
+    auto j = nlohmann::json::parse(read_file(*s), nullptr, false);
+    if (j.is_discarded()) throw user_error(source_loc{*s}, "not valid JSON (expected a search tree)");
+    nlohmann::json wrapped = {{"schema", k_run_schema}, {"searches", j.is_array() ? j : nlohmann::json::array({j})}};
+    auto trees = run_result_from_json(wrapped, *s).searches;
+    r.searches.insert(r.searches.end(), trees.begin(), trees.end());
+  }
+  if (write_outputs(r, a) == 0)
+    throw user_error("nothing to render: give at least one of --markdown, --junit, --html, --gbench, --json");
+  return exit_ok;
+}
+
+int merge(const std::vector<std::string>& argv) {
+  args a(argv, render_flags());
+  const auto& pos = a.positional();
+  if (pos.size() < 2) throw user_error("usage: kforge report merge OUT.json IN.json...");
+  std::vector<run_result> shards;
+  for (size_t i = 1; i < pos.size(); ++i) shards.push_back(load_run_result(pos[i]));
+  run_result merged = merge_runs(shards);
+  find_reporter("json").write(merged, pos[0]);
+  term::say("merged {} shard{} ({} workloads) into {}{}", shards.size(), shards.size() == 1 ? "" : "s",
+            merged.workloads.size(), pos[0], merged.complete ? "" : " (incomplete: " + merged.incomplete_reason + ")");
+  write_outputs(merged, a);
+  return exit_ok;
+}
+
+// Merges a saved run into the history note of a commit (CI: after fetching notes another runner pushed).
+int record(const std::vector<std::string>& argv) {
+  args a(argv, {{"commit", true, "the commit whose note gets the results (default: the run's git_commit)", "REV"}});
+  if (a.positional().size() != 1) throw user_error("usage: kforge report record IN.json [--commit REV]");
+  run_result r = load_run_result(a.positional()[0]);
+  if (r.env.gpu_key.empty()) throw user_error(source_loc{a.positional()[0]}, "the run has no env.gpu_key to file it under");
+  git_repo repo(".");
+  std::string rev = a.get_or("commit", r.env.git_commit.empty() ? "HEAD" : r.env.git_commit);
+  std::string commit = repo.resolve(rev);
+  record_history(repo, commit, r);
+  term::say("recorded {} workloads for {} as the {} note of {}", r.workloads.size(), r.env.gpu_key, k_notes_ref,
+            commit.substr(0, 12));
+  return exit_ok;
+}
+
+}  // namespace
+
+std::string report_help() {
+  return "usage: kforge report render IN.json [formats...]\n"
+         "       kforge report merge OUT.json IN.json... [formats...]\n"
+         "       kforge report record IN.json [--commit REV]   (merge into the commit's refs/notes/kforge note)\n\n"
+         "Renders a run result (kforge run --json; schema in docs/json-schema.md) in other formats, or merges\n"
+         "shards of one run (a later shard's workload replaces an earlier one of the same name).\n\n"
+         "formats:\n" +
+         flags_help(render_flags()) +
+         "\nexit codes: 0 written, 2 bad input (the file and what was expected are named)\n";
+}
+
+int report_run(const std::vector<std::string>& argv) {
+  if (argv.empty()) throw user_error("kforge report needs a subcommand: render, merge or record (see kforge report --help)");
+  std::vector<std::string> rest(argv.begin() + 1, argv.end());
+  if (argv[0] == "render") return render(rest);
+  if (argv[0] == "merge") return merge(rest);
+  if (argv[0] == "record") return record(rest);
+  throw user_error(fmt::format("unknown report subcommand '{}': expected render, merge or record", argv[0]));
+}
 
 }  // namespace kf

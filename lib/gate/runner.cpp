@@ -1,0 +1,293 @@
+#include "gate/runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "report/summarize.h"
+#include "store/git_repo.h"
+#include "store/history.h"
+#include "store/winners.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace kf {
+using json = nlohmann::json;
+
+namespace {
+
+std::string now_iso() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+std::string tail(const std::string& s, size_t n = 4000) { return s.size() <= n ? s : "…" + s.substr(s.size() - n); }
+
+void say(const run_options& o, const std::string& line) {
+  if (o.progress) o.progress(line);
+}
+
+// A worker that did not answer (crash, timeout, exit) or answered ok:false, in one sentence.
+std::string failure_of(const worker_outcome& out) {
+  if (!out.ok()) {
+    std::string s = fmt::format("the worker {}", out.describe());
+    if (!out.message.empty() && out.message != out.describe()) s += ": " + out.message;
+    if (!out.stderr_tail.empty()) s += fmt::format(" (worker log: {})", tail(out.stderr_tail, 600));
+    return s;
+  }
+  return out.response.value("error", "the worker answered ok: false without an error");
+}
+
+sample_series series_from(const json& j) {
+  sample_series s;
+  if (!j.is_object()) return s;
+  s.samples_us = j.value("samples_us", std::vector<double>{});
+  s.discarded = j.value("discarded", 0);
+  return s;
+}
+
+// The worker's measure answer into one case_result per gated case, impls in a fixed order.
+void apply_measure(workload_result& w, const json& r, const std::vector<std::string>& cases,
+                   const std::vector<std::string>& impls, const std::map<std::string, std::string>& skipped) {
+  const json& floors = r.value("floor", json::object());
+  for (auto& name : cases) {
+    case_result c;
+    c.name = name;
+    for (auto& impl : impls) {
+      impl_result i;
+      i.impl = impl;
+      if (auto s = skipped.find(impl); s != skipped.end()) {
+        i.status = impl_status::skipped;
+        i.why = s->second;
+        c.impls.push_back(std::move(i));
+        continue;
+      }
+      auto it = std::find_if(r["results"].begin(), r["results"].end(),
+                             [&](const json& e) { return e.value("impl", "") == impl && e.value("case", "") == name; });
+      if (it == r["results"].end()) {
+        i.status = impl_status::skipped;
+        i.why = "the worker reported nothing for it";
+      } else if (!it->value("available", true)) {
+        i.status = impl_status::skipped;
+        i.why = it->value("not_available", "not available");
+      } else if (!it->value("error", "").empty()) {
+        i.status = impl_status::failed;
+        i.why = it->value("error", "");
+      } else {
+        i.cold = series_from(it->value("cold", json()));
+        i.hot = series_from(it->value("hot", json()));
+        if (i.cold.empty()) {
+          i.status = impl_status::failed;
+          i.why = "no samples were kept";
+        }
+      }
+      c.impls.push_back(std::move(i));
+    }
+    summarize_case(c);
+    if (floors.contains(name)) {
+      const json& f = floors[name];
+      bool hot = c.metric == "hot";
+      c.floor.bytes = f.value("bytes", 0.0);
+      c.floor.bandwidth_floor_us = f.value("bandwidth_floor_us", 0.0);
+      c.floor.launch_floor_us = hot ? f.value("launch_floor_hot_us", 0.0) : f.value("launch_floor_us", 0.0);
+      c.floor.floor_us = hot ? f.value("floor_hot_us", 0.0) : f.value("floor_us", 0.0);
+      summarize_case(c);  // the fraction of the floor
+    }
+    w.cases.push_back(std::move(c));
+  }
+}
+
+void update_env(run_env& env, const json& e) {
+  if (!e.is_object()) return;
+  if (e.contains("sm_clock_mhz")) env.sm_clock_mhz = e.value("sm_clock_mhz", env.sm_clock_mhz);
+  if (e.contains("mem_clock_mhz")) env.mem_clock_mhz = e.value("mem_clock_mhz", env.mem_clock_mhz);
+}
+
+}  // namespace
+
+run_env env_from_worker(const json& e, const std::string& gpu_key) {
+  run_env env;
+  env.gpu_key = gpu_key;
+  env.gpu_name = e.value("gpu_name", "");
+  env.device = e.value("device", "");
+  env.sm_count = e.value("sm_count", 0);
+  env.l2_bytes = e.value("l2_bytes", int64_t{0});
+  env.sm_clock_mhz = e.value("sm_clock_mhz", 0.0);
+  env.mem_clock_mhz = e.value("mem_clock_mhz", 0.0);
+  env.driver = e.value("driver", "");
+  env.cuda_runtime = e.value("cuda_runtime", "");
+  env.cudnn = e.value("cudnn", "");
+  env.torch = e.value("torch", "");
+  env.cpu_model = e.value("cpu_model", "");
+  env.threads = e.value("threads", 0);
+  env.kforge_version = KFORGE_VERSION;
+  return env;
+}
+
+workload_result run_one(const workload_spec& spec, run_backend& backend, const std::string& gpu_key,
+                        const std::string& base_commit, git_repo* repo, const run_options& o, run_env& env) {
+  auto started = std::chrono::steady_clock::now();
+  workload_result w;
+  w.name = spec.name;
+  w.spec_path = spec.path;
+  auto finish = [&] {
+    w.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return w;
+  };
+
+  winner_lookup found = find_winner(kernels_dir(spec.path, spec.name), gpu_key);
+  if (!found.kernel) {
+    w.kernel_note = found.why;
+    return finish();
+  }
+  const stored_kernel& k = *found.kernel;
+  w.kernel_path = k.source.string();
+  w.kernel_key = k.gpu_key;
+  w.kernel_note = k.note;
+
+  say(o, fmt::format("{}: verifying {}", spec.name, k.source.filename().string()));
+  std::string source = read_file(k.source);
+  candidate_check checked = backend.check(spec, source, spec.name);
+  w.verify = std::move(checked.verify);
+  w.compile_log = tail(checked.compile_log);
+  if (w.verify.verdict != "passed" || checked.so_path.empty()) return finish();
+
+  // The merge-base's version of a kernel this change touched, measured alongside (DESIGN.md "Gate").
+  std::string base_so, base_note;
+  if (repo && !base_commit.empty()) {
+    std::optional<std::string> base_src;
+    try {
+      base_src = repo->file_at(base_commit, repo->relative(k.source));
+    } catch (const user_error&) {
+      // The kernel lives outside the repository: there is no base version to load.
+    }
+    if (base_src && *base_src != source) {
+      compile_result b = backend.compile(*base_src, spec.name + "-base");
+      if (b.ok) base_so = b.so_path;
+      else base_note = "the merge-base's version of the kernel does not compile: " + b.error;
+    }
+  }
+
+  json kernel_impl = {{"kind", "kernel"}, {"name", "kernel"}, {"so", checked.so_path}};
+
+  std::vector<std::string> cases;
+  for (auto& c : spec.cases)
+    if (c.gate && c.runs_on(backend.device_kind_name())) cases.push_back(c.name);
+  if (cases.empty()) return finish();
+
+  std::vector<std::string> baselines = o.baselines.empty() ? spec.baselines : o.baselines;
+  json impls = json::array({kernel_impl});
+  std::vector<std::string> names = {"kernel"};
+  std::map<std::string, std::string> skipped;
+  if (!base_so.empty()) {
+    impls.push_back({{"kind", "kernel"}, {"name", "base"}, {"so", base_so}});
+    names.push_back("base");
+  }
+  for (auto& b : baselines) {
+    names.push_back(b);
+    if (b == "compile") {
+      say(o, fmt::format("{}: exporting the torch.compile baseline", spec.name));
+      json c = backend.compile_baseline(spec, cases, gpu_key);
+      if (c.contains("skipped") && c["skipped"].is_string()) skipped[b] = c["skipped"].get<std::string>();
+      else impls.push_back(c);
+    } else {
+      impls.push_back({{"kind", b}});
+    }
+  }
+
+  say(o, fmt::format("{}: timing {} case{} ({})", spec.name, cases.size(), cases.size() == 1 ? "" : "s",
+                     fmt::join(names, ", ")));
+  json stopping = {{"min_samples", o.stopping.min_samples}, {"max_noise", o.stopping.max_noise},
+                   {"min_seconds", o.stopping.min_seconds}, {"timeout_s", o.stopping.timeout_s}, {"hot", "auto"}};
+  json measure_req = {{"cmd", "measure"}, {"spec", to_json(spec)}, {"impls", impls}, {"cases", cases}, {"stopping", stopping}};
+  // Each case is timed until every impl stops (cold and hot each have the timeout), plus the worker's setup.
+  auto budget = std::chrono::seconds(static_cast<int64_t>(o.stopping.timeout_s * 2 * static_cast<double>(cases.size())));
+  worker_outcome out = backend.measure(measure_req, budget + o.measure_slack);
+  if (!out.ok() || !out.response.value("ok", false)) {
+    bool candidate = out.ok() && out.response.value("kind", "") == "candidate";
+    w.error = fmt::format("timing {}: {}", candidate ? "failed because of the kernel" : "could not finish", failure_of(out));
+    if (candidate) {
+      // Still a result: the kernel is marked failed on every case and the gate fails it.
+      w.error.clear();
+      for (auto& name : cases) {
+        case_result c;
+        c.name = name;
+        c.impls.push_back({"kernel", impl_status::failed, failure_of(out), {}, {}});
+        w.cases.push_back(std::move(c));
+      }
+    }
+    return finish();
+  }
+  apply_measure(w, out.response, cases, names, skipped);
+  if (!base_note.empty()) w.kernel_note += (w.kernel_note.empty() ? "" : "; ") + base_note;
+  update_env(env, out.response.value("env", json()));
+  return finish();
+}
+
+run_result run_workloads(const std::vector<workload_spec>& specs, run_backend& backend, git_repo* repo,
+                         const run_options& o) {
+  run_result r;
+  r.env.started_at = now_iso();
+  json worker_env = backend.env();
+  std::string key = worker_env.value("gpu_key", "");
+  if (key.empty()) key = gpu_key(worker_env);  // cuda workers report arch and name; the key is formed here
+  std::string started = r.env.started_at;
+  r.env = env_from_worker(worker_env, key);
+  r.env.started_at = started;
+  r.env.compiler = backend.compiler_identity();
+  r.baselines = o.baselines;
+  r.options = {{"min_samples", o.stopping.min_samples}, {"max_noise", o.stopping.max_noise},
+               {"min_seconds", o.stopping.min_seconds}, {"timeout_s", o.stopping.timeout_s},
+               {"alpha", o.gate.alpha},                 {"min_samples_gate", o.gate.min_samples}};
+
+  // History: the merge-base's note with --base, else the first parent's (a run on main compares with the
+  // commit before it).
+  history_entry history;
+  std::string base_commit;
+  if (repo) {
+    r.env.git_commit = repo->resolve("HEAD");
+    if (!o.base_ref.empty()) {
+      base_commit = repo->merge_base("HEAD", o.base_ref);
+      r.base_ref = o.base_ref;
+      r.base_commit = base_commit;
+      history = load_history(*repo, base_commit, key);
+    } else if (auto parent = repo->try_resolve("HEAD^")) {
+      history = load_history(*repo, *parent, key);
+    } else {
+      history.why = "HEAD has no parent commit: nothing to compare with";
+    }
+  } else {
+    history.why = "not in a git repository: no history to compare with";
+  }
+  std::string origin = history.result ? fmt::format("the history note of {}{}", history.commit.substr(0, 12),
+                                                    o.base_ref.empty() ? " (the parent commit)" : " (the merge-base)")
+                                      : "";
+
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const auto& spec = specs[i];
+    say(o, fmt::format("[{}/{}] {}", i + 1, specs.size(), spec.name));
+    workload_result w;
+    try {
+      w = run_one(spec, backend, key, base_commit, repo, o, r.env);
+    } catch (const infra_error& e) {
+      w.name = spec.name;
+      w.spec_path = spec.path;
+      w.error = e.what();
+    }
+    history_context h;
+    h.previous = history.result ? history.result->find_workload(spec.name) : nullptr;
+    h.origin = origin;
+    h.missing_why = history.result ? fmt::format("{} has no results for {}", origin, spec.name) : history.why;
+    if (w.error.empty()) apply_gate(w, spec.gate, h, o.gate);
+    r.workloads.push_back(std::move(w));
+  }
+  r.env.finished_at = now_iso();
+  return r;
+}
+
+}  // namespace kf

@@ -1,0 +1,72 @@
+// `kforge run` as a library: for each workload find the stored kernel, compile it, verify it, time it with the
+// baselines, gate it against history and fill a run_result. The device side (compiler, worker, AOTInductor
+// export) sits behind run_backend so the pipeline is tested with a fake and runs with worker_backend.h.
+#pragma once
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "exec/compile.h"
+#include "exec/worker_client.h"
+#include "gate/gate.h"
+#include "measure/stats.h"
+#include "report/run_result.h"
+#include "spec/spec.h"
+
+namespace kf {
+
+class git_repo;
+
+// A candidate after the static scan, compile and the dynamic verify rules (exec's check_candidate).
+struct candidate_check {
+  verification verify;      // "passed" or "failed" with every check (compile and static scan included)
+  std::string so_path;      // the compiled object, when it compiled
+  std::string compile_log;  // the compiler's output, when compiling failed
+};
+
+class run_backend {
+ public:
+  virtual ~run_backend() = default;
+  virtual std::string device_kind_name() const = 0;  // "cuda" | "cpu": which spec cases run here
+  // The worker's `env` answer (docs/worker-protocol.md). Throws infra_error when the worker cannot start.
+  virtual nlohmann::json env() = 0;
+  // Static scan, compile, verify on every case. A failing candidate is a verdict; throws infra_error only.
+  virtual candidate_check check(const workload_spec& spec, const std::string& source, const std::string& name) = 0;
+  // Compile only (the merge-base's version of a kernel, which passed its own gate).
+  virtual compile_result compile(const std::string& source, const std::string& name) = 0;
+  // Sends a `measure` request to the worker and returns what happened.
+  virtual worker_outcome measure(const nlohmann::json& request, std::chrono::milliseconds timeout) = 0;
+  // The protocol's impl object for the compile baseline on these cases ({"kind": "compile", "pt2": ...}), or
+  // an object with "skipped": "<why>" when no package can be made.
+  virtual nlohmann::json compile_baseline(const workload_spec& spec, const std::vector<std::string>& cases,
+                                          const std::string& gpu_key) = 0;
+  // The compiler's identity for the environment record ("nvcc 13.0 ...", "g++ 12.2").
+  virtual std::string compiler_identity() = 0;
+};
+
+struct run_options {
+  std::vector<std::string> baselines;  // empty: each spec's own list
+  stats::stopping_options stopping;    // sent to the worker's measure
+  gate_options gate;
+  std::string base_ref;                // --base: compare with the merge-base of HEAD and this
+  std::chrono::seconds measure_slack{120};  // added to the stopping timeouts for a measure request
+  std::function<void(const std::string&)> progress;  // a line per step; may be empty
+};
+
+// Runs every spec (already parsed and validated) and returns the record. `repo` may be null (no history:
+// reported as missing). Never throws for a workload's failure: that is in its result; throws for a broken
+// environment before anything ran (the worker cannot start).
+run_result run_workloads(const std::vector<workload_spec>& specs, run_backend& backend, git_repo* repo,
+                         const run_options& options);
+
+// One workload (exposed for tests): fills everything but the gate.
+workload_result run_one(const workload_spec& spec, run_backend& backend, const std::string& gpu_key,
+                        const std::string& base_commit, git_repo* repo, const run_options& options, run_env& env);
+
+// The run's environment from the worker's env answer.
+run_env env_from_worker(const nlohmann::json& env, const std::string& gpu_key);
+
+}  // namespace kf

@@ -1,0 +1,210 @@
+// Markdown for a PR comment and $GITHUB_STEP_SUMMARY: a headline, one table (a row per workload and gated
+// case, failures first), then the sentences behind every failed or skipped check. Stays under `max_bytes`
+// (GitHub rejects comments over 65536 characters) by dropping rows and saying how many.
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "report/reporter.h"
+#include "report/text_escape.h"
+
+namespace kf {
+namespace {
+
+constexpr std::string_view k_marker = "<!-- kforge-report -->";
+const char* const k_impls[] = {"kernel", "eager", "compile", "vendor"};
+
+std::string_view icon(check_outcome o) {
+  switch (o) {
+    case check_outcome::passed: return "✅";
+    case check_outcome::failed: return "❌";
+    case check_outcome::skipped: return "⚠️";
+    case check_outcome::error: return "💥";
+  }
+  return "?";
+}
+
+int rank(check_outcome o) {  // failures first in the table
+  switch (o) {
+    case check_outcome::failed: return 0;
+    case check_outcome::error: return 1;
+    case check_outcome::skipped: return 2;
+    case check_outcome::passed: return 3;
+  }
+  return 4;
+}
+
+std::string time_cell(const case_result& c, const impl_result* i) {
+  if (!i) return "—";
+  if (i->status == impl_status::skipped) return "skipped";
+  if (i->status == impl_status::failed) return "failed";
+  const auto& s = i->series(c.metric).stats;
+  if (s.count == 0) return "—";
+  return fmt::format("{} µs ±{:.1f}%", format_us(s.median_us), s.noise * 100);
+}
+
+// The verdict for one case: the worst of its own checks and the workload-wide ones.
+check_outcome case_outcome(const workload_result& w, const std::string& case_name) {
+  check_outcome o = w.error.empty() ? check_outcome::passed : check_outcome::error;
+  auto worse = [](check_outcome a, check_outcome b) { return rank(a) <= rank(b) ? a : b; };
+  for (auto& k : w.checks)
+    if (!k.advisory && (k.case_name.empty() || k.case_name == case_name)) o = worse(o, k.outcome);
+  return o;
+}
+
+std::string verdict_cell(const workload_result& w, const std::string& case_name, check_outcome o) {
+  std::string what;
+  for (auto& k : w.checks)
+    if (!k.advisory && (k.case_name.empty() || k.case_name == case_name) && k.outcome == o && o != check_outcome::passed) {
+      what = k.test_name();
+      break;
+    }
+  if (what.empty() && !w.error.empty()) what = "error";
+  return what.empty() ? std::string(icon(o)) : fmt::format("{} {}", icon(o), md_cell(what));
+}
+
+struct row {
+  int order;
+  size_t index;
+  std::string text;
+};
+
+std::vector<row> table_rows(const run_result& r) {
+  std::vector<row> rows;
+  for (size_t wi = 0; wi < r.workloads.size(); ++wi) {
+    const auto& w = r.workloads[wi];
+    int order = rank(w.outcome());
+    std::string kernel_cell = w.kernel_path.empty() ? md_cell(w.kernel_note.empty() ? "no kernel" : w.kernel_note) : "";
+    if (w.cases.empty()) {
+      check_outcome o = case_outcome(w, "");
+      rows.push_back({order, rows.size(),
+                      fmt::format("| {} | — | {} | — | — | — | — | — | {} |\n", md_cell(w.name),
+                                  kernel_cell.empty() ? "—" : kernel_cell, verdict_cell(w, "", o))});
+      continue;
+    }
+    for (auto& c : w.cases) {
+      check_outcome o = case_outcome(w, c.name);
+      std::string cells;
+      for (auto* impl : k_impls) {
+        const impl_result* i = c.find(impl);
+        bool no_kernel = std::string_view(impl) == "kernel" && !i && !kernel_cell.empty();
+        cells += (no_kernel ? kernel_cell : time_cell(c, i)) + " | ";
+      }
+      std::string speedups;
+      for (auto& [b, s] : c.speedups) speedups += fmt::format("{}×{:.2f} {}", speedups.empty() ? "" : ", ", s, b);
+      std::string floor = c.floor.fraction > 0 ? fmt::format("{:.0f}%", c.floor.fraction * 100) : "—";
+      rows.push_back({order, rows.size(),
+                      fmt::format("| {} | {} | {}{} | {} | {} |\n", md_cell(w.name), md_cell(c.name), cells,
+                                  speedups.empty() ? "—" : speedups, floor, verdict_cell(w, c.name, o))});
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const row& a, const row& b) { return a.order < b.order; });
+  return rows;
+}
+
+std::string headline(const run_result& r) {
+  int n[4] = {0, 0, 0, 0};
+  for (auto& w : r.workloads) ++n[rank(w.outcome())];
+  check_outcome o = r.outcome();
+  std::string gpu = r.env.gpu_name.empty() ? r.env.gpu_key : fmt::format("{} (`{}`)", md_cell(r.env.gpu_name), md_cell(r.env.gpu_key));
+  std::string out = fmt::format("{}\n### {} kforge: {} workload{} on {}\n\n", k_marker, icon(o), r.workloads.size(),
+                                r.workloads.size() == 1 ? "" : "s", gpu.empty() ? "an unknown device" : gpu);
+  out += fmt::format("**{} passed**, **{} failed**, {} errors, {} with skipped checks", n[3], n[0], n[1], n[2]);
+  if (!r.base_ref.empty()) out += fmt::format(" · compared with `{}` ({})", md_cell(r.base_ref), md_cell(r.base_commit.substr(0, 12)));
+  out += "\n\n";
+  if (!r.complete) out += fmt::format("> **Incomplete run**: {}. The results below are what finished.\n\n", md_cell(r.incomplete_reason));
+  std::vector<std::string> env;
+  if (!r.env.driver.empty()) env.push_back("driver " + r.env.driver);
+  if (!r.env.cuda_runtime.empty()) env.push_back("CUDA " + r.env.cuda_runtime);
+  if (!r.env.cudnn.empty()) env.push_back("cuDNN " + r.env.cudnn);
+  if (!r.env.torch.empty()) env.push_back("torch " + r.env.torch);
+  if (!r.env.git_commit.empty()) env.push_back("commit " + r.env.git_commit.substr(0, 12));
+  if (!env.empty()) out += fmt::format("<sub>{}</sub>\n\n", md_cell(fmt::format("{}", fmt::join(env, " · "))));
+  return out;
+}
+
+std::vector<std::string> notes(const run_result& r) {
+  std::vector<std::pair<int, std::string>> items;
+  for (auto& w : r.workloads) {
+    if (!w.error.empty()) items.push_back({1, fmt::format("- 💥 **{}**: {}\n", md_cell(w.name), md_cell(w.error))});
+    for (auto& k : w.checks)
+      if (k.outcome != check_outcome::passed && !k.advisory)
+        items.push_back({rank(k.outcome), fmt::format("- {} **{}** `{}`: {}\n", icon(k.outcome), md_cell(w.name),
+                                                      md_cell(k.test_name()), md_cell(k.sentence))});
+  }
+  std::stable_sort(items.begin(), items.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  for (auto& [_, s] : items) out.push_back(s);
+  return out;
+}
+
+// Baselines that were not measured, once per reason: "vendor skipped on 12 cases: cuDNN has no ...".
+std::string unmeasured(const run_result& r) {
+  std::vector<std::pair<std::string, int>> seen;
+  for (auto& w : r.workloads)
+    for (auto& c : w.cases)
+      for (auto& i : c.impls) {
+        if (i.status == impl_status::ok || i.impl == "kernel") continue;
+        std::string key = fmt::format("{} {}: {}", i.impl, impl_status_name(i.status), i.why.empty() ? "no reason given" : i.why);
+        auto it = std::find_if(seen.begin(), seen.end(), [&](auto& p) { return p.first == key; });
+        if (it == seen.end()) seen.push_back({key, 1});
+        else ++it->second;
+      }
+  std::string out;
+  for (size_t k = 0; k < seen.size() && k < 20; ++k)
+    out += fmt::format("- {} ({} case{})\n", md_cell(seen[k].first), seen[k].second, seen[k].second == 1 ? "" : "s");
+  if (seen.size() > 20) out += fmt::format("- _… and {} more_\n", seen.size() - 20);
+  return out.empty() ? out : "\n<details><summary>Baselines not measured</summary>\n\n" + out + "\n</details>\n";
+}
+
+}  // namespace
+
+std::string render_markdown(const run_result& r, size_t max_bytes) {
+  std::string out = headline(r);
+  const std::string header =
+      "| workload | case | kernel | eager | compile | vendor | speedup | of floor | verdict |\n"
+      "|---|---|--:|--:|--:|--:|---|--:|---|\n";
+  auto rows = table_rows(r);
+  auto items = notes(r);
+  std::string skipped_text = unmeasured(r);
+  if (skipped_text.size() > max_bytes / 8) skipped_text.clear();
+  // Room kept for the truncation notes and the footer.
+  const size_t reserve = 400;
+  size_t fixed = out.size() + header.size() + skipped_text.size() + reserve;
+  size_t budget = max_bytes > fixed ? max_bytes - fixed : 0;
+  // Failure notes get at most half the room; the table the rest.
+  std::string note_text;
+  size_t notes_used = 0;
+  for (auto& s : items) {
+    if (note_text.size() + s.size() > budget / 2) break;
+    note_text += s;
+    ++notes_used;
+  }
+  std::string table;
+  size_t rows_used = 0;
+  for (auto& rw : rows) {
+    if (table.size() + rw.text.size() > budget - note_text.size()) break;
+    table += rw.text;
+    ++rows_used;
+  }
+  if (!rows.empty()) {
+    out += header + table;
+    if (rows_used < rows.size())
+      out += fmt::format("\n_… {} more row{} left out to stay under {} KB; the JSON and HTML reports have everything._\n",
+                         rows.size() - rows_used, rows.size() - rows_used == 1 ? "" : "s", max_bytes / 1024);
+  } else {
+    out += "_No workloads ran._\n";
+  }
+  if (!items.empty()) {
+    out += "\n<details open><summary>Checks that did not pass</summary>\n\n" + note_text;
+    if (notes_used < items.size()) out += fmt::format("- _… and {} more_\n", items.size() - notes_used);
+    out += "\n</details>\n";
+  }
+  out += skipped_text;
+  out += "\n<sub>speedup = baseline median / kernel median; of floor = floor / kernel median. Times are medians "
+         "(± relative noise, stddev / mean).</sub>\n";
+  return out;
+}
+
+}  // namespace kf

@@ -1,0 +1,41 @@
+#include "report/summarize.h"
+
+#include "measure/stats.h"
+
+namespace kf {
+
+void summarize(sample_series& s) {
+  auto sum = stats::summarize(s.samples_us);
+  s.stats.count = static_cast<int>(sum.n);
+  s.stats.median_us = sum.median;
+  s.stats.iqr_us = sum.iqr();
+  s.stats.min_us = sum.min;
+  s.stats.noise = sum.noise;
+}
+
+void summarize_case(case_result& c) {
+  bool all_hot = true, any_ok = false;
+  for (auto& i : c.impls) {
+    summarize(i.cold);
+    summarize(i.hot);
+    if (i.status != impl_status::ok) continue;
+    any_ok = true;
+    all_hot = all_hot && !i.hot.empty();
+  }
+  // Comparisons need the same protocol on both sides: hot only when everyone has it.
+  c.metric = any_ok && all_hot ? "hot" : "cold";
+  c.speedups.clear();
+  c.floor.fraction = 0;
+  const impl_result* k = c.find("kernel");
+  if (!k || k->status != impl_status::ok) return;
+  double km = k->series(c.metric).stats.median_us;
+  if (km <= 0) return;
+  for (auto& i : c.impls) {
+    if (i.impl == "kernel" || i.status != impl_status::ok) continue;
+    double bm = i.series(c.metric).stats.median_us;
+    if (bm > 0) c.speedups[i.impl] = bm / km;
+  }
+  if (c.floor.floor_us > 0) c.floor.fraction = c.floor.floor_us / km;
+}
+
+}  // namespace kf

@@ -1,0 +1,240 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "gate/gate.h"
+#include "report_fixture.h"
+
+namespace kf {
+namespace {
+
+const gate_check* find_check(const workload_result& w, const std::string& name) {
+  for (auto& c : w.checks)
+    if (c.test_name() == name) return &c;
+  return nullptr;
+}
+
+gate_spec policy(std::vector<std::string> must_beat = {"eager", "compile"}) {
+  gate_spec g;
+  g.max_regression = 0.05;
+  g.must_beat = std::move(must_beat);
+  return g;
+}
+
+// The same workload with every kernel sample scaled by `factor` (a slower or faster kernel).
+workload_result scaled(workload_result w, double factor, int n = 20, uint64_t seed = 7) {
+  for (auto& c : w.cases) {
+    auto* k = c.find("kernel");
+    double median = k->cold.stats.median_us;
+    k->cold.samples_us = fixture::samples(median * factor, n, 0.01, seed);
+    summarize_case(c);
+  }
+  return w;
+}
+
+TEST(gate, clear_regression_against_history_fails) {
+  workload_result before = fixture::workload("w", 1);
+  workload_result now = scaled(before, 1.20);
+  apply_gate(now, policy(), {&before, "history note of abc", ""});
+  auto* r = find_check(now, "regression[B=1,H=8,S=1024]");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->outcome, check_outcome::failed) << r->sentence;
+  EXPECT_THAT(r->sentence, ::testing::ContainsRegex("kernel is 19\\.[0-9]% slower than in history note of abc"));
+  EXPECT_NE(r->sentence.find("gate.max_regression"), std::string::npos);
+  EXPECT_LT(r->numbers["p_value"].get<double>(), 0.01);
+  EXPECT_EQ(now.outcome(), check_outcome::failed);
+}
+
+TEST(gate, noise_only_change_passes) {
+  workload_result before = fixture::workload("w", 1);
+  // Same distribution, different draw: no significant change.
+  workload_result now = scaled(before, 1.0, 20, 99);
+  apply_gate(now, policy(), {&before, "history", ""});
+  auto* r = find_check(now, "regression[B=1,H=8,S=1024]");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->outcome, check_outcome::passed) << r->sentence;
+  EXPECT_EQ(now.outcome(), check_outcome::passed);
+}
+
+TEST(gate, significant_but_small_slowdown_is_within_allowance) {
+  workload_result before = fixture::workload("w", 1);
+  workload_result now = scaled(before, 1.03);
+  apply_gate(now, policy(), {&before, "history", ""});
+  auto* r = find_check(now, "regression[B=1,H=8,S=1024]");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->outcome, check_outcome::passed) << r->sentence;
+  EXPECT_NE(r->sentence.find("within the 5.0% allowed"), std::string::npos) << r->sentence;
+}
+
+TEST(gate, too_few_samples_is_inconclusive_not_passed) {
+  workload_result before = fixture::workload("w", 1);
+  workload_result now = scaled(before, 1.5, 6);
+  apply_gate(now, policy({}), {&before, "history", ""});
+  auto* r = find_check(now, "regression[B=1,H=8,S=1024]");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->outcome, check_outcome::skipped);
+  EXPECT_NE(r->sentence.find("only 6 and 20 samples"), std::string::npos) << r->sentence;
+}
+
+TEST(gate, missing_history_is_reported) {
+  workload_result now = fixture::workload("w", 1);
+  apply_gate(now, policy(), {nullptr, "", "no kforge history note on abc"});
+  auto* r = find_check(now, "regression[B=1,H=8,S=1024]");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->outcome, check_outcome::skipped);
+  EXPECT_EQ(r->sentence, "no kforge history note on abc");
+
+  gate_options strict;
+  strict.require_history = true;
+  apply_gate(now, policy(), {nullptr, "", "no kforge history note on abc"}, strict);
+  EXPECT_EQ(find_check(now, "regression[B=1,H=8,S=1024]")->outcome, check_outcome::failed);
+  EXPECT_EQ(now.outcome(), check_outcome::failed);
+}
+
+TEST(gate, base_measured_in_the_same_run_is_preferred_over_history) {
+  workload_result before = fixture::workload("w", 1);
+  workload_result now = fixture::workload("w", 1);
+  // History says the kernel was 2x faster, but the base kernel measured now runs at the same speed.
+  workload_result fast_history = scaled(before, 0.5);
+  auto& c = now.cases[0];
+  impl_result base = fixture::impl("base", c.find("kernel")->cold.stats.median_us, 20, 11);
+  c.impls.push_back(base);
+  summarize_case(c);
+  apply_gate(now, policy(), {&fast_history, "history", ""});
+  auto* r = find_check(now, "regression[B=1,H=8,S=1024]");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->against, "base");
+  EXPECT_EQ(r->outcome, check_outcome::passed) << r->sentence;
+}
+
+TEST(gate, must_beat_fails_when_baseline_is_faster) {
+  workload_result w = fixture::workload("w", 1);
+  auto* compile = w.cases[0].find("compile");
+  compile->cold.samples_us = fixture::samples(40, 20, 0.01, 5);  // kernel is at 50
+  summarize_case(w.cases[0]);
+  apply_gate(w, policy({"eager", "compile"}), {});
+  auto* eager = find_check(w, "beats[eager][B=1,H=8,S=1024]");
+  auto* comp = find_check(w, "beats[compile][B=1,H=8,S=1024]");
+  ASSERT_NE(eager, nullptr);
+  ASSERT_NE(comp, nullptr);
+  EXPECT_EQ(eager->outcome, check_outcome::passed) << eager->sentence;
+  EXPECT_EQ(comp->outcome, check_outcome::failed);
+  EXPECT_NE(comp->sentence.find("not faster than compile"), std::string::npos) << comp->sentence;
+  EXPECT_NE(comp->sentence.find("must_beat"), std::string::npos);
+}
+
+TEST(gate, must_beat_needs_significance) {
+  workload_result w = fixture::workload("w", 1);
+  // 1% faster on 1% noise over few samples: not significant.
+  w.cases[0].find("kernel")->cold.samples_us = fixture::samples(50, 10, 0.05, 3);
+  w.cases[0].find("compile")->cold.samples_us = fixture::samples(50.5, 10, 0.05, 4);
+  summarize_case(w.cases[0]);
+  apply_gate(w, policy({"compile"}), {});
+  auto* comp = find_check(w, "beats[compile][B=1,H=8,S=1024]");
+  ASSERT_NE(comp, nullptr);
+  EXPECT_EQ(comp->outcome, check_outcome::failed) << comp->sentence;
+}
+
+TEST(gate, skipped_baseline_is_reported_not_passed) {
+  workload_result w = fixture::workload("w", 1);
+  apply_gate(w, policy({"vendor"}), {});
+  auto* v = find_check(w, "beats[vendor][B=1,H=8,S=1024]");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->outcome, check_outcome::skipped);
+  EXPECT_NE(v->sentence.find("cuDNN has no fused"), std::string::npos);
+  // A required baseline that was not measured at all is reported too.
+  w.cases[0].impls.erase(w.cases[0].impls.begin() + 3);
+  apply_gate(w, policy({"vendor"}), {});
+  EXPECT_EQ(find_check(w, "beats[vendor][B=1,H=8,S=1024]")->outcome, check_outcome::skipped);
+}
+
+TEST(gate, failed_verification_fails_with_the_rule_and_numbers) {
+  workload_result w = fixture::workload("w", 2);
+  w.verify.verdict = "failed";
+  w.verify.checks[1].passed = false;
+  w.verify.checks[1].detail = "max abs error 0.5 > atol 1e-3 at [0, 3, 17]";
+  apply_gate(w, policy(), {});
+  auto* v = find_check(w, "verify[B=1,H=8,S=1024]");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->outcome, check_outcome::failed);
+  EXPECT_NE(v->sentence.find("1 of 3 checks failed: matches_reference (seed 2): max abs error 0.5"), std::string::npos)
+      << v->sentence;
+  EXPECT_EQ(find_check(w, "verify[B=1,H=8,S=2048]")->outcome, check_outcome::passed);
+  EXPECT_EQ(find_check(w, "verify")->outcome, check_outcome::passed);  // the static scan
+  EXPECT_EQ(w.outcome(), check_outcome::failed);
+}
+
+TEST(gate, compile_failure_is_a_failed_verification) {
+  workload_result w = fixture::workload("w", 1);
+  w.cases.clear();
+  w.verify = {};
+  w.verify.verdict = "failed";
+  w.verify.why = "does not compile: error: identifier \"foo\" is undefined";
+  apply_gate(w, policy(), {});
+  auto* v = find_check(w, "verify");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->outcome, check_outcome::failed);
+  EXPECT_NE(v->sentence.find("does not compile"), std::string::npos);
+}
+
+TEST(gate, faster_than_the_floor_is_a_verification_failure) {
+  workload_result w = fixture::workload("w", 1);
+  w.cases[0].floor.bandwidth_floor_us = 100;  // the kernel claims 50 us
+  w.cases[0].floor.floor_us = 100;
+  apply_gate(w, policy(), {});
+  auto* v = find_check(w, "verify[B=1,H=8,S=1024]");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->outcome, check_outcome::failed);
+  EXPECT_NE(v->sentence.find("faster than physically possible"), std::string::npos) << v->sentence;
+}
+
+TEST(gate, timed_case_without_verification_evidence_is_an_error) {
+  workload_result w = fixture::workload("w", 1);
+  w.verify.checks.erase(w.verify.checks.begin(), w.verify.checks.begin() + 3);
+  apply_gate(w, policy(), {});
+  EXPECT_EQ(find_check(w, "verify[B=1,H=8,S=1024]")->outcome, check_outcome::error);
+}
+
+TEST(gate, missing_kernel_is_reported_and_can_be_required) {
+  workload_result w;
+  w.name = "w";
+  w.kernel_note = "no kernel for sm90-nvidia-h200 in workloads/w/kernels";
+  gate_spec g = policy();
+  apply_gate(w, g, {});
+  ASSERT_EQ(w.checks.size(), 1u);
+  EXPECT_EQ(w.checks[0].test_name(), "kernel");
+  EXPECT_EQ(w.checks[0].outcome, check_outcome::skipped);
+  EXPECT_NE(w.checks[0].sentence.find("no kernel for sm90-nvidia-h200"), std::string::npos);
+  g.require_kernel = true;
+  apply_gate(w, g, {});
+  EXPECT_EQ(w.checks[0].outcome, check_outcome::failed);
+}
+
+TEST(gate, kernel_that_crashed_while_timed_fails) {
+  workload_result w = fixture::workload("w", 1);
+  auto* k = w.cases[0].find("kernel");
+  k->status = impl_status::failed;
+  k->why = "worker crashed (SIGSEGV)";
+  summarize_case(w.cases[0]);
+  apply_gate(w, policy(), {});
+  auto* b = find_check(w, "beats[eager][B=1,H=8,S=1024]");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->outcome, check_outcome::failed);
+  EXPECT_NE(b->sentence.find("SIGSEGV"), std::string::npos);
+}
+
+TEST(gate, exit_codes_follow_the_worst_outcome) {
+  run_result r = fixture::run(2, 1);
+  for (auto& w : r.workloads) apply_gate(w, policy(), {nullptr, "", "no history"});
+  EXPECT_EQ(r.exit_code(), 0);
+  r.workloads[1].error = "worker could not start";
+  EXPECT_EQ(r.exit_code(), 2);
+  r.workloads[0].checks[0].outcome = check_outcome::failed;
+  EXPECT_EQ(r.exit_code(), 1);
+  r.workloads[0].checks[0].outcome = check_outcome::passed;
+  r.workloads[1].error.clear();
+  r.complete = false;
+  EXPECT_EQ(r.exit_code(), 2);
+}
+
+}  // namespace
+}  // namespace kf

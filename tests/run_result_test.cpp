@@ -1,0 +1,89 @@
+#include <gtest/gtest.h>
+
+#include "gate/gate.h"
+#include "report/reporter.h"
+#include "report_fixture.h"
+#include "util/fs.h"
+
+namespace kf {
+namespace {
+
+TEST(run_result, json_round_trip_keeps_every_field) {
+  run_result r = fixture::run(3, 2);
+  gate_spec g;
+  g.must_beat = {"eager"};
+  for (auto& w : r.workloads) apply_gate(w, g, {nullptr, "", "no history"});
+  r.workloads[1].error = "worker timed out after 30 s";
+  r.workloads[2].compile_log = "error: \xff bad byte";
+  r.base_ref = "origin/main";
+  r.base_commit = "abc";
+  r.complete = false;
+  r.incomplete_reason = "interrupted";
+  r.searches.push_back({"softmax-0000", "sm90-nvidia-h200", {{1, -1, "root", "ok", 50, 0, "int x;"}, {2, 1, "tpr=64", "ok", 45, 0.1, "int y;"}}});
+
+  std::string text = render_json(r);
+  run_result back = run_result_from_json(nlohmann::json::parse(text));
+  EXPECT_EQ(render_json(back), render_json(r));  // idempotent: nothing lost, nothing invented
+  EXPECT_EQ(back.workloads.size(), 3u);
+  EXPECT_EQ(back.env.gpu_key, "sm90-nvidia-h200");
+  EXPECT_EQ(back.env.sm_count, 132);
+  EXPECT_EQ(back.workloads[0].cases[0].impls[0].cold.samples_us, r.workloads[0].cases[0].impls[0].cold.samples_us);
+  EXPECT_EQ(back.workloads[0].cases[0].impls[3].status, impl_status::skipped);
+  EXPECT_EQ(back.workloads[0].checks.size(), r.workloads[0].checks.size());
+  EXPECT_EQ(back.workloads[1].error, "worker timed out after 30 s");
+  EXPECT_FALSE(back.complete);
+  EXPECT_EQ(back.exit_code(), 2);
+  EXPECT_EQ(back.searches.at(0).nodes.at(1).parent, 1);
+  auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(j["schema"], "kforge.run/1");
+  EXPECT_EQ(j["workloads"][0]["cases"][0]["impls"][0]["cold"]["count"], 20);
+}
+
+TEST(run_result, rejects_other_schemas_naming_the_file) {
+  try {
+    run_result_from_json(nlohmann::json{{"schema", "kforge.run/2"}}, "shard.json");
+    FAIL() << "expected user_error";
+  } catch (const user_error& e) {
+    EXPECT_NE(std::string(e.what()).find("shard.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("kforge.run/2"), std::string::npos);
+  }
+  EXPECT_THROW(run_result_from_json(nlohmann::json::object(), "x.json"), user_error);
+  EXPECT_THROW(run_result_from_json(nlohmann::json{{"schema", "kforge.run/1"}, {"workloads", {{{"cases", 3}}}}}, "x.json"),
+               user_error);
+}
+
+TEST(run_result, load_reports_invalid_json_as_user_error) {
+  temp_dir d;
+  write_file_atomic(d.path() / "bad.json", "{ not json");
+  EXPECT_THROW(load_run_result((d.path() / "bad.json").string()), user_error);
+}
+
+TEST(run_result, merge_combines_shards_and_keeps_incompleteness) {
+  run_result a = fixture::run(2, 1), b = fixture::run(3, 1);
+  b.workloads.erase(b.workloads.begin());  // b has 0001 and 0002; 0001 overlaps
+  b.workloads[0].seconds = 99;
+  b.complete = false;
+  b.incomplete_reason = "shard 2 timed out";
+  run_result m = merge_runs({a, b});
+  ASSERT_EQ(m.workloads.size(), 3u);
+  EXPECT_EQ(m.workloads[1].name, "softmax-0001");
+  EXPECT_EQ(m.workloads[1].seconds, 99);  // the later shard wins
+  EXPECT_FALSE(m.complete);
+  EXPECT_EQ(m.incomplete_reason, "shard 2 timed out");
+  b.env.gpu_key = "sm80-nvidia-a100";
+  EXPECT_THROW(merge_runs({a, b}), user_error);
+}
+
+TEST(run_result, summarize_fills_speedups_and_floor_fraction) {
+  workload_result w = fixture::workload("w", 1, 50);
+  const auto& c = w.cases[0];
+  EXPECT_EQ(c.metric, "cold");
+  EXPECT_NEAR(c.speedups.at("eager"), 4.0, 0.05);
+  EXPECT_NEAR(c.speedups.at("compile"), 1.5, 0.02);
+  EXPECT_EQ(c.speedups.count("vendor"), 0u);
+  EXPECT_NEAR(c.floor.fraction, 0.6, 0.01);
+  EXPECT_EQ(c.find("kernel")->cold.stats.count, 20);
+}
+
+}  // namespace
+}  // namespace kf
