@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "exec/worker_table.h"
+#include "measure/measure_command.h"
 #include "util/error.h"
 
 namespace kf {
@@ -80,7 +81,7 @@ const std::vector<worker_command>& worker_commands() {
   static const std::vector<worker_command> table = [] {
     std::vector<worker_command> t = core_worker_commands();  // hello, shutdown, debug
     t.push_back({"env", "the device, driver and library versions", env_command});
-    // measure owner: t.push_back({"measure", "cold/hot timing", measure_command});
+    t.push_back({"measure", "cold/hot timing of implementations against floors", measure_command});
     return t;
   }();
   return table;
