@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "exec/worker_table.h"
+#include "measure/measure_command.h"
 #include "util/error.h"
 #include "verify/verify_worker.h"
 
@@ -82,7 +83,7 @@ const std::vector<worker_command>& worker_commands() {
     std::vector<worker_command> t = core_worker_commands();  // hello, shutdown, debug
     t.push_back({"env", "the device, driver and library versions", env_command});
     t.push_back({"verify", "the dynamic verify rules on one implementation (DESIGN.md \"Verify\")", verify_command});
-    // measure owner: t.push_back({"measure", "cold/hot timing", measure_command});
+    t.push_back({"measure", "cold/hot timing of implementations against floors", measure_command});
     return t;
   }();
   return table;

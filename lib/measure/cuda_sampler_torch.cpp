@@ -92,8 +92,12 @@ class cuda_sampler : public sampler {
   const c10::cuda::CUDAStream& c10_stream() const { return m_c10_stream; }
 
   void warmup(const timed_impl& impl) override {
-    // Also finds implementations that wait on the host inside their launch (a .item(), a sync): with
-    // the stream held they would wait for the blocking kernel's timeout on every sample.
+    // A plain run first: lazy module loading, library handles and allocator growth are host time that
+    // must not be mistaken for what the second run looks for.
+    launch_checked(impl, m_stream);
+    KF_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+    // Then one behind the blocking kernel, to find implementations that wait on the host inside their launch
+    // (a .item(), a sync): with the stream held they would wait for its timeout on every sample.
     set_flag(0);
     KF_CUDA_CHECK(static_cast<cudaError_t>(kf::cuda::launch_block_stream(m_flag_device, m_options.block_timeout_s, m_stream)));
     double t0 = now_s();

@@ -1,0 +1,46 @@
+// The implementation-kind table: see impl_kind_torch.h.
+#include "impl_kind_torch.h"
+
+#include <optional>
+
+#if KFORGE_WITH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace kf {
+
+const std::vector<impl_kind>& impl_kinds() {
+  static const std::vector<impl_kind> table{
+      {"kernel", "a compiled candidate (kf_launch in a shared object)", prepare_kernel},
+      {"eager", "LibTorch eager, op by op", prepare_eager},
+      {"compile", "torch.compile through an AOTInductor package (.pt2)", prepare_compile},
+      {"vendor", "the vendor library (cuDNN / cuBLASLt) for the graph's core op", prepare_vendor},
+  };
+  return table;
+}
+
+const impl_kind* find_impl_kind(const std::string& kind) {
+  for (const auto& k : impl_kinds())
+    if (k.kind == kind) return &k;
+  return nullptr;
+}
+
+int run_on_stream(void* stream, const c10::Device& device, const std::function<void()>& body) {
+  try {
+#if KFORGE_WITH_CUDA
+    std::optional<c10::cuda::CUDAStreamGuard> guard;
+    if (device.is_cuda())
+      guard.emplace(c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(stream), device.index()));
+#else
+    (void)stream;
+    (void)device;
+#endif
+    body();
+  } catch (const c10::Error& e) {
+    throw measure::launch_failure(-1, e.what_without_backtrace());
+  }
+  return 0;
+}
+
+}  // namespace kf

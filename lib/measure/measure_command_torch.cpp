@@ -1,0 +1,220 @@
+// The worker's `measure` command: see measure_command.h. Per worker, once: the sampler, the copy bandwidth
+// and the launch floor. Per case: inputs, the implementations (impl_kind_torch.h), interleaved timing, the
+// floor. Implementations that are not available, or fail while timed, are results in the list.
+#include "measure/measure_command.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+#if KFORGE_WITH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "measure/cuda_sampler.h"
+#endif
+
+#include <ATen/Parallel.h>
+
+#include "exec/worker_table.h"
+#include "impl_kind_torch.h"
+#include "measure/cpu_sampler.h"
+#include "measure/floor.h"
+#include "measure/timing.h"
+#include "spec/ops.h"
+#include "spec/reference_torch.h"
+
+namespace kf {
+namespace {
+
+// What a worker measures once: its sampler (and stream), the copy bandwidth and the launch floor.
+struct measure_state {
+  std::unique_ptr<measure::sampler> sampler;
+  void* stream = nullptr;
+#if KFORGE_WITH_CUDA
+  std::optional<c10::cuda::CUDAStream> cuda_stream;
+#endif
+  std::optional<double> copy_gbs;
+  std::optional<measure::impl_timing> launch_floor;
+};
+
+measure_state& state_for(const worker_context& ctx) {
+  static measure_state s;
+  if (s.sampler) return s;
+  if (ctx.device.kind == device_kind::cpu) {
+    s.sampler = std::make_unique<measure::cpu_sampler>();
+    return s;
+  }
+#if KFORGE_WITH_CUDA
+  s.cuda_stream = c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(ctx.device.index));
+  s.stream = s.cuda_stream->stream();
+  s.sampler = measure::make_cuda_sampler(ctx.device.index, s.stream);
+  return s;
+#else
+  throw infra_error("this kforge-worker was built without CUDA");
+#endif
+}
+
+double median_of(const measure::impl_timing& t) {
+  const measure::sample_set& s = t.hot && !t.hot->samples_us.empty() ? *t.hot : t.cold;
+  return s.samples_us.empty() ? 0 : s.summary().median;
+}
+
+// The gated cases named in the request (all gated cases when none are named).
+std::vector<const case_spec*> cases_to_time(const workload_spec& spec, const nlohmann::json& names) {
+  std::vector<const case_spec*> out;
+  if (names.is_array() && !names.empty()) {
+    for (const auto& n : names) {
+      const case_spec* c = n.is_string() ? spec.find_case(n.get<std::string>()) : nullptr;
+      if (!c) throw user_error(fmt::format("measure: spec {} has no case {}", spec.name, n.dump()));
+      out.push_back(c);
+    }
+    return out;
+  }
+  for (const auto& c : spec.cases)
+    if (c.gate) out.push_back(&c);
+  return out;
+}
+
+// Runs `body` with the measuring stream as LibTorch's current stream (preparation runs trial launches).
+template <class F>
+auto on_measuring_stream(measure_state& st, const worker_context& ctx, F&& body) {
+#if KFORGE_WITH_CUDA
+  std::optional<c10::cuda::CUDAStreamGuard> guard;
+  if (ctx.device.kind == device_kind::cuda) guard.emplace(*st.cuda_stream);
+#else
+  (void)st;
+  (void)ctx;
+#endif
+  return body();
+}
+
+nlohmann::json measure_case(const workload_spec& spec, const case_spec& c, const nlohmann::json& impls,
+                            const measure::timing_options& options, uint64_t seed, measure_state& st,
+                            const worker_context& ctx, nlohmann::json& floors) {
+  c10::Device device = ctx.device.kind == device_kind::cpu ? c10::Device(c10::kCPU)
+                                                           : c10::Device(c10::kCUDA, ctx.device.index);
+  std::vector<at::Tensor> inputs = make_inputs(spec, c, seed, device);
+  impl_context ictx{spec, c, inputs, device};
+
+  nlohmann::json results = nlohmann::json::array();
+  std::vector<prepared_impl> prepared;
+  std::vector<measure::timed_impl> timed;
+  std::vector<std::size_t> timed_index;  // into prepared
+  std::map<std::string, int> seen;
+  for (const auto& impl : impls) {
+    std::string kind = impl.value("kind", "");
+    const impl_kind* k = find_impl_kind(kind);
+    if (!k) throw user_error(fmt::format("measure: unknown impl kind {} (expected kernel, eager, compile or vendor)",
+                                         impl.value("kind", nlohmann::json()).dump()));
+    std::vector<prepared_impl> got;
+    try {
+      got = on_measuring_stream(st, ctx, [&] { return k->prepare(impl, ictx); });
+    } catch (const measure::launch_failure& e) {  // a candidate that does not load is a result
+      results.push_back({{"impl", impl.value("name", kind)}, {"case", c.name}, {"available", true}, {"error", e.what()}});
+      continue;
+    }
+    for (auto& p : got) {
+      prepared.push_back(std::move(p));
+      const prepared_impl& q = prepared.back();
+      if (!q.available()) continue;
+      // Names are unique among those timed together: compile modes and repeated names get a suffix.
+      std::string name = q.details.contains("mode") ? fmt::format("{}[{}]", q.name, q.details["mode"].get<std::string>()) : q.name;
+      if (int n = ++seen[name]; n > 1) name += fmt::format("#{}", n);
+      timed.push_back({name, q.launch});
+      timed_index.push_back(prepared.size() - 1);
+    }
+  }
+  std::vector<measure::impl_timing> timings = measure::time_interleaved(*st.sampler, timed, options);
+
+  // compile: keep the fastest mode, and say what each mode measured.
+  std::optional<std::size_t> best_compile;
+  nlohmann::json modes = nlohmann::json::object();
+  for (std::size_t i = 0; i < timings.size(); ++i) {
+    const prepared_impl& p = prepared[timed_index[i]];
+    if (p.name != "compile") continue;
+    modes[p.details.value("mode", "default")] = timings[i].error.empty() ? nlohmann::json(median_of(timings[i])) : nlohmann::json(timings[i].error);
+    if (!timings[i].error.empty() || median_of(timings[i]) <= 0) continue;
+    if (!best_compile || median_of(timings[i]) < median_of(timings[*best_compile])) best_compile = i;
+  }
+  bool compile_reported = false;
+  for (std::size_t i = 0; i < timings.size(); ++i) {
+    const prepared_impl& p = prepared[timed_index[i]];
+    if (p.name == "compile") {
+      if (best_compile ? i != *best_compile : compile_reported) continue;
+      compile_reported = true;
+    }
+    nlohmann::json r = measure::to_json(timings[i]);
+    r["impl"] = p.name == "compile" ? "compile" : timings[i].impl;
+    r["case"] = c.name;
+    r["available"] = true;
+    r["description"] = p.description;
+    r["details"] = p.details;
+    if (p.name == "compile") r["details"]["modes_median_us"] = modes;
+    results.push_back(std::move(r));
+  }
+  for (const auto& p : prepared) {
+    if (p.available()) continue;
+    if (p.name == "compile" && compile_reported) continue;  // another mode was timed; its skip is in details
+    nlohmann::json r{{"impl", p.name}, {"case", c.name}, {"available", false}, {"not_available", p.not_available},
+                     {"details", p.details}};
+    results.push_back(std::move(r));
+    if (p.name == "compile") compile_reported = true;
+  }
+
+  double in_bytes = 0, out_bytes = 0;
+  for (const auto& t : inputs) in_bytes += static_cast<double>(t.nbytes());
+  for (const auto& d : infer_outputs(spec, c)) out_bytes += static_cast<double>(d.numel() * dtype_size(d.type));
+  const measure::impl_timing& lf = *st.launch_floor;
+  double launch_hot = lf.hot && !lf.hot->samples_us.empty() ? lf.hot->summary().median : 0;
+  floors[c.name] = measure::to_json(measure::make_floor(measure::unavoidable_bytes(in_bytes, out_bytes, spec.input_reads),
+                                                        *st.copy_gbs, lf.cold.summary().median, launch_hot));
+  return results;
+}
+
+}  // namespace
+
+nlohmann::json measure_command(const nlohmann::json& request, worker_context& ctx) {
+  if (!request.contains("spec") || !request["spec"].is_object()) throw user_error("measure: request has no spec object");
+  workload_spec spec = spec_from_json(request["spec"]);
+  measure::timing_options options;
+  try {
+    options = measure::timing_options_from_json(request.value("stopping", nlohmann::json()));
+  } catch (const std::invalid_argument& e) {
+    throw user_error(std::string("measure: ") + e.what());
+  }
+  nlohmann::json impls = request.value("impls", nlohmann::json::array());
+  if (!impls.is_array()) throw user_error("measure: impls must be an array");
+  uint64_t seed = request.value("seed", uint64_t{0});
+  if (request.contains("threads") && ctx.device.kind == device_kind::cpu) at::set_num_threads(request["threads"].get<int>());
+
+  measure_state& st = state_for(ctx);
+  if (!st.copy_gbs) st.copy_gbs = st.sampler->copy_bandwidth_gbs();
+  if (!st.launch_floor) {
+    // The same protocol, a smaller budget: 0.5 s of 3.5 us launches would be 140 000 cold samples.
+    measure::timing_options lo = options;
+    lo.hot = measure::hot_mode::always;
+    lo.stopping.min_seconds = std::min(options.stopping.min_seconds, 0.01);
+    lo.stopping.timeout_s = std::min(options.stopping.timeout_s, 3.0);
+    st.launch_floor = measure::time_interleaved(*st.sampler, {{"launch_floor", st.sampler->empty_launch()}}, lo).at(0);
+    if (!st.launch_floor->error.empty()) throw infra_error("the empty kernel failed: " + st.launch_floor->error);
+  }
+
+  nlohmann::json results = nlohmann::json::array(), floors = nlohmann::json::object();
+  for (const case_spec* c : cases_to_time(spec, request.value("cases", nlohmann::json::array())))
+    for (auto& r : measure_case(spec, *c, impls, options, seed, st, ctx, floors)) results.push_back(std::move(r));
+
+  nlohmann::json env = worker_env(ctx);
+  env.update(st.sampler->environment());
+  return {{"ok", true},
+          {"results", results},
+          {"floor", floors},
+          {"copy_bandwidth_gbs", *st.copy_gbs},
+          {"launch_floor", measure::to_json(*st.launch_floor)},
+          {"clock_check", st.sampler->clock_check()},
+          {"env", env}};
+}
+
+}  // namespace kf
