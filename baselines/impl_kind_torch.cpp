@@ -10,8 +10,8 @@
 
 namespace kf {
 
-const std::vector<impl_kind>& impl_kinds() {
-  static const std::vector<impl_kind> table{
+const std::vector<timed_impl_kind>& timed_impl_kinds() {
+  static const std::vector<timed_impl_kind> table{
       {"kernel", "a compiled candidate (kf_launch in a shared object)", prepare_kernel},
       {"eager", "LibTorch eager, op by op", prepare_eager},
       {"compile", "torch.compile through an AOTInductor package (.pt2)", prepare_compile},
@@ -20,8 +20,8 @@ const std::vector<impl_kind>& impl_kinds() {
   return table;
 }
 
-const impl_kind* find_impl_kind(const std::string& kind) {
-  for (const auto& k : impl_kinds())
+const timed_impl_kind* find_timed_impl_kind(const std::string& kind) {
+  for (const auto& k : timed_impl_kinds())
     if (k.kind == kind) return &k;
   return nullptr;
 }

@@ -35,14 +35,14 @@ struct prepared_impl {
 // malformed impl object (the parent's bug).
 using impl_preparer = std::function<std::vector<prepared_impl>(const nlohmann::json& impl, const impl_context& ctx)>;
 
-struct impl_kind {
+struct timed_impl_kind {
   std::string kind;
   std::string summary;
   impl_preparer prepare;
 };
 
-const std::vector<impl_kind>& impl_kinds();
-const impl_kind* find_impl_kind(const std::string& kind);
+const std::vector<timed_impl_kind>& timed_impl_kinds();
+const timed_impl_kind* find_timed_impl_kind(const std::string& kind);
 
 // The entries, each in its own file.
 std::vector<prepared_impl> prepare_kernel(const nlohmann::json& impl, const impl_context& ctx);   // lib/measure

@@ -106,7 +106,7 @@ nlohmann::json measure_case(const workload_spec& spec, const case_spec& c, const
   std::map<std::string, int> seen;
   for (const auto& impl : impls) {
     std::string kind = impl.value("kind", "");
-    const impl_kind* k = find_impl_kind(kind);
+    const timed_impl_kind* k = find_timed_impl_kind(kind);
     if (!k) throw user_error(fmt::format("measure: unknown impl kind {} (expected kernel, eager, compile or vendor)",
                                          impl.value("kind", nlohmann::json()).dump()));
     std::vector<prepared_impl> got;
