@@ -10,6 +10,7 @@
 #include "search/family.h"
 #include "search/graph_match.h"
 #include "search_test_specs.h"
+#include "spec/spec_parse.h"
 #include "util/fs.h"
 #include "util/subprocess.h"
 
@@ -60,13 +61,39 @@ struct family_case {
   std::vector<workload_spec> others;   // further graphs: their defaults join the translation unit
 };
 
+// The seed workloads of the repository (workloads/*.yaml).
+std::vector<workload_spec> seeds() {
+  std::vector<workload_spec> out;
+  for (auto& path : find_specs(KFORGE_SOURCE_DIR "/workloads")) out.push_back(load_spec(path));
+  return out;
+}
+
 std::vector<family_case> cases() {
   using namespace test;
-  return {
+  std::vector<family_case> out = {
       {"row_softmax_cuda", softmax_spec(true, true), {softmax_spec(), softmax_spec(false, false, 4, dtype::float16)}},
       {"group_norm_cuda", group_norm_spec(), {row_norm_spec(false), row_norm_spec(true), group_norm_spec(false, dtype::float32)}},
       {"pool_cuda", pool_spec(), {pool_spec("channels_last", dtype::bfloat16)}},
   };
+  // Each seed workload's default joins its family's translation unit.
+  for (auto& s : seeds())
+    for (auto* f : covering_families(s, device_kind::cuda))
+      for (auto& c : out)
+        if (c.family == f->name()) c.others.push_back(s);
+  return out;
+}
+
+TEST(families_cuda, every_seed_workload_has_one_cuda_family_with_a_valid_default) {
+  auto all = seeds();
+  ASSERT_FALSE(all.empty()) << "no workloads/*.yaml";
+  for (auto& s : all) {
+    auto fams = covering_families(s, device_kind::cuda);
+    ASSERT_EQ(fams.size(), 1u) << s.name;
+    std::string why;
+    auto v = fams[0]->default_variant(s);
+    EXPECT_TRUE(fams[0]->valid(v, s, &why)) << s.name << ": " << why;
+    EXPECT_NE(fams[0]->emit(s, v).find("kf_launch"), std::string::npos) << s.name;
+  }
 }
 
 TEST(families_cuda, each_graph_is_covered_by_its_family) {
