@@ -22,6 +22,13 @@ bool torch_importable(std::string* why) {
   return r.ok();
 }
 
+// The exporter's report: its last line of output.
+nlohmann::json last_json_line(const std::string& out) {
+  std::string s = out;
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return nlohmann::json::parse(s.substr(s.rfind('\n') + 1));
+}
+
 process_result run_export(const std::string& spec_json, const std::string& c, const std::string& out) {
   process_options o;
   o.timeout = std::chrono::minutes(20);
@@ -40,7 +47,7 @@ TEST(compile_export, exports_a_small_softmax_to_pt2_on_cpu) {
   std::string out = (d.path() / "t.pt2").string();
   auto r = run_export((d.path() / "spec.json").string(), "T=3", out);
   ASSERT_TRUE(r.ok()) << r.describe() << "\n" << r.out << r.err;
-  auto line = nlohmann::json::parse(r.out.substr(r.out.rfind('{')));
+  auto line = last_json_line(r.out);
   EXPECT_EQ(line.at("ok"), true);
   EXPECT_EQ(line.at("mode"), "default");
   EXPECT_EQ(line.at("inputs").at(0).at("shape"), nlohmann::json({3, 24}));
@@ -56,7 +63,7 @@ TEST(compile_export, unknown_case_fails_with_a_reason) {
   write_file_atomic(d.path() / "spec.json", to_json(s).dump());
   auto r = run_export((d.path() / "spec.json").string(), "T=9", (d.path() / "x.pt2").string());
   EXPECT_EQ(r.exit_code, 1);
-  auto line = nlohmann::json::parse(r.out.substr(r.out.rfind('{')));
+  auto line = last_json_line(r.out);
   EXPECT_EQ(line.at("ok"), false);
   EXPECT_NE(line.at("error").get<std::string>().find("no case `T=9`"), std::string::npos) << line.dump();
   EXPECT_FALSE(std::filesystem::exists(d.path() / "x.pt2"));

@@ -202,5 +202,20 @@ TEST(ops_torch, adversarial_inputs) {
   EXPECT_TRUE(at::isfinite(out[0]).all().item<bool>());
 }
 
+TEST(ops_torch, all_equal_rows_gives_group_norm_zero_variance_groups) {
+  workload_spec s = load_spec("sd35-vae-groupnorm", k_workloads);
+  const case_spec& c = s.cases.at(3);  // [2, 96, 7, 7], 32 groups of 3 channels
+  EXPECT_TRUE(adversarial_applies(s, "all_equal_rows"));
+  auto ins = make_adversarial_inputs(s, c, "all_equal_rows", 3, k_cpu);
+  auto groups = ins[0].reshape({2, 32, -1});
+  EXPECT_TRUE(at::equal(groups, groups.narrow(2, 0, 1).expand(groups.sizes())));
+  EXPECT_FALSE(at::equal(groups.select(1, 0), groups.select(1, 1)));
+  auto out = run_graph_f64(s, ins)[0];
+  EXPECT_TRUE(at::isfinite(out).all().item<bool>());
+  // zero variance: the output is the bias, channel by channel
+  auto bias = ins[2].to(at::kDouble).view({1, 96, 1, 1}).expand(out.sizes());
+  EXPECT_LT((out - bias).abs().max().item<double>(), 1e-9);
+}
+
 }  // namespace
 }  // namespace kf

@@ -15,7 +15,8 @@ struct adversarial_kind {
 };
 
 // large_magnitude: the primary input times 100 (overflow in exp without max subtraction, fp16 sums);
-// all_equal_rows: every row along the reduced dim holds one value (ties in topk, zero variance in norms);
+// all_equal_rows: every row along the reduced dim holds one value (ties in topk, zero variance in norms; for a
+//   graph that starts with group_norm, every group);
 // neg_inf_mask: some -inf entries in the primary input, never a whole row (masked attention rows).
 const std::vector<adversarial_kind>& adversarial_kinds();
 std::vector<std::string> adversarial_kind_names();

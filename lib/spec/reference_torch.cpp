@@ -108,8 +108,15 @@ std::vector<at::Tensor> make_adversarial_inputs(const workload_spec& spec, const
   if (kind == "large_magnitude") {
     x = x * 100;
   } else if (kind == "all_equal_rows") {
-    int64_t d = reduced_dim(spec, c);
-    x = x.narrow(d, 0, 1).expand(x.sizes());
+    const op_call& first = spec.graph.front();
+    if (first.op == "group_norm" && x.dim() >= 2) {  // a whole group of one value: zero variance
+      auto shape = x.sizes().vec();
+      at::Tensor v = x.contiguous().view({shape[0], first.args.value("num_groups", int64_t(1)), -1});
+      x = v.narrow(2, 0, 1).expand(v.sizes()).reshape(shape);
+    } else {
+      int64_t d = reduced_dim(spec, c);
+      x = x.narrow(d, 0, 1).expand(x.sizes());
+    }
   } else if (kind == "neg_inf_mask") {
     int64_t d = reduced_dim(spec, c);
     at::Generator gen = input_generator(seed ^ 0x5eedULL, in.name + "#neg_inf");
