@@ -117,9 +117,9 @@ class row_softmax_cuda final : public family {
       v["chunks"] = fit_chunks(s.max_n, threads);
     }
     if (std::stoi(v["chunks"]) * std::stoi(v["vec"]) > 64) v["chunks"] = std::to_string(64 / std::stoi(v["vec"]));
-    // tanh.approx measured 15% faster on softcapped attention rows (H200); its error (~5e-4 of tanh) stays
-    // under the rounding of a 16-bit output, so it is the default there and exp-based tanh elsewhere.
-    if (dtype_size(g->out_type) == 2) v["tanh"] = "approx";
+    // tanh stays exp-based (~1e-7): tanh.approx measured 15% faster on softcapped attention rows (H200) and
+    // passed on the seed's N(0, 3) inputs, but its ~5e-4 relative error becomes up to 2.4% of a softmax value
+    // for logits near the cap (verify's large_magnitude inputs): a knob for the search, not a default.
     return v;
   }
 
