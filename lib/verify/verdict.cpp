@@ -143,37 +143,49 @@ std::string verdict::first_failure() const {
 }
 
 std::string verdict::text() const {
-  // Group by (rule in table order, case in first-seen order); the worst status and its first detail win.
-  struct row {
-    check_status status = check_status::passed;
-    int seeds = 0;
-    std::string detail;
-    int first_seen = 0;
-  };
-  std::map<std::pair<size_t, std::string>, row> rows;
-  std::map<std::string, int> case_order;
-  for (auto& c : m_checks) case_order.emplace(c.case_name, static_cast<int>(case_order.size()));
-  for (auto& c : m_checks) {
-    size_t rule_index = static_cast<size_t>(find_rule(c.rule) - verify_rules().data());
-    auto& r = rows[{rule_index, c.case_name}];
-    r.first_seen = case_order[c.case_name];
-    ++r.seeds;
-    std::string detail = c.detail;
-    if (c.status == check_status::failed && c.seed >= 0) detail += fmt::format(" (seed {})", c.seed);
-    if (r.seeds == 1 || c.status > r.status) {  // the first check with the worst status speaks for the row
-      r.status = c.status;
-      r.detail = detail;
-    }
-  }
-  std::vector<std::pair<std::pair<size_t, std::string>, row>> ordered(rows.begin(), rows.end());
-  std::stable_sort(ordered.begin(), ordered.end(), [](auto& a, auto& b) {
-    return a.first.first != b.first.first ? a.first.first < b.first.first : a.second.first_seen < b.second.first_seen;
-  });
+  // One line per rule that passed everywhere (with the worst number for `match`), one line per case where a rule
+  // failed or was skipped (with the first such check's evidence). Rules in table order, cases in first-seen order.
   std::string out;
-  for (auto& [key, r] : ordered) {
-    std::string_view label = r.status == check_status::failed ? "FAIL" : r.status == check_status::skipped ? "skip" : "ok";
-    std::string scope = key.second.empty() ? "" : key.second + (r.seeds > 1 ? fmt::format(" ({} checks)", r.seeds) : "");
-    out += fmt::format("  {:<4}  {:<24} {:<28} {}\n", label, verify_rules()[key.first].name, scope, r.detail);
+  for (auto& rule : verify_rules()) {
+    std::vector<const check*> mine;
+    for (auto& c : m_checks)
+      if (c.rule == rule.name) mine.push_back(&c);
+    if (mine.empty()) continue;
+    std::vector<std::string> cases;
+    for (auto* c : mine)
+      if (std::find(cases.begin(), cases.end(), c->case_name) == cases.end()) cases.push_back(c->case_name);
+    if (status_of(rule.name) == check_status::passed) {
+      const check* shown = mine.front();
+      for (auto* c : mine)  // the closest call: the largest error ratio, else the first words there are
+        if (c->numbers.value("error_ratio", -1.0) > shown->numbers.value("error_ratio", -1.0) ||
+            (shown->detail.empty() && !c->detail.empty()))
+          shown = c;
+      std::string scope = cases.size() == 1 && cases[0].empty()
+                              ? ""
+                              : fmt::format("{} case{}, {} checks", cases.size(), cases.size() == 1 ? "" : "s", mine.size());
+      std::string detail = shown->detail;
+      if (!detail.empty() && !shown->case_name.empty() && cases.size() > 1) detail = shown->case_name + ": " + detail;
+      out += fmt::format("  {:<4}  {:<24} {:<22} {}\n", "ok", rule.name, scope, detail);
+      continue;
+    }
+    for (auto& name : cases) {
+      check_status worst = status_of(rule.name, name);
+      if (worst == check_status::passed) continue;
+      int n = 0, bad = 0;
+      const check* first = nullptr;
+      for (auto* c : mine) {
+        if (c->case_name != name) continue;
+        ++n;
+        if (c->status == worst) {
+          ++bad;
+          if (!first) first = c;
+        }
+      }
+      std::string scope = name.empty() ? "" : fmt::format("{} ({}/{})", name, bad, n);
+      std::string detail = first->detail + (first->seed >= 0 ? fmt::format(" (seed {})", first->seed) : "");
+      out += fmt::format("  {:<4}  {:<24} {:<22} {}\n", worst == check_status::failed ? "FAIL" : "skip", rule.name,
+                         scope, detail);
+    }
   }
   out += passed() ? "verdict: PASSED\n" : fmt::format("verdict: FAILED ({} failed check{})\n", failures().size(),
                                                       failures().size() == 1 ? "" : "s");
