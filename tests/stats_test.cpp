@@ -107,6 +107,13 @@ TEST(stats, stopping_waits_for_min_seconds) {
   EXPECT_EQ(c.check(5), stop_state::converged);
 }
 
+TEST(stats, timeout_waits_for_min_samples_up_to_a_hard_cap) {
+  stopping_criterion c({.min_samples = 10, .max_noise = 0.005, .min_seconds = 0, .timeout_s = 1});
+  for (int i = 0; i < 4; ++i) c.add(0.3);
+  EXPECT_EQ(c.check(1.5), stop_state::running);    // past the timeout, but only 4 of 10 samples
+  EXPECT_EQ(c.check(10.0), stop_state::timed_out);  // the hard cap: ten timeouts
+}
+
 TEST(stats, stopping_waits_for_noise_then_times_out) {
   stopping_criterion c({.min_samples = 10, .max_noise = 0.005, .min_seconds = 0.5, .timeout_s = 3});
   for (int i = 0; i < 100; ++i) c.add(i % 2 ? 0.1 : 0.2);  // noise ~33 %

@@ -1,6 +1,11 @@
 // The AOTInductor export cache: see export_cache.h.
 #include "compile/export_cache.h"
 
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <thread>
+
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -115,14 +120,34 @@ export_outcome export_cache::get(const workload_spec& spec, const std::string& c
 nlohmann::json export_cache::impl_for(const workload_spec& spec, const std::vector<std::string>& cases,
                                       const std::string& device, const std::string& gpu_key,
                                       const std::vector<std::string>& modes) {
-  nlohmann::json impl{{"kind", "compile"}, {"pt2", nlohmann::json::object()}};
+  // Exports are independent processes that each take seconds to minutes (max-autotune benchmarks configs):
+  // run a few at once. Resolve the interpreter first so the workers only read shared state.
+  unavailable();
+  std::vector<std::pair<std::string, std::string>> jobs;
   for (const auto& c : cases)
-    for (const auto& mode : modes) {
-      export_outcome o = get(spec, c, device, gpu_key, mode);
-      if (o.ok()) impl["pt2"][c][mode] = o.pt2;
-      else impl["skipped"][c][mode] = o.skipped;
-    }
+    for (const auto& mode : modes) jobs.emplace_back(c, mode);
+  std::vector<export_outcome> outcomes(jobs.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < jobs.size();) outcomes[i] = get(spec, jobs[i].first, device, gpu_key, jobs[i].second);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::min<int>(export_jobs(), static_cast<int>(jobs.size())); ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+
+  nlohmann::json impl{{"kind", "compile"}, {"pt2", nlohmann::json::object()}};
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const auto& [c, mode] = jobs[i];
+    if (outcomes[i].ok()) impl["pt2"][c][mode] = outcomes[i].pt2;
+    else impl["skipped"][c][mode] = outcomes[i].skipped;
+  }
   return impl;
+}
+
+int export_jobs() {
+  if (const char* env = std::getenv("KFORGE_EXPORT_JOBS"); env && std::atoi(env) > 0) return std::atoi(env);
+  return std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 4, 1, 4);
 }
 
 }  // namespace kf

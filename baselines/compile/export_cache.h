@@ -34,6 +34,9 @@ struct export_outcome {
   bool ok() const { return skipped.empty(); }
 };
 
+// How many exports run at once: KFORGE_EXPORT_JOBS, else a quarter of the cores (1 to 4).
+int export_jobs();
+
 class export_cache {
  public:
   explicit export_cache(export_options options = {});

@@ -169,7 +169,11 @@ stop_state stopping_criterion::check(double elapsed_wall_s) const {
   if (m_n >= static_cast<std::size_t>(m_options.min_samples) && m_sum >= m_options.min_seconds &&
       noise() <= m_options.max_noise)
     return stop_state::converged;
-  if (elapsed_wall_s >= m_options.timeout_s) return stop_state::timed_out;
+  // The timeout never cuts a run short of min_samples (the gate's statistics need them), except past a hard
+  // cap of ten timeouts, so that a run whose samples are all discarded (a throttled clock) still ends.
+  bool enough = m_n >= static_cast<std::size_t>(m_options.min_samples);
+  if ((enough && elapsed_wall_s >= m_options.timeout_s) || elapsed_wall_s >= 10 * m_options.timeout_s)
+    return stop_state::timed_out;
   return stop_state::running;
 }
 

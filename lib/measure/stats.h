@@ -45,7 +45,8 @@ mann_whitney_result mann_whitney_u(std::span<const double> a, std::span<const do
                                    mwu_method method = mwu_method::automatic);
 
 // When to stop taking samples of one implementation (nvbench's stdrel criterion): at least min_samples, then
-// relative noise <= max_noise with at least min_seconds of measured time; or the wall-clock timeout.
+// relative noise <= max_noise with at least min_seconds of measured time; or the wall-clock timeout once
+// min_samples are in (a hard cap of ten timeouts ends a run whose samples are all discarded).
 struct stopping_options {
   int min_samples = 10;
   double max_noise = 0.005;   // fraction: 0.5 % -> 0.005
