@@ -12,6 +12,7 @@
 #include "search/roots.h"
 #include "search/tree_export.h"
 #include "search/worker_evaluator.h"
+#include "store/winners.h"
 #include "util/fs.h"
 #include "util/error.h"
 #include "util/term.h"
@@ -63,23 +64,6 @@ std::string utc_now() {
   return buf;
 }
 
-// The stored winner: <kernels>/<key>.{cpp,cu} opening with the header comment, and <key>.json beside it;
-// source first, then metadata, each atomically.
-// TODO(report owner's lib/store/winners.h): switch to write_winner once it is on main.
-struct written_kernel {
-  std::filesystem::path source, metadata;
-};
-written_kernel write_kernel_files(const std::filesystem::path& dir, const std::string& key,
-                                  const std::vector<std::string>& header, const std::string& source,
-                                  const nlohmann::json& meta) {
-  written_kernel w{dir / (key + (key.rfind("cpu", 0) == 0 ? ".cpp" : ".cu")), dir / (key + ".json")};
-  std::string text;
-  for (auto& l : header) text += "// " + l + "\n";
-  write_file_atomic(w.source, text + "\n" + source);
-  write_file_atomic(w.metadata, meta.dump(2) + "\n");
-  return w;
-}
-
 }  // namespace
 
 session_result run_search_session(const workload_spec& spec, const session_settings& st) {
@@ -112,7 +96,7 @@ session_result run_search_session(const workload_spec& spec, const session_setti
     ev.set_gpu_key(gpu_key(env));
   }
   res.gpu_key = ev.gpu_key();
-  auto kdir = std::filesystem::path(spec.path).parent_path() / spec.name / "kernels";
+  auto kdir = kernels_dir(spec.path, spec.name);
   auto roots = search_roots(spec, kind, res.gpu_key, kdir);
   for (auto& n : roots.notes) term::say("{}", term::dim(n));
   term::say("search {} on {} ({}): {} root(s), budget {} evaluations{}", spec.name, st.device.str(), res.gpu_key,
@@ -161,10 +145,9 @@ session_result run_search_session(const workload_spec& spec, const session_setti
     return res;
   }
   // The stored winner: the source with a header a reviewer reads, and its metadata beside it.
-  struct {
-    std::vector<std::string> header;
-    nlohmann::json metadata;
-  } w;
+  winner_write w;
+  w.workload = spec.name;
+  w.source = o.winner->cand.source;
   std::vector<std::string> lineage;
   nlohmann::json lineage_json = nlohmann::json::array();
   for (auto& n : o.lineage) {
@@ -204,7 +187,7 @@ session_result run_search_session(const workload_spec& spec, const session_setti
   };
   for (auto& t : w.metadata["trajectory"])
     if (t.is_number() && std::isnan(t.get<double>())) t = nullptr;
-  auto stored = write_kernel_files(kdir, res.gpu_key, w.header, o.winner->cand.source, w.metadata);
+  auto stored = write_winner(kdir, res.gpu_key, w);
   res.written = stored.source.string();
   term::say("  wrote {} and {}", stored.source.string(), stored.metadata.filename().string());
   return res;

@@ -8,6 +8,8 @@
 
 #include "compile/export_cache.h"
 #include "util/error.h"
+#include "verify/check.h"
+#include "verify/static_scan.h"
 
 namespace kf {
 namespace {
@@ -37,20 +39,16 @@ double result_us(const nlohmann::json& r, std::string* kind) {
 
 std::string tail(const std::string& s, size_t n) { return s.size() <= n ? s : "..." + s.substr(s.size() - n); }
 
-// "match on case B=2 seed 1: max |err| ..." from a verdict's JSON.
-std::string first_failure(const nlohmann::json& verdict) {
-  for (auto& c : verdict.value("checks", nlohmann::json::array()))
-    if (c.value("status", "") == "failed" || (c.contains("passed") && c["passed"] == false))
-      return fmt::format("{} on case {} seed {}: {}", c.value("rule", "?"), c.value("case", std::string("-")),
-                         c.value("seed", -1), c.value("detail", ""));
-  return "verification failed";
-}
-
 }  // namespace
 
 worker_evaluator::worker_evaluator(const workload_spec& spec, worker_evaluator_options options)
     : m_spec(spec), m_options(std::move(options)),
-      m_compiler(compile_options{m_options.cache_root, std::chrono::seconds(180), m_options.jobs}) {
+      m_compiler([this] {
+        compile_options co;
+        co.cache_root = m_options.cache_root;
+        co.jobs = m_options.jobs;
+        return co;
+      }()) {
   worker_options wo;
   wo.device = m_options.device;
   m_worker = std::make_unique<worker_client>(wo);
@@ -113,27 +111,23 @@ nlohmann::json worker_evaluator::baselines() {
 
 bool worker_evaluator::verify(const compile_result& cr, const std::vector<std::string>& cases, eval_result& r,
                               const char* stage) {
-  nlohmann::json req = {{"cmd", "verify"}, {"spec", m_spec_json},
-                        {"impl", {{"kind", "kernel"}, {"name", "candidate"}, {"so", cr.so_path}}},
-                        {"cases", cases}, {"seeds", m_options.seeds}, {"options", nlohmann::json::object()}};
-  auto o = request(req, m_options.verify_timeout);
-  evaluation_row e{stage, false, nlohmann::json::object(), o.seconds, {}};
-  if (!o.ok()) {
-    r.detail = fmt::format("the worker {} while verifying{}", o.describe(),
-                           o.stderr_tail.empty() ? "" : ": " + tail(o.stderr_tail, 300));
-  } else if (!o.response.value("ok", false)) {
-    r.detail = fmt::format("verify: {}", o.response.value("error", "failed"));
-    if (o.response.contains("verdict")) e.detail["verdict"] = o.response["verdict"];
-  } else {
-    auto& v = o.response["verdict"];
-    e.detail["verdict"] = v;
-    e.ok = v.value("passed", false);
-    if (!e.ok) r.detail = first_failure(v);
+  // Case by case through exec's verify_in_worker: a hang or crash is pinned to its case.
+  check_options co;
+  co.cases = cases;
+  co.seeds = m_options.seeds;
+  co.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(m_options.verify_timeout);
+  auto t0 = std::chrono::steady_clock::now();
+  nlohmann::json impl = {{"kind", "kernel"}, {"name", "candidate"}, {"so", cr.so_path}};
+  verdict v = verify_in_worker(m_spec, impl, *m_worker, co);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  evaluation_row e{stage, v.passed(), {{"verdict", v.to_json()}, {"cases", cases}}, secs, {}};
+  if (!e.ok) {
+    r.detail = v.first_failure();
+    if (r.detail.empty()) r.detail = "verification proved nothing (no checks ran)";
+    e.detail["error"] = r.detail;
+    r.status = node_status::verify_failed;
   }
-  e.detail["cases"] = cases;
-  if (!e.ok) e.detail["error"] = r.detail;
   r.stages.push_back(std::move(e));
-  if (!r.stages.back().ok) r.status = node_status::verify_failed;
   return r.stages.back().ok;
 }
 
@@ -175,6 +169,18 @@ bool worker_evaluator::measure(const compile_result& cr, const nlohmann::json& s
   return r.stages.back().ok;
 }
 
+bool worker_evaluator::scan(const candidate& c, eval_result& r) {
+  verdict v;
+  add_scan_checks(v, static_scan(c.source, scan_options{m_options.device.kind, m_spec.allow_libraries}));
+  evaluation_row e{"static_scan", v.passed(), {{"verdict", v.to_json()}}, 0, {}};
+  if (!e.ok) {
+    r.detail = v.first_failure();
+    r.status = node_status::verify_failed;
+  }
+  r.stages.push_back(std::move(e));
+  return r.stages.back().ok;
+}
+
 eval_result worker_evaluator::after_compile(const candidate& c, const compile_result& cr, double full_below_us) {
   eval_result r;
   r.stages.push_back({"compile", cr.ok, cr.to_json(), cr.seconds, {}});
@@ -184,7 +190,7 @@ eval_result worker_evaluator::after_compile(const candidate& c, const compile_re
     r.results["compile_log"] = tail(cr.log, 4000);
     return r;
   }
-  (void)c;
+  if (!scan(c, r)) return r;
   if (!verify(cr, {m_gated.front()}, r, "screen_verify")) return r;
   if (!measure(cr, m_options.screen_stopping, r, "screen_measure")) return r;
   r.status = node_status::screened;
@@ -222,6 +228,7 @@ eval_result worker_evaluator::confirm(const candidate& c) {
     r.detail = cr.error;
     return r;
   }
+  if (!scan(c, r)) return r;
   if (!verify(cr, m_all, r, "verify")) return r;
   if (!measure(cr, m_options.full_stopping, r, "measure")) return r;
   r.status = node_status::measured;

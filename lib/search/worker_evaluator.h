@@ -50,6 +50,8 @@ class worker_evaluator final : public evaluator {
 
  private:
   eval_result after_compile(const candidate& c, const compile_result& cr, double full_below_us);
+  // The static scan of the source (DESIGN.md "Verify", last rule); false with r set to verify_failed on a finding.
+  bool scan(const candidate& c, eval_result& r);
   // Runs verify; false (with the stage recorded and r set to verify_failed) when it does not pass.
   bool verify(const compile_result& cr, const std::vector<std::string>& cases, eval_result& r, const char* stage);
   // Runs measure of the kernel on the gated cases; false when it could not be timed.
