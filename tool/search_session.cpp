@@ -134,7 +134,8 @@ session_result run_search_session(const workload_spec& spec, const session_setti
   }
   term::say("  winner:      {:9.2f} us  {}  {}", *o.winner->time_us, versus(*o.winner->time_us, o.baselines), describe(*o.winner));
   for (auto& [c, t] : o.winner->results.value("case_us", nlohmann::json::object()).items())
-    term::say("    {:<28} {:9.2f} us", c, t.get<double>());
+    if (t.is_number()) term::say("    {:<28} {:9.2f} us", c, t.get<double>());
+    else term::say("    {:<28} (not timed)", c);
   if (!st.write) {
     res.why_not_written = "--no-write";
     return res;
