@@ -21,6 +21,7 @@ class fake_backend : public run_backend {
   double kernel_us = 50, base_us = 50;
   bool verify_passes = true;
   bool compile_available = true;
+  bool throw_in_check = false;
   std::vector<std::string> checked, compiled;
   nlohmann::json last_measure;
 
@@ -30,6 +31,7 @@ class fake_backend : public run_backend {
   }
   candidate_check check(const workload_spec& spec, const std::string& source, const std::string&) override {
     checked.push_back(source);
+    if (throw_in_check) throw infra_error("kforge-worker could not start: no CUDA device 0");
     candidate_check c;
     c.verify.verdict = verify_passes ? "passed" : "failed";
     for (auto& cs : spec.cases)
@@ -202,6 +204,31 @@ TEST_F(runner_fixture, unavailable_compile_baseline_is_skipped_with_its_reason) 
   auto it = std::find_if(checks.begin(), checks.end(), [](auto& k) { return k.test_name() == "beats[compile][S=1024]"; });
   ASSERT_NE(it, checks.end());
   EXPECT_EQ(it->outcome, check_outcome::skipped);
+}
+
+TEST_F(runner_fixture, infrastructure_failure_is_the_workloads_error_and_others_run) {
+  store_kernel("a", "// a\n");
+  store_kernel("b", "// b\n");
+  fake_backend b;
+  b.throw_in_check = true;
+  run_result r = run_workloads({spec("a"), spec("b")}, b, nullptr, {});
+  ASSERT_EQ(r.workloads.size(), 2u);
+  EXPECT_THAT(r.workloads[0].error, ::testing::HasSubstr("could not start"));
+  EXPECT_EQ(r.workloads[1].outcome(), check_outcome::error);
+  EXPECT_EQ(r.exit_code(), 2);
+}
+
+TEST_F(runner_fixture, stop_request_leaves_an_incomplete_run) {
+  store_kernel("a", "// a\n");
+  fake_backend b;
+  run_options o;
+  int asked = 0;
+  o.stop_requested = [&] { return ++asked > 1; };
+  run_result r = run_workloads({spec("a"), spec("b"), spec("c")}, b, nullptr, o);
+  EXPECT_EQ(r.workloads.size(), 1u);
+  EXPECT_FALSE(r.complete);
+  EXPECT_EQ(r.incomplete_reason, "interrupted after 1 of 3 workloads");
+  EXPECT_EQ(r.exit_code(), 2);
 }
 
 }  // namespace

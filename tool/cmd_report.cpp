@@ -2,12 +2,16 @@
 //   kforge report render IN.json [--markdown F] [--junit F] [--html F] [--gbench F] [--json F] [--search T.json]
 //   kforge report merge OUT.json IN.json...
 //   kforge report record IN.json [--commit REV]
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "args.h"
 #include "commands.h"
 #include "report/reporter.h"
+#include "search/tree_export.h"
 #include "store/git_repo.h"
+#include "store/search_db.h"
 #include "store/history.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -20,6 +24,7 @@ std::vector<flag_def> render_flags() {
   std::vector<flag_def> defs;
   for (auto& r : reporters()) defs.push_back({std::string(r->format()), true, std::string(r->description()), "FILE"});
   defs.push_back({"search", true, "add a search tree (JSON: {workload, gpu_key, nodes}) to the HTML explorer", "FILE"});
+  defs.push_back({"search-db", true, "add every search tree stored in a search database (.kforge/search.db)", "FILE"});
   defs.push_back({"max-bytes", true, "limit for --markdown (default 65536)", "N"});
   return defs;
 }
@@ -49,6 +54,14 @@ int render(const std::vector<std::string>& argv) {
     nlohmann::json wrapped = {{"schema", k_run_schema}, {"searches", j.is_array() ? j : nlohmann::json::array({j})}};
     auto trees = run_result_from_json(wrapped, *s).searches;
     r.searches.insert(r.searches.end(), trees.begin(), trees.end());
+  }
+  if (auto p = a.get("search-db")) {
+    if (!std::filesystem::exists(*p)) throw user_error(source_loc{*p}, "no such search database");
+    search_db db(*p);
+    nlohmann::json trees = nlohmann::json::array();
+    for (auto& s : db.list_searches()) trees.push_back(search_tree_json(db, s));
+    auto loaded = run_result_from_json({{"schema", k_run_schema}, {"searches", trees}}, *p).searches;
+    r.searches.insert(r.searches.end(), loaded.begin(), loaded.end());
   }
   if (write_outputs(r, a) == 0)
     throw user_error("nothing to render: give at least one of --markdown, --junit, --html, --gbench, --json");

@@ -1,12 +1,170 @@
-// kforge run: not implemented yet (see the issue tracker).
+// kforge run: verify the stored kernels, time them against the baselines, gate against history, report.
+#include <unistd.h>
+
+#include <csignal>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "args.h"
 #include "commands.h"
+#include "gate/runner.h"
+#include "gate/worker_backend.h"
+#include "report/reporter.h"
+#include "spec/spec_parse.h"
+#include "store/git_repo.h"
+#include "store/history.h"
 #include "util/error.h"
+#include "util/term.h"
 
 namespace kf {
+namespace {
 
-std::string run_help() { return "usage: kforge run [options]\n\n(not implemented yet)\n"; }
+std::vector<flag_def> run_flags() {
+  std::vector<flag_def> defs = {
+      {"device", true, "cpu, cuda, cuda:N or auto (default auto: cuda when present, and says so when not)", "D"},
+      {"workloads-dir", true, "where the specs are (default workloads)", "DIR"},
+      {"baselines", true, "which baselines to time (default: each spec's list)", "eager,compile,vendor"},
+      {"base", true, "compare with the merge-base of HEAD and REF (PR gate); also times the base kernel when changed", "REF"},
+      {"record", false, "write the results as the git note of HEAD (refs/notes/kforge), for this GPU key"},
+      {"require-history", false, "fail (not skip) the regression check when there is no history"},
+      {"min-samples", true, "at least N samples per implementation (default 10)", "N"},
+      {"max-noise", true, "stop when the relative noise is at most X (default 0.5%)", "X"},
+      {"min-time", true, "and at least S seconds of measured time (default 0.5)", "S"},
+      {"timeout", true, "per implementation and case, wall clock (default 15)", "S"},
+      {"cache", true, "compile and export cache folder (default .kforge/cache)", "DIR"},
+  };
+  for (auto& r : reporters()) defs.push_back({std::string(r->format()), true, std::string(r->description()), "FILE"});
+  return defs;
+}
 
-int run_run(const std::vector<std::string>&) { throw user_error("kforge run is not implemented yet"); }
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+void write_reports(const run_result& r, const args& a) {
+  for (auto& rep : reporters()) {
+    auto path = a.get(std::string(rep->format()));
+    if (!path) continue;
+    try {
+      rep->write(r, *path);
+    } catch (const std::exception& e) {
+      term::say("{} cannot write {}: {}", term::red("error:"), *path, e.what());
+    }
+  }
+}
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+}  // namespace
+
+std::string run_help() {
+  return "usage: kforge run [WORKLOADS...] [options]\n\n"
+         "For each workload (names or spec paths; default: every spec in workloads/): find the stored kernel for\n"
+         "this GPU, compile and verify it on every case, time it against the baselines on the gated cases, compare\n"
+         "with the history note of the merge-base (--base) or the parent commit, and write the reports.\n\n"
+         "options:\n" + flags_help(run_flags()) +
+         "\nexit codes: 0 passed, 1 a check failed (verify, must_beat, regression, required kernel),\n"
+         "            2 usage, config or infrastructure error (reports are still written, marked incomplete)\n";
+}
+
+int run_run(const std::vector<std::string>& argv) {
+  args a(argv, run_flags());
+  run_options o;
+  if (auto b = a.get("baselines")) {
+    o.baselines = split_list(*b);
+    for (auto& name : o.baselines)
+      if (std::find(baseline_names().begin(), baseline_names().end(), name) == baseline_names().end())
+        throw user_error(fmt::format("--baselines: unknown baseline '{}' (expected some of {})", name, fmt::join(baseline_names(), ", ")));
+  }
+  o.stopping.min_samples = a.get_int("min-samples", 10);
+  o.stopping.max_noise = a.get_double("max-noise", 0.005);
+  o.stopping.min_seconds = a.get_double("min-time", 0.5);
+  o.stopping.timeout_s = a.get_double("timeout", 15);
+  if (o.stopping.min_samples < 1) throw user_error("--min-samples must be at least 1");
+  o.gate.require_history = a.has("require-history");
+  o.base_ref = a.get_or("base", "");
+  o.progress = [](const std::string& line) { term::progress(line); };
+  o.stop_requested = [] { return g_interrupted != 0; };
+
+  // Every spec is parsed and validated before any device time is spent.
+  std::string dir = a.get_or("workloads-dir", "workloads");
+  std::vector<std::string> names = a.positional();
+  if (names.empty()) names = find_specs(dir);
+  if (names.empty()) throw user_error(source_loc{dir}, "no workload specs (*.yaml) here");
+  std::vector<workload_spec> specs;
+  for (auto& n : names) specs.push_back(load_spec(n, dir));
+
+  std::unique_ptr<git_repo> repo;
+  try {
+    repo = std::make_unique<git_repo>(".");
+  } catch (const user_error& e) {
+    if (a.has("record") || a.has("base")) throw;
+    term::say("{} {}: running without history", term::yellow("note:"), e.message());
+  }
+
+  device_choice dev = choose_device(a.get_or("device", "auto"));
+  term::say("{}", dev.why);
+  compile_options co;
+  export_options eo;
+  if (auto c = a.get("cache")) co.cache_root = eo.cache_root = *c;
+  worker_backend backend(dev.id, co, eo, check_options{});
+
+  // The first Ctrl-C stops after the current workload and still writes the reports; a second one aborts.
+  auto on_signal = [](int sig) {
+    if (g_interrupted) {
+      std::signal(sig, SIG_DFL);
+      std::raise(sig);
+    }
+    g_interrupted = 1;
+    const char msg[] = "\nkforge: stopping after this workload (again to abort)\n";
+    (void)!::write(2, msg, sizeof msg - 1);
+  };
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  run_result r;
+  try {
+    r = run_workloads(specs, backend, repo.get(), o);
+  } catch (const std::exception& e) {
+    // Nothing could run (no worker, no device): still leave reports saying so.
+    r.complete = false;
+    r.incomplete_reason = e.what();
+    term::end_progress();
+    write_reports(r, a);
+    throw;
+  }
+  term::end_progress();
+  write_reports(r, a);
+
+  for (auto& w : r.workloads) {
+    check_outcome oc = w.outcome();
+    std::string mark = oc == check_outcome::passed   ? term::green("pass")
+                       : oc == check_outcome::failed ? term::red("FAIL")
+                       : oc == check_outcome::error  ? term::red("ERROR")
+                                                     : term::yellow("warn");
+    term::say("{:<5} {}", mark, w.name);
+    for (auto& c : w.checks)
+      if (!c.advisory && c.outcome != check_outcome::passed) term::say("      {}: {}", c.test_name(), c.sentence);
+    if (!w.error.empty()) term::say("      {}", w.error);
+  }
+  if (a.has("record")) {
+    if (!repo) throw user_error("--record needs a git repository");
+    record_history(*repo, r.env.git_commit, r);
+    term::say("recorded results for {} as the {} note of {}", r.env.gpu_key, k_notes_ref, r.env.git_commit.substr(0, 12));
+  }
+  int code = r.exit_code();
+  term::say("kforge run: {} ({} workloads on {})", code == 0 ? term::green("passed") : code == 1 ? term::red("failed") : term::red("error"),
+            r.workloads.size(), r.env.gpu_name.empty() ? r.env.gpu_key : r.env.gpu_name);
+  return code;
+}
 
 }  // namespace kf

@@ -270,11 +270,19 @@ run_result run_workloads(const std::vector<workload_spec>& specs, run_backend& b
 
   for (size_t i = 0; i < specs.size(); ++i) {
     const auto& spec = specs[i];
+    if (o.stop_requested && o.stop_requested()) {
+      r.complete = false;
+      r.incomplete_reason = fmt::format("interrupted after {} of {} workloads", i, specs.size());
+      break;
+    }
     say(o, fmt::format("[{}/{}] {}", i + 1, specs.size(), spec.name));
     workload_result w;
     try {
       w = run_one(spec, backend, key, base_commit, repo, o, r.env);
-    } catch (const infra_error& e) {
+    } catch (const std::exception& e) {
+      // One workload's environment failure (a worker that cannot start, an unreadable kernel file) is its
+      // error; the others still run.
+      w = workload_result{};
       w.name = spec.name;
       w.spec_path = spec.path;
       w.error = e.what();

@@ -54,6 +54,7 @@ struct run_options {
   std::string base_ref;                // --base: compare with the merge-base of HEAD and this
   std::chrono::seconds measure_slack{120};  // added to the stopping timeouts for a measure request
   std::function<void(const std::string&)> progress;  // a line per step; may be empty
+  std::function<bool()> stop_requested;              // asked between workloads (Ctrl-C); may be empty
 };
 
 // Runs every spec (already parsed and validated) and returns the record. `repo` may be null (no history:

@@ -1,0 +1,35 @@
+// The real device side of `kforge run`: the compile service, one kforge-worker, exec's check_candidate for
+// verification and the measure owner's AOTInductor export cache for the compile baseline.
+#pragma once
+#include <memory>
+
+#include "compile/export_cache.h"
+#include "exec/compile.h"
+#include "exec/worker_client.h"
+#include "gate/runner.h"
+#include "verify/check.h"
+
+namespace kf {
+
+class worker_backend final : public run_backend {
+ public:
+  worker_backend(device_id device, compile_options compile, export_options exports, check_options check);
+  std::string device_kind_name() const override;
+  nlohmann::json env() override;
+  candidate_check check(const workload_spec& spec, const std::string& source, const std::string& name) override;
+  compile_result compile(const std::string& source, const std::string& name) override;
+  worker_outcome measure(const nlohmann::json& request, std::chrono::milliseconds timeout) override;
+  nlohmann::json compile_baseline(const workload_spec& spec, const std::vector<std::string>& cases,
+                                  const std::string& gpu_key) override;
+  std::string compiler_identity() override;
+
+ private:
+  device_id m_device;
+  compiler m_compiler;
+  export_cache m_exports;
+  check_options m_check;
+  worker_client m_worker;
+  nlohmann::json m_env;
+};
+
+}  // namespace kf
