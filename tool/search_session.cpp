@@ -133,7 +133,9 @@ session_result run_search_session(const workload_spec& spec, const session_setti
     return res;
   }
   term::say("  winner:      {:9.2f} us  {}  {}", *o.winner->time_us, versus(*o.winner->time_us, o.baselines), describe(*o.winner));
-  for (auto& [c, t] : o.winner->results.value("case_us", nlohmann::json::object()).items())
+  // Bind the per-case times first: .items() on a temporary would iterate a destroyed object.
+  const nlohmann::json case_us = o.winner->results.value("case_us", nlohmann::json::object());
+  for (auto& [c, t] : case_us.items())
     if (t.is_number()) term::say("    {:<28} {:9.2f} us", c, t.get<double>());
     else term::say("    {:<28} (not timed)", c);
   if (!st.write) {
