@@ -2,6 +2,7 @@
 // shell script that plays python-with-torch (so caching and keys are tested without a real export).
 #include "compile/export_cache.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -104,6 +105,28 @@ TEST(export_cache, exports_once_then_hits_the_cache_keyed_by_mode) {
   nlohmann::json impl = cache.impl_for(tiny_spec(), {"N=4"}, "cuda", "sm90-nvidia-h200");
   EXPECT_EQ(impl["pt2"]["N=4"]["default"], first.pt2);
   EXPECT_TRUE(impl["skipped"]["N=4"].contains("max-autotune"));
+}
+
+TEST(export_cache, prefetch_exports_every_workload_once_and_impl_for_then_hits_the_cache) {
+  temp_dir d;
+  auto py = write_script(d, "python", k_fake_python);
+  export_cache cache(options_in(d, py.string()));
+  auto a = tiny_spec(), b = tiny_spec();
+  b.hash = "4567ef01";  // another workload: another package
+  case_spec c8;
+  c8.name = "N=8";
+  c8.bindings = {{"N", 8}};
+  b.cases.push_back(c8);
+  // default exports; max-autotune fails (the stand-in says so) and is not counted.
+  int exported = cache.prefetch({{&a, {"N=4"}}, {&b, {"N=4", "N=8"}}}, "cuda", "sm90-nvidia-h200");
+  EXPECT_EQ(exported, 3);
+  auto runs = read_file(d.path() / "runs");
+  EXPECT_EQ(std::count(runs.begin(), runs.end(), '\n'), 6);  // 3 cases x 2 modes
+  nlohmann::json impl = cache.impl_for(b, {"N=4", "N=8"}, "cuda", "sm90-nvidia-h200", {"default"});
+  EXPECT_TRUE(impl["pt2"]["N=8"].contains("default"));
+  runs = read_file(d.path() / "runs");
+  EXPECT_EQ(std::count(runs.begin(), runs.end(), '\n'), 6);  // served from the cache
+  EXPECT_EQ(cache.prefetch({{&a, {"N=4"}}}, "cuda", "sm90-nvidia-h200", {"default"}), 0);
 }
 
 TEST(export_cache, unknown_case_is_skipped) {

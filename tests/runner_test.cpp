@@ -1,5 +1,6 @@
 // The run pipeline on a fake backend: stored kernels in a temp workloads folder, a real git repository for the
 // history and the merge-base's kernel, canned worker answers.
+#include <map>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -74,7 +75,14 @@ class fake_backend : public run_backend {
     for (auto& c : cases) pt2[c] = {{"default", "/tmp/" + c + ".pt2"}};
     return {{"kind", "compile"}, {"pt2", pt2}};
   }
+  void prepare_compile_baselines(const std::vector<std::pair<const workload_spec*, std::vector<std::string>>>& work,
+                                 const std::string& gpu_key) override {
+    for (auto& [spec, cases] : work) prepared[spec->name] = cases;
+    prepared_key = gpu_key;
+  }
   std::string compiler_identity() override { return "nvcc fake"; }
+  std::map<std::string, std::vector<std::string>> prepared;
+  std::string prepared_key;
 };
 
 class runner_fixture : public ::testing::Test {
@@ -129,6 +137,25 @@ TEST_F(runner_fixture, passing_workload_is_verified_timed_and_gated) {
   EXPECT_NEAR(w.cases[0].floor.fraction, 0.5, 0.01);
   EXPECT_EQ(w.outcome(), check_outcome::skipped);  // no history: reported, not passed in silence
   EXPECT_EQ(r.exit_code(), 0);
+}
+
+TEST_F(runner_fixture, compile_baselines_are_prepared_up_front_for_workloads_with_a_kernel) {
+  store_kernel("has", "// k\n");
+  auto with_compile = spec("has"), no_kernel = spec("none"), eager_only = spec("eager-only");
+  with_compile.baselines = no_kernel.baselines = {"eager", "compile"};
+  eager_only.baselines = {"eager"};
+  store_kernel("eager-only", "// k\n");
+  fake_backend b;
+  run_workloads({with_compile, no_kernel, eager_only}, b, nullptr, {});
+  ASSERT_EQ(b.prepared.size(), 1u);  // no kernel: nothing to compare; no compile baseline: nothing to export
+  EXPECT_EQ(b.prepared.at("has"), std::vector<std::string>{"S=1024"});  // gated cases only
+  EXPECT_EQ(b.prepared_key, "sm90-nvidia-h200");
+
+  fake_backend all;  // --baselines on the command line overrides the specs' lists
+  run_options o;
+  o.baselines = {"compile"};
+  run_workloads({with_compile, no_kernel, eager_only}, all, nullptr, o);
+  EXPECT_EQ(all.prepared.size(), 2u);
 }
 
 TEST_F(runner_fixture, missing_kernel_and_failed_verify_are_results) {

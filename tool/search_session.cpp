@@ -1,5 +1,6 @@
 #include "search_session.h"
 
+#include <chrono>
 #include <cmath>
 #include <ctime>
 
@@ -87,8 +88,10 @@ session_result run_search_session(const workload_spec& spec, const session_setti
   eo.cache_root = st.cache_root;
   eo.baselines = st.baselines.empty() ? spec.baselines : st.baselines;
   eo.gpu_key = kind == device_kind::cpu ? cpu_key() : "";
-  if (kind == device_kind::cpu)  // a shared host is noisy: converge to 2 % or give up after 10 s per case
-    eo.full_stopping = {{"min_samples", 10}, {"max_noise", 0.02}, {"min_seconds", 0.2}, {"timeout_s", 10}};
+  if (kind == device_kind::cpu) {  // a shared host is noisy: looser targets, longer timeouts
+    eo.screen_stopping = {{"min_samples", 5}, {"max_noise", 0.05}, {"min_seconds", 0.02}, {"timeout_s", 1}};
+    eo.full_stopping = {{"min_samples", 10}, {"max_noise", 0.02}, {"min_seconds", 0.1}, {"timeout_s", 3}};
+  }
   worker_evaluator ev(spec, eo);
   if (eo.gpu_key.empty()) {
     auto env = ev.environment();
@@ -107,6 +110,7 @@ session_result run_search_session(const workload_spec& spec, const session_setti
   search_options so = st.search;
   so.stop_requested = [] { return search_interrupted(); };
   search_driver driver(spec, kind, res.gpu_key, db, ev, so);
+  auto started = std::chrono::steady_clock::now();
   res.outcome = driver.run(roots.roots, [&](const search_progress& p) {
     std::string best = p.best_us ? fmt::format("best {:.2f} us: {}", *p.best_us, versus(*p.best_us, p.baselines))
                                  : "no candidate passed yet";
@@ -122,6 +126,16 @@ session_result run_search_session(const workload_spec& spec, const session_setti
     }
   term::say("{}: stopped ({}) after {} evaluations ({} in this run){}", spec.name, o.stop_reason, o.evaluations,
             o.session_evaluations, o.stop_reason == "interrupted" ? "; the tree is kept: --resume continues it" : "");
+  double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  nlohmann::json stage_seconds = nlohmann::json::object();
+  std::string where;
+  for (auto& t : db.stage_times(o.search_id)) {
+    stage_seconds[t.stage] = {{"count", t.count}, {"seconds", t.seconds}};
+    where += fmt::format("{}{} {:.1f} s", where.empty() ? "" : ", ", t.stage, t.seconds);
+  }
+  double per_minute = wall_s > 0 ? o.session_evaluations * 60.0 / wall_s : 0;
+  term::say("  speed: {} evaluations in {:.1f} s ({:.1f} a minute); time by stage (all runs): {}", o.session_evaluations,
+            wall_s, per_minute, where.empty() ? "none" : where);
   if (o.baselines.empty() || o.baselines.size() == 0)
     term::say("  {}", term::yellow("no baseline could be timed: rewards rank candidates by time alone"));
   if (o.best_root && o.best_root->time_us)
@@ -186,7 +200,8 @@ session_result run_search_session(const workload_spec& spec, const session_setti
       {"environment", o.environment},
       {"trajectory", o.trajectory},
       {"search", {{"evaluations", o.evaluations}, {"proposer", so.proposer}, {"seed", so.seed},
-                  {"stop_reason", o.stop_reason}, {"db", st.db_path}, {"date", utc_now()}}},
+                  {"stop_reason", o.stop_reason}, {"db", st.db_path}, {"date", utc_now()},
+                  {"wall_seconds", wall_s}, {"evaluations_per_minute", per_minute}, {"stage_seconds", stage_seconds}}},
   };
   for (auto& t : w.metadata["trajectory"])
     if (t.is_number() && std::isnan(t.get<double>())) t = nullptr;

@@ -145,6 +145,32 @@ nlohmann::json export_cache::impl_for(const workload_spec& spec, const std::vect
   return impl;
 }
 
+int export_cache::prefetch(const std::vector<wanted>& work, const std::string& device, const std::string& gpu_key,
+                           const std::vector<std::string>& modes) {
+  if (!unavailable().empty()) return 0;
+  struct job {
+    const workload_spec* spec;
+    std::string case_name, mode;
+  };
+  std::vector<job> jobs;
+  for (const auto& w : work)
+    for (const auto& c : w.cases)
+      for (const auto& mode : modes) jobs.push_back({w.spec, c, mode});
+  std::atomic<size_t> next{0};
+  std::atomic<int> exported{0};
+  auto run = [&] {
+    for (size_t i; (i = next++) < jobs.size();) {
+      auto o = get(*jobs[i].spec, jobs[i].case_name, device, gpu_key, jobs[i].mode);
+      if (o.ok() && !o.cached) ++exported;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::min<int>(export_jobs(), static_cast<int>(jobs.size())); ++t) pool.emplace_back(run);
+  run();
+  for (auto& t : pool) t.join();
+  return exported;
+}
+
 int export_jobs() {
   if (const char* env = std::getenv("KFORGE_EXPORT_JOBS"); env && std::atoi(env) > 0) return std::atoi(env);
   return std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 4, 1, 4);

@@ -59,6 +59,16 @@ class export_cache {
   nlohmann::json impl_for(const workload_spec& spec, const std::vector<std::string>& cases, const std::string& device,
                           const std::string& gpu_key, const std::vector<std::string>& modes = export_modes());
 
+  // Exports every (spec, case, mode) not cached yet, export_jobs() at once across all the specs, so that a run
+  // over many workloads pays for the slowest exports once rather than workload by workload. Returns how many
+  // packages were exported (cached ones excluded); failures are left for impl_for to report.
+  struct wanted {
+    const workload_spec* spec;
+    std::vector<std::string> cases;
+  };
+  int prefetch(const std::vector<wanted>& work, const std::string& device, const std::string& gpu_key,
+               const std::vector<std::string>& modes = export_modes());
+
   std::filesystem::path folder() const { return m_options.cache_root / "aoti"; }
 
  private:

@@ -229,6 +229,29 @@ workload_result run_one(const workload_spec& spec, run_backend& backend, const s
   return finish();
 }
 
+// The torch.compile packages of every workload that has a kernel here and times the compile baseline, exported
+// together before the first workload (the exports are the slow part of a cold run).
+void prepare_compile_baselines(const std::vector<workload_spec>& specs, run_backend& backend, const std::string& key,
+                               const run_options& o) {
+  std::vector<std::pair<const workload_spec*, std::vector<std::string>>> work;
+  size_t packages = 0;
+  for (const auto& spec : specs) {
+    const auto& baselines = o.baselines.empty() ? spec.baselines : o.baselines;
+    if (std::find(baselines.begin(), baselines.end(), "compile") == baselines.end()) continue;
+    if (!find_winner(kernels_dir(spec.path, spec.name), key).kernel) continue;
+    std::vector<std::string> cases;
+    for (auto& c : spec.cases)
+      if (c.gate && c.runs_on(backend.device_kind_name())) cases.push_back(c.name);
+    if (cases.empty()) continue;
+    packages += cases.size();
+    work.emplace_back(&spec, std::move(cases));
+  }
+  if (work.empty()) return;
+  say(o, fmt::format("preparing the torch.compile baseline: {} case(s) of {} workload(s), exported in parallel",
+                     packages, work.size()));
+  backend.prepare_compile_baselines(work, key);
+}
+
 run_result run_workloads(const std::vector<workload_spec>& specs, run_backend& backend, git_repo* repo,
                          const run_options& o) {
   run_result r;
@@ -267,6 +290,8 @@ run_result run_workloads(const std::vector<workload_spec>& specs, run_backend& b
   std::string origin = history.result ? fmt::format("the history note of {}{}", history.commit.substr(0, 12),
                                                     o.base_ref.empty() ? " (the parent commit)" : " (the merge-base)")
                                       : "";
+
+  prepare_compile_baselines(specs, backend, key, o);
 
   for (size_t i = 0; i < specs.size(); ++i) {
     const auto& spec = specs[i];

@@ -43,6 +43,13 @@ class run_backend {
   // an object with "skipped": "<why>" when no package can be made.
   virtual nlohmann::json compile_baseline(const workload_spec& spec, const std::vector<std::string>& cases,
                                           const std::string& gpu_key) = 0;
+  // Makes the compile baselines of many workloads ready at once (exports in parallel across workloads), so the
+  // per-workload compile_baseline calls find them cached. Optional: the default does nothing.
+  virtual void prepare_compile_baselines(const std::vector<std::pair<const workload_spec*, std::vector<std::string>>>& work,
+                                         const std::string& gpu_key) {
+    (void)work;
+    (void)gpu_key;
+  }
   // The compiler's identity for the environment record ("nvcc 13.0 ...", "g++ 12.2").
   virtual std::string compiler_identity() = 0;
 };

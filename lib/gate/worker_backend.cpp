@@ -81,6 +81,13 @@ nlohmann::json worker_backend::compile_baseline(const workload_spec& spec, const
   return impl;
 }
 
+void worker_backend::prepare_compile_baselines(
+    const std::vector<std::pair<const workload_spec*, std::vector<std::string>>>& work, const std::string& gpu_key) {
+  std::vector<export_cache::wanted> wanted;
+  for (const auto& [spec, cases] : work) wanted.push_back({spec, cases});
+  m_exports.prefetch(wanted, device_kind_name(), gpu_key);
+}
+
 std::string worker_backend::compiler_identity() {
   std::string id = m_compiler.compiler_identity(m_device.kind);
   auto nl = id.find('\n');

@@ -21,6 +21,8 @@ class worker_backend final : public run_backend {
   worker_outcome measure(const nlohmann::json& request, std::chrono::milliseconds timeout) override;
   nlohmann::json compile_baseline(const workload_spec& spec, const std::vector<std::string>& cases,
                                   const std::string& gpu_key) override;
+  void prepare_compile_baselines(const std::vector<std::pair<const workload_spec*, std::vector<std::string>>>& work,
+                                 const std::string& gpu_key) override;
   std::string compiler_identity() override;
 
  private:

@@ -300,4 +300,14 @@ int64_t search_db::count_evaluations(int64_t search) {
   return s.i64(0);
 }
 
+std::vector<stage_time> search_db::stage_times(int64_t search) {
+  stmt s(m_db,
+         "SELECT e.stage, COUNT(*), COALESCE(SUM(e.seconds), 0) FROM evaluations e JOIN nodes n ON e.node_id = n.id "
+         "WHERE n.search_id = ? GROUP BY e.stage ORDER BY MIN(e.id)");
+  s.bind(1, search);
+  std::vector<stage_time> out;
+  while (s.step()) out.push_back({s.text(0), s.i64(1), s.f64(2)});
+  return out;
+}
+
 }  // namespace kf

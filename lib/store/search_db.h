@@ -54,6 +54,12 @@ struct evaluation_row {
   std::vector<sample_row> samples;
 };
 
+struct stage_time {
+  std::string stage;
+  int64_t count = 0;
+  double seconds = 0;
+};
+
 class search_db {
  public:
   // Opens (creating) the file and its schema. Throws infra_error when SQLite fails.
@@ -81,6 +87,8 @@ class search_db {
   std::vector<evaluation_row> load_evaluations(int64_t node);
   int64_t count_nodes(int64_t search);
   int64_t count_evaluations(int64_t search);
+  // Where the search's time went: per evaluation stage (compile, screen_verify, ...), in first-seen order.
+  std::vector<stage_time> stage_times(int64_t search);
   const std::filesystem::path& path() const { return m_path; }
 
  private:

@@ -214,7 +214,7 @@ class group_norm_cpu final : public family {
     auto g = match_norm(spec, nullptr);
     bool rms = g && g->what == norm_graph::kind::rms_norm;
     return {{"threads", "all"}, {"schedule", "static"}, {"vector_width", "8"}, {"unroll", "1"},
-            {"stats", rms ? "one_pass" : "two_pass"}, {"cache_unit", "1"}, {"math", "libm"}};
+            {"stats", rms ? "one_pass" : "two_pass"}, {"cache_unit", "1"}, {"math", "poly"}};
   }
 
   bool valid(const knob_values& v, const workload_spec& spec, std::string* why_not) const override {

@@ -116,6 +116,22 @@ constexpr const char* k_reduce_two = R"(      {
         for (; j < L; ++j) s += KF_EXP(KF_X(j) - m);
       })";
 
+// Max, then the exponentials, kept in the row scratch while they are summed: one exp per element, and the
+// write pass only scales (exp_once=1).
+constexpr const char* k_reduce_two_keep = R"(      {
+        float mx[kf_lanes], sm[kf_lanes];
+        for (int l = 0; l < kf_lanes; ++l) { mx[l] = -INFINITY; sm[l] = 0.f; }
+        int64_t j = 0;
+        for (; j + kf_lanes <= L; j += kf_lanes)
+          for (int l = 0; l < kf_lanes; ++l) { float v = KF_X(j + l); mx[l] = v > mx[l] ? v : mx[l]; }
+        for (int l = 0; l < kf_lanes; ++l) m = mx[l] > m ? mx[l] : m;
+        for (; j < L; ++j) { float v = KF_X(j); m = v > m ? v : m; }
+        for (j = 0; j + kf_lanes <= L; j += kf_lanes)
+          for (int l = 0; l < kf_lanes; ++l) { float e = KF_EXP(KF_X(j + l) - m); sc[j + l] = e; sm[l] += e; }
+        for (int l = 0; l < kf_lanes; ++l) s += sm[l];
+        for (; j < L; ++j) { float e = KF_EXP(KF_X(j) - m); sc[j] = e; s += e; }
+      })";
+
 // Online softmax: running max and rescaled sum per lane in one read, then the lanes are combined.
 constexpr const char* k_reduce_online = R"(      {
         float mx[kf_lanes], sm[kf_lanes];
@@ -141,6 +157,11 @@ constexpr const char* k_reduce_online = R"(      {
         }
       })";
 
+constexpr const char* k_write_kept = R"(      {
+        const float inv = 1.f / s;
+        for (int64_t j = 0; j < L; ++j) orow[j] = $STORE_OUT$(kf_epi(sc[j] * inv));
+      })";
+
 constexpr const char* k_write_plain = R"(      if ($LOG$) {
         const float ls = m + logf(s);
         for (int64_t j = 0; j < L; ++j) orow[j] = $STORE_OUT$(kf_epi(KF_X(j) - ls));
@@ -152,7 +173,7 @@ constexpr const char* k_write_plain = R"(      if ($LOG$) {
 // Top-k: the row's results go to scratch, then an insertion into the k best (ties: the lower index first).
 constexpr const char* k_write_topk = R"(      {
         const float ls = m + logf(s), inv = 1.f / s;
-        for (int64_t j = 0; j < L; ++j) sc[j] = kf_epi($LOG$ ? KF_X(j) - ls : KF_EXP(KF_X(j) - m) * inv);
+        for (int64_t j = 0; j < L; ++j) sc[j] = kf_epi($LOG$ ? KF_X(j) - ls : $EXP_AT_J$ * inv);
         int n = 0;
         for (int64_t j = 0; j < L; ++j) {
           float v = sc[j];
@@ -197,16 +218,19 @@ class row_softmax_cpu final : public family {
         {"passes", {"two", "online"}, "two: max then sum of exponentials; online: both in one read"},
         {"cache_row", {"0", "1"}, "1: the prologue's result is staged in a float row (computed once)"},
         {"math", {"libm", "poly"}, "exp/tanh: libm's, or a polynomial that vectorizes (~1 ulp)"},
+        {"exp_once", {"0", "1"}, "1: the sum pass keeps the exponentials in a row scratch; the write pass only scales"},
     };
   }
 
   knob_values default_variant(const workload_spec& spec) const override {
-    bool heavy = false;
-    if (auto g = match_softmax(spec, nullptr))
+    bool heavy = false, log = false;
+    if (auto g = match_softmax(spec, nullptr)) {
       for (auto& st : g->prologue) heavy = heavy || st.what == elementwise_step::kind::softcap;
+      log = g->log;
+    }
     return {{"threads", "all"},  {"schedule", "static"}, {"rows_per_chunk", "16"}, {"vector_width", "8"},
             {"unroll", "1"},     {"passes", "two"},      {"cache_row", heavy ? "1" : "0"},
-            {"math", "libm"}};
+            {"math", "poly"},    {"exp_once", log ? "0" : "1"}};
   }
 
   bool valid(const knob_values& v, const workload_spec& spec, std::string* why_not) const override {
@@ -214,6 +238,13 @@ class row_softmax_cpu final : public family {
     if (knob_int(v, "vector_width") * knob_int(v, "unroll") > 32) {
       if (why_not) *why_not = "vector_width x unroll above 32 accumulators spills registers";
       return false;
+    }
+    if (v.at("exp_once") == "1") {
+      auto g = match_softmax(spec, nullptr);
+      if (v.at("passes") != "two" || (g && g->log)) {
+        if (why_not) *why_not = "exp_once keeps the exponentials of the two-pass softmax (not online, not log_softmax)";
+        return false;
+      }
     }
     return true;
   }
@@ -259,6 +290,7 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
   std::string epi = cpu_emit::round_through(g->softmax_type, "v");
   for (auto t : g->epilogue_casts) epi = cpu_emit::round_through(t, epi);
   bool cache = v.at("cache_row") == "1";
+  bool keep = v.at("exp_once") == "1";
   std::string cache_code =
       cache ? fmt::format("      for (int64_t j = 0; j < L; ++j) sc[j] = kf_pro(xr, {}j);\n#define KF_X(j) sc[j]", mask_args)
             : fmt::format("#define KF_X(j) kf_pro(xr, {}j)", mask_args);
@@ -281,14 +313,15 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
       {"MASK_INDEXES", mask_indexes},
       {"MASK_DTYPE_CHECKS", mask_checks},
       {"THREADS", cpu_emit::num_threads_clause(v.at("threads"))},
-      {"SCRATCH", cache || g->topk ? "L" : "0"},
+      {"SCRATCH", cache || keep || g->topk ? "L" : "0"},
       {"SCHEDULE", v.at("schedule")},
       {"CHUNK", v.at("rows_per_chunk")},
       {"MASK_ROWS", mask_rows},
       {"CACHE", cache_code},
-      {"REDUCE", v.at("passes") == "online" ? k_reduce_online : k_reduce_two},
-      {"WRITE", cpu_emit::subst(g->topk ? k_write_topk : k_write_plain,
-                                {{"LOG", g->log ? "true" : "false"}, {"STORE_OUT", cpu_emit::store_fn(g->out_type)}})},
+      {"REDUCE", v.at("passes") == "online" ? k_reduce_online : keep ? k_reduce_two_keep : k_reduce_two},
+      {"WRITE", cpu_emit::subst(g->topk ? k_write_topk : keep ? k_write_kept : k_write_plain,
+                                {{"LOG", g->log ? "true" : "false"}, {"STORE_OUT", cpu_emit::store_fn(g->out_type)},
+                                 {"EXP_AT_J", keep ? "sc[j]" : "KF_EXP(KF_X(j) - m)"}})},
   };
   std::string body = cpu_emit::subst(k_kernel, t);
   // The row macro is defined inside the loop; undefine it so nothing leaks past the kernel.
