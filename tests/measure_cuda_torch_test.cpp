@@ -7,9 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "exec/worker_client.h"
 #include "measure/cuda_sampler.h"
 #include "measure/timing.h"
 #include "spec/ops.h"
+#include "spec/spec_parse.h"
 #include "vendor/vendor_ops_torch.h"
 
 namespace kf {
@@ -48,6 +52,34 @@ TEST(measure_cuda, cold_and_hot_protocol_on_the_empty_kernel_and_an_op) {
   nlohmann::json env = s->environment();
   EXPECT_GT(env["sm_count"].get<int>(), 0);
   EXPECT_FALSE(env["gpu_name"].get<std::string>().empty());
+}
+
+// Every bundled workload's eager and vendor baselines through a real worker on the GPU: each is timed or says
+// why it is not available; none takes the worker down (pooling once did, asking for a dtype it does not have).
+TEST(measure_cuda, every_bundled_workload_times_its_eager_and_vendor_baselines) {
+  REQUIRE_GPU();
+  worker_client worker({.device = parse_device("cuda:0")});
+  for (auto& e : std::filesystem::directory_iterator(std::filesystem::path(KFORGE_SOURCE_DIR) / "workloads")) {
+    if (e.path().extension() != ".yaml") continue;
+    workload_spec spec;
+    auto diags = parse_spec(e.path().string(), &spec);
+    ASSERT_TRUE(diags.empty()) << e.path() << ": " << diags[0].str();
+    nlohmann::json req{{"cmd", "measure"},
+                       {"spec", to_json(spec)},
+                       {"impls", {{{"kind", "eager"}}, {{"kind", "vendor"}}}},
+                       {"stopping", {{"min_samples", 3}, {"max_noise", 1.0}, {"min_seconds", 0.0}, {"timeout_s", 0.2}}}};
+    worker_outcome o = worker.request(req, std::chrono::seconds(120));
+    ASSERT_TRUE(o.ok()) << spec.name << ": " << o.describe() << "\n" << o.stderr_tail;
+    ASSERT_TRUE(o.response.value("ok", false)) << spec.name << ": " << o.response.dump(1);
+    for (const auto& r : o.response["results"]) {
+      if (!r.value("available", true)) {
+        EXPECT_FALSE(r.value("not_available", "").empty()) << spec.name << ": " << r.dump();
+        continue;
+      }
+      EXPECT_FALSE(r.contains("error")) << spec.name << ": " << r.dump();
+      EXPECT_GE(r["cold"]["samples_us"].size(), 3u) << spec.name << " " << r.value("impl", "?");
+    }
+  }
 }
 
 TEST(measure_cuda, an_impl_returning_nonzero_is_a_result) {

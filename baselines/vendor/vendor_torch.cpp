@@ -50,8 +50,10 @@ std::vector<at::Tensor> run_vendor_graph(const workload_spec& spec, const std::v
         a.tensors[arg.name] = by_name.at(call.args[arg.name].get<std::string>());
     at::Tensor x = i == 0 ? by_name.at(call.args.at("input").get<std::string>()) : current.at(0);
     if (const vendor::vendor_op* v = vendor::find_vendor_op(call.op)) {
-      if (auto t = a.dtype_arg("dtype"); steps && def->find_arg("dtype") && t && *t != x.scalar_type())
-        steps->push_back(fmt::format("eager cast to {}", c10::toString(*t)));  // softmax(dtype=) converts first
+      // softmax(dtype=) converts first; pooling has no dtype argument to ask about.
+      if (steps && def->find_arg("dtype"))
+        if (auto t = a.dtype_arg("dtype"); t && *t != x.scalar_type())
+          steps->push_back(fmt::format("eager cast to {}", c10::toString(*t)));
       current = {v->run(x, a)};
       if (steps) steps->push_back(v->call);
     } else {

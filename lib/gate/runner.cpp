@@ -79,6 +79,8 @@ void apply_measure(workload_result& w, const json& r, const std::vector<std::str
         i.status = impl_status::failed;
         i.why = it->value("error", "");
       } else {
+        i.description = it->value("description", "");
+        if (it->contains("details") && (*it)["details"].is_object()) i.details = (*it)["details"];
         i.cold = series_from(it->value("cold", json()));
         i.hot = series_from(it->value("hot", json()));
         if (i.cold.empty()) {

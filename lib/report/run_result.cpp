@@ -78,6 +78,8 @@ json impl_json(const impl_result& i) {
   if (!i.why.empty()) j["why"] = i.why;
   j["cold"] = series_json(i.cold);
   if (!i.hot.empty()) j["hot"] = series_json(i.hot);
+  if (!i.description.empty()) j["description"] = i.description;
+  if (i.details.is_object() && !i.details.empty()) j["details"] = i.details;
   return j;
 }
 
@@ -89,6 +91,8 @@ impl_result impl_from(const json& j) {
   i.why = j.value("why", "");
   if (j.contains("cold")) i.cold = series_from(j.at("cold"));
   if (j.contains("hot")) i.hot = series_from(j.at("hot"));
+  i.description = j.value("description", "");
+  if (j.contains("details") && j["details"].is_object()) i.details = j["details"];
   return i;
 }
 

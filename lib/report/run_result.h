@@ -57,6 +57,8 @@ struct impl_result {
   std::string why;      // for skipped / failed: a sentence
   sample_series cold;   // L2 flushed, one launch per sample
   sample_series hot;    // inside a CUDA graph of back-to-back launches (may be empty)
+  std::string description;  // what was timed ("AOTInductor package, mode max-autotune", "cuDNN softmax", ...)
+  nlohmann::json details = nlohmann::json::object();  // the worker's details (compile: each mode's median)
   const sample_series& series(std::string_view metric) const { return metric == "hot" ? hot : cold; }
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <future>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -26,10 +27,11 @@ std::vector<double> samples(const nlohmann::json& set) {
   return set["samples_us"].get<std::vector<double>>();
 }
 
-// The time a result stands for: the hot samples' median when there are any (short kernels), else cold's.
-double result_us(const nlohmann::json& r, std::string* kind) {
+// The time a result stands for: the hot samples' median when there are any (short kernels) and hot is allowed,
+// else cold's.
+double result_us(const nlohmann::json& r, std::string* kind, bool allow_hot = true) {
   auto hot = samples(r.value("hot", nlohmann::json()));
-  if (!hot.empty()) {
+  if (allow_hot && !hot.empty()) {
     *kind = "hot";
     return median(hot);
   }
@@ -100,21 +102,31 @@ nlohmann::json worker_evaluator::baselines() {
                    m_options.measure_timeout);
   if (!o.ok() || !o.response.value("ok", false)) return out;  // no baseline: rewards fall back (evaluator.h)
   if (o.response.contains("env")) m_env = o.response["env"];
+  // Compare like with like, as `kforge run` does: a case is judged on hot samples only when every baseline
+  // has them (a long baseline is timed cold only), so the candidate is then judged cold too.
+  std::map<std::string, bool> all_hot;
   for (auto& r : o.response.value("results", nlohmann::json::array())) {
     if (r.value("available", true) == false || r.contains("error")) continue;
-    std::string k;
-    double t = result_us(r, &k);
-    if (std::isfinite(t) && t > 0) out[r.value("impl", "?")][r.value("case", "?")] = t;
+    std::string c = r.value("case", "?");
+    bool hot = !samples(r.value("hot", nlohmann::json())).empty();
+    all_hot[c] = all_hot.count(c) ? all_hot[c] && hot : hot;
   }
+  for (auto& r : o.response.value("results", nlohmann::json::array())) {
+    if (r.value("available", true) == false || r.contains("error")) continue;
+    std::string k, c = r.value("case", "?");
+    double t = result_us(r, &k, all_hot[c]);
+    if (std::isfinite(t) && t > 0) out[r.value("impl", "?")][c] = t;
+  }
+  for (auto& [c, hot] : all_hot) m_case_hot[c] = hot;
   return out;
 }
 
 bool worker_evaluator::verify(const compile_result& cr, const std::vector<std::string>& cases, eval_result& r,
-                              const char* stage) {
+                              const char* stage, int seeds) {
   // Case by case through exec's verify_in_worker: a hang or crash is pinned to its case.
   check_options co;
   co.cases = cases;
-  co.seeds = m_options.seeds;
+  co.seeds = seeds;
   co.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(m_options.verify_timeout);
   auto t0 = std::chrono::steady_clock::now();
   nlohmann::json impl = {{"kind", "kernel"}, {"name", "candidate"}, {"so", cr.so_path}};
@@ -145,10 +157,11 @@ bool worker_evaluator::measure(const compile_result& cr, const nlohmann::json& s
         r.detail = fmt::format("failed while timed on case {}: {}", res.value("case", "?"), res["error"].dump());
         continue;
       }
-      std::string kind;
-      double t = result_us(res, &kind);
+      std::string kind, c = res.value("case", "?");
+      auto hot = m_case_hot.find(c);
+      double t = result_us(res, &kind, hot == m_case_hot.end() || hot->second);
       if (!std::isfinite(t) || t <= 0) continue;
-      r.case_us[res.value("case", "?")] = t;
+      r.case_us[c] = t;
       for (const char* k : {"cold", "hot"}) {
         auto s = samples(res.value(k, nlohmann::json()));
         if (!s.empty()) e.samples.push_back({"candidate", res.value("case", "?"), k, s});
@@ -191,12 +204,12 @@ eval_result worker_evaluator::after_compile(const candidate& c, const compile_re
     return r;
   }
   if (!scan(c, r)) return r;
-  if (!verify(cr, {m_gated.front()}, r, "screen_verify")) return r;
+  if (!verify(cr, {m_gated.front()}, r, "screen_verify", 1)) return r;
   if (!measure(cr, m_options.screen_stopping, r, "screen_measure")) return r;
   r.status = node_status::screened;
   r.results["screen_us"] = r.case_us;
   if (!(geomean_us(r.case_us) < full_below_us)) return r;
-  if (!verify(cr, m_all, r, "verify")) return r;
+  if (!verify(cr, m_all, r, "verify", m_options.seeds)) return r;
   if (!measure(cr, m_options.full_stopping, r, "measure")) return r;
   r.status = node_status::measured;
   return r;
@@ -229,7 +242,7 @@ eval_result worker_evaluator::confirm(const candidate& c) {
     return r;
   }
   if (!scan(c, r)) return r;
-  if (!verify(cr, m_all, r, "verify")) return r;
+  if (!verify(cr, m_all, r, "verify", m_options.seeds)) return r;
   if (!measure(cr, m_options.full_stopping, r, "measure")) return r;
   r.status = node_status::measured;
   return r;

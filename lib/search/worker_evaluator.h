@@ -1,11 +1,12 @@
 // The real evaluator: compiles through the compile service (a batch in parallel), verifies and times through one
 // kforge-worker per device (docs/worker-protocol.md `verify`, `measure`).
-// Fidelity: screen = verify on one gated case (3 seeds) + a short measure of every gated case; full = verify on
+// Fidelity: screen = verify on one gated case (1 seed) + a short measure of every gated case; full = verify on
 // every case that runs on the device (3 seeds) + the full measure. On a GPU the batch's compiles overlap the
 // worker's timing; on the cpu device they run first, because a compiler on the same cores would skew the timing.
 #pragma once
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,7 +31,7 @@ struct worker_evaluator_options {
   // protocol), so both stages are bounded by wall time per case rather than by 0.5 s of GPU time, which a 3 us
   // kernel reaches only after ~150 000 cold samples.
   nlohmann::json screen_stopping = {{"min_samples", 10}, {"max_noise", 0.03}, {"min_seconds", 0.001}, {"timeout_s", 0.3}};
-  nlohmann::json full_stopping = {{"min_samples", 20}, {"max_noise", 0.01}, {"min_seconds", 0.01}, {"timeout_s", 1.5}};
+  nlohmann::json full_stopping = {{"min_samples", 20}, {"max_noise", 0.01}, {"min_seconds", 0.01}, {"timeout_s", 1.0}};
 };
 
 class worker_evaluator final : public evaluator {
@@ -56,7 +57,7 @@ class worker_evaluator final : public evaluator {
   // The static scan of the source (DESIGN.md "Verify", last rule); false with r set to verify_failed on a finding.
   bool scan(const candidate& c, eval_result& r);
   // Runs verify; false (with the stage recorded and r set to verify_failed) when it does not pass.
-  bool verify(const compile_result& cr, const std::vector<std::string>& cases, eval_result& r, const char* stage);
+  bool verify(const compile_result& cr, const std::vector<std::string>& cases, eval_result& r, const char* stage, int seeds);
   // Runs measure of the kernel on the gated cases; false when it could not be timed.
   bool measure(const compile_result& cr, const nlohmann::json& stopping, eval_result& r, const char* stage);
   worker_outcome request(nlohmann::json req, std::chrono::seconds timeout);
@@ -65,6 +66,7 @@ class worker_evaluator final : public evaluator {
   worker_evaluator_options m_options;
   compiler m_compiler;
   std::unique_ptr<worker_client> m_worker;
+  std::map<std::string, bool> m_case_hot;  // per gated case: judged on hot samples (every baseline had them)
   nlohmann::json m_spec_json;
   std::vector<std::string> m_gated, m_all;
   nlohmann::json m_env;

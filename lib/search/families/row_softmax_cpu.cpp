@@ -218,7 +218,7 @@ class row_softmax_cpu final : public family {
         {"passes", {"two", "online"}, "two: max then sum of exponentials; online: both in one read"},
         {"cache_row", {"0", "1"}, "1: the prologue's result is staged in a float row (computed once)"},
         {"math", {"libm", "poly"}, "exp/tanh: libm's, or a polynomial that vectorizes (~1 ulp)"},
-        {"exp_once", {"0", "1"}, "1: the sum pass keeps the exponentials in a row scratch; the write pass only scales"},
+        {"exp_once", {"0", "1"}, "1: the sum pass keeps the exponentials in a row scratch; the write pass only scales (two passes, softmax only)"},
     };
   }
 
@@ -238,13 +238,6 @@ class row_softmax_cpu final : public family {
     if (knob_int(v, "vector_width") * knob_int(v, "unroll") > 32) {
       if (why_not) *why_not = "vector_width x unroll above 32 accumulators spills registers";
       return false;
-    }
-    if (v.at("exp_once") == "1") {
-      auto g = match_softmax(spec, nullptr);
-      if (v.at("passes") != "two" || (g && g->log)) {
-        if (why_not) *why_not = "exp_once keeps the exponentials of the two-pass softmax (not online, not log_softmax)";
-        return false;
-      }
     }
     return true;
   }
@@ -290,7 +283,7 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
   std::string epi = cpu_emit::round_through(g->softmax_type, "v");
   for (auto t : g->epilogue_casts) epi = cpu_emit::round_through(t, epi);
   bool cache = v.at("cache_row") == "1";
-  bool keep = v.at("exp_once") == "1";
+  bool keep = v.at("exp_once") == "1" && v.at("passes") == "two" && !g->log;  // else there is nothing to keep
   std::string cache_code =
       cache ? fmt::format("      for (int64_t j = 0; j < L; ++j) sc[j] = kf_pro(xr, {}j);\n#define KF_X(j) sc[j]", mask_args)
             : fmt::format("#define KF_X(j) kf_pro(xr, {}j)", mask_args);
