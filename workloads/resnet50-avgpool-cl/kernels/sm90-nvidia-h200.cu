@@ -1,0 +1,349 @@
+// kforge winner: resnet50-avgpool-cl on sm90-nvidia-h200
+// kforge winner for resnet50-avgpool-cl on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T06:47:16Z
+// family: pool_cuda
+// knobs: cl_threads=32 threads=512 tpp=8 vec=4
+// lineage: default -> template: vec 8->4
+// measured: 2.67 us (geometric mean over gated cases), no baseline timed
+
+// kforge candidate: family pool_cuda (cuda), emitted by the template proposer.
+// knobs: cl_threads=32 threads=512 tpp=8 vec=4
+// computes: x[float16, channels_last] -> adaptive_avg_pool2d(1) -> flatten
+
+#include "kf_abi.h"
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <cooperative_groups.h>
+#include <stdint.h>
+
+namespace kfk {
+namespace cg = cooperative_groups;
+
+// ---- types ----
+template <typename T> struct dtype_code;
+template <> struct dtype_code<float> { static constexpr int value = KF_FLOAT32; };
+template <> struct dtype_code<__half> { static constexpr int value = KF_FLOAT16; };
+template <> struct dtype_code<__nv_bfloat16> { static constexpr int value = KF_BFLOAT16; };
+template <> struct dtype_code<double> { static constexpr int value = KF_FLOAT64; };
+
+__device__ __forceinline__ float to_f(float x) { return x; }
+__device__ __forceinline__ float to_f(double x) { return (float)x; }
+__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <typename T> __device__ __forceinline__ T from_f(float x);
+template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
+template <> __device__ __forceinline__ double from_f<double>(float x) { return (double)x; }
+template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+// ---- vector access: V consecutive elements in accesses of at most 16 bytes ----
+template <int B> struct raw_bits;
+template <> struct raw_bits<2> { using type = unsigned short; };
+template <> struct raw_bits<4> { using type = unsigned int; };
+template <> struct raw_bits<8> { using type = uint2; };
+template <> struct raw_bits<16> { using type = uint4; };
+
+// The alignment (bytes) a V-wide access of T needs.
+template <typename T, int V> constexpr int vec_align() { return V * (int)sizeof(T) > 16 ? 16 : V * (int)sizeof(T); }
+
+template <typename T, int V>
+__device__ __forceinline__ void load_vec(const T* __restrict__ p, float* o) {
+  constexpr int B = V * (int)sizeof(T);
+  if constexpr (V == 1) {
+    o[0] = to_f(*p);
+  } else if constexpr (B > 16) {
+    load_vec<T, V / 2>(p, o);
+    load_vec<T, V / 2>(p + V / 2, o + V / 2);
+  } else {
+    using R = typename raw_bits<B>::type;
+    R r = *reinterpret_cast<const R*>(p);
+    const T* t = reinterpret_cast<const T*>(&r);
+#pragma unroll
+    for (int v = 0; v < V; ++v) o[v] = to_f(t[v]);
+  }
+}
+
+// STREAM: evict-first stores (__stcs), so written outputs do not push inputs out of L2.
+template <typename T, int V, bool STREAM>
+__device__ __forceinline__ void store_vec(T* __restrict__ p, const float* x) {
+  constexpr int B = V * (int)sizeof(T);
+  if constexpr (B > 16) {
+    store_vec<T, V / 2, STREAM>(p, x);
+    store_vec<T, V / 2, STREAM>(p + V / 2, x + V / 2);
+  } else if constexpr (V == 1 || B < 2) {
+#pragma unroll
+    for (int v = 0; v < V; ++v) p[v] = from_f<T>(x[v]);
+  } else {
+    using R = typename raw_bits<B>::type;
+    R r;
+    T* t = reinterpret_cast<T*>(&r);
+#pragma unroll
+    for (int v = 0; v < V; ++v) t[v] = from_f<T>(x[v]);
+    if constexpr (STREAM) __stcs(reinterpret_cast<R*>(p), r);
+    else *reinterpret_cast<R*>(p) = r;
+  }
+}
+
+// softcap's tanh. tanhf costs ~30 instructions, which made softcapped softmax compute-bound on an H200:
+// tanh_exp takes one exp and one reciprocal (absolute error ~1e-7; clamped so that the exp never overflows),
+// tanh_approx the single tanh.approx.f32 instruction (relative error ~5e-4: verify decides if that is enough).
+__device__ __forceinline__ float tanh_exp(float y) {
+  y = fminf(fmaxf(y, -15.f), 15.f);
+  return 1.f - __fdividef(2.f, 1.f + __expf(2.f * y));
+}
+__device__ __forceinline__ float tanh_approx(float y) {
+  float t;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(y));
+  return t;
+}
+
+__host__ __device__ __forceinline__ bool aligned(const void* p, int bytes) {
+  return ((uintptr_t)p % (uintptr_t)bytes) == 0;
+}
+
+// ---- reductions over a warp, a block and a cluster, of small records of floats ----
+struct f2 { float a, b; };
+struct f3 { float a, b, c; };
+__device__ __forceinline__ f2 shfl_xor(f2 v, int o) {
+  return f2{__shfl_xor_sync(0xffffffffu, v.a, o), __shfl_xor_sync(0xffffffffu, v.b, o)};
+}
+__device__ __forceinline__ f3 shfl_xor(f3 v, int o) {
+  return f3{__shfl_xor_sync(0xffffffffu, v.a, o), __shfl_xor_sync(0xffffffffu, v.b, o),
+            __shfl_xor_sync(0xffffffffu, v.c, o)};
+}
+
+template <typename T, typename F>
+__device__ __forceinline__ T warp_reduce(T v, F comb) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = comb(v, shfl_xor(v, o));
+  return v;
+}
+
+// Every thread of the block gets the result. `scratch` holds one T per warp; it is free again on return.
+template <int NT, typename T, typename F>
+__device__ __forceinline__ T block_reduce(T v, F comb, T* scratch) {
+  v = warp_reduce(v, comb);
+  if constexpr (NT <= 32) {
+    return v;
+  } else {
+    if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
+    __syncthreads();
+    T r = scratch[0];
+#pragma unroll
+    for (int i = 1; i < NT / 32; ++i) r = comb(r, scratch[i]);
+    __syncthreads();
+    return r;
+  }
+}
+
+// Every thread of every CTA of the cluster gets the result (read through distributed shared memory).
+template <int NT, int CL, typename T, typename F>
+__device__ __forceinline__ T cluster_reduce(T v, F comb, T* scratch, T* slot) {
+  v = block_reduce<NT>(v, comb, scratch);
+  cg::cluster_group cluster = cg::this_cluster();
+  if (threadIdx.x == 0) *slot = v;
+  cluster.sync();
+  T r = *cluster.map_shared_rank(slot, 0);
+#pragma unroll
+  for (int i = 1; i < CL; ++i) r = comb(r, *cluster.map_shared_rank(slot, i));
+  cluster.sync();  // no CTA overwrites its slot (or exits) while another still reads it
+  return r;
+}
+
+// Launches `kernel` on a grid of clusters of `cl` CTAs along x. Non-zero when the device refuses.
+template <typename K, typename... A>
+inline int launch_clusters(K kernel, int cl, dim3 grid, int threads, size_t smem, cudaStream_t s, A... args) {
+  if (cl > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+    return 3;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = cl;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, args...) == cudaSuccess ? 0 : 3;
+}
+
+// Whether a tensor has the standard row-major strides of its shape (size-1 dims may have any stride).
+inline bool contiguous(const kf_tensor& t) {
+  int64_t expect = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.shape[d] != 1 && t.stride[d] != expect) return false;
+    expect *= t.shape[d];
+  }
+  return true;
+}
+inline int64_t numel(const kf_tensor& t) {
+  int64_t n = 1;
+  for (int d = 0; d < t.ndim; ++d) n *= t.shape[d];
+  return n;
+}
+
+// ---- this variant ----
+using in_t = __half;
+using out_t = __half;
+constexpr int NT = 512;
+constexpr int k_vec = 4;
+constexpr int k_tpp = 8;
+constexpr int k_clt = 32;
+constexpr int k_n_inputs = 1;
+constexpr int k_x_input = 0;
+
+__device__ __forceinline__ float finalize(float x) {
+  return x;
+}
+
+struct pool_args {
+  const in_t* x;
+  out_t* y;
+  int64_t n, c, hw;  // images, channels, positions per plane
+  float inv_hw;
+  int direct;        // NCHW: planes too big to stage, read from global memory
+};
+
+// Copies V elements without converting them, in accesses of at most 16 bytes.
+template <typename T, int V>
+__device__ __forceinline__ void copy_vec(T* dst, const T* src) {
+  constexpr int B = V * (int)sizeof(T);
+  if constexpr (B > 16) {
+    copy_vec<T, V / 2>(dst, src);
+    copy_vec<T, V / 2>(dst + V / 2, src + V / 2);
+  } else if constexpr (V == 1) {
+    *dst = *src;
+  } else {
+    using R = typename raw_bits<B>::type;
+    *reinterpret_cast<R*>(dst) = *reinterpret_cast<const R*>(src);
+  }
+}
+
+// NCHW: planes are contiguous; a block takes NT / k_tpp planes at a time.
+template <int V>
+__global__ void __launch_bounds__(NT) nchw_kernel(pool_args a) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  in_t* tile = reinterpret_cast<in_t*>(smem_raw);
+  constexpr int P = NT / k_tpp;
+  const int64_t planes = a.n * a.c;
+  const int j = threadIdx.x / k_tpp, sub = threadIdx.x % k_tpp;
+  for (int64_t p0 = (int64_t)blockIdx.x * P; p0 < planes; p0 += (int64_t)gridDim.x * P) {
+    const int64_t np = planes - p0 < P ? planes - p0 : P;
+    const int64_t ne = np * a.hw;
+    const in_t* src = a.x + p0 * a.hw;
+    if (!a.direct) {
+      for (int64_t i = (int64_t)threadIdx.x * V; i < ne; i += (int64_t)NT * V) {
+        if (i + V <= ne) copy_vec<in_t, V>(tile + i, src + i);
+        else
+          for (int64_t t = i; t < ne; ++t) tile[t] = src[t];
+      }
+      __syncthreads();
+    }
+    const in_t* from = (a.direct ? src : tile) + (int64_t)j * a.hw;
+    float acc = 0.f;
+    if (j < np) {
+      if (a.hw <= 0x7fffffff) {
+        const int hw = (int)a.hw;
+#pragma unroll 4
+        for (int k = sub; k < hw; k += k_tpp) acc += to_f(from[k]);
+      } else {
+        for (int64_t k = sub; k < a.hw; k += k_tpp) acc += to_f(from[k]);
+      }
+    }
+#pragma unroll
+    for (int o = k_tpp / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if (sub == 0 && j < np) a.y[p0 + j] = from_f<out_t>(finalize(acc * a.inv_hw));
+    if (!a.direct) __syncthreads();
+  }
+}
+
+// channels_last: x[n][hw][c]; k_clt threads across channel vectors, NT / k_clt rows of positions.
+template <int V>
+__global__ void __launch_bounds__(NT) nhwc_kernel(pool_args a) {
+  constexpr int HS = NT / k_clt, W = k_clt * V;
+  __shared__ float part[HS * W];
+  const int tc = threadIdx.x % k_clt, th = threadIdx.x / k_clt;
+  const int64_t tiles = (a.c + W - 1) / W;
+  for (int64_t t = blockIdx.x; t < a.n * tiles; t += gridDim.x) {
+    const int64_t n = t / tiles, c0 = (t % tiles) * W, c = c0 + (int64_t)tc * V;
+    float acc[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) acc[v] = 0.f;
+    if (c < a.c) {
+      const in_t* base = a.x + n * a.hw * a.c + c;
+#pragma unroll 4
+      for (int64_t h = th; h < a.hw; h += HS) {
+        float x[V];
+        load_vec<in_t, V>(base + h * a.c, x);
+#pragma unroll
+        for (int v = 0; v < V; ++v) acc[v] += x[v];
+      }
+    }
+#pragma unroll
+    for (int v = 0; v < V; ++v) part[th * W + tc * V + v] = acc[v];
+    __syncthreads();
+    for (int i = threadIdx.x; i < W; i += NT) {
+      float s = 0.f;
+      for (int h = 0; h < HS; ++h) s += part[h * W + i];
+      if (c0 + i < a.c) a.y[n * a.c + c0 + i] = from_f<out_t>(finalize(s * a.inv_hw));
+    }
+    __syncthreads();
+  }
+}
+
+int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_t s) {
+  if (n_in != k_n_inputs || n_out != 1) return 1;
+  const kf_tensor& x = in[k_x_input];
+  if (x.dtype != dtype_code<in_t>::value || (x.ndim != 3 && x.ndim != 4)) return 1;
+  const int d0 = x.ndim - 3;  // index of C
+  pool_args a = {};
+  a.x = static_cast<const in_t*>(x.data);
+  a.n = x.ndim == 4 ? x.shape[0] : 1;
+  a.c = x.shape[d0];
+  a.hw = x.shape[d0 + 1] * x.shape[d0 + 2];
+  const kf_tensor& y = out[0];
+  if (y.dtype != dtype_code<out_t>::value || !contiguous(y) || numel(y) != a.n * a.c) return 1;
+  a.y = static_cast<out_t*>(y.data);
+  if (a.n * a.c == 0) return 0;
+  if (a.hw == 0) return 1;  // torch averages an empty window to NaN; not worth a kernel
+  a.inv_hw = 1.f / (float)a.hw;
+  const int64_t C = a.c, W = x.shape[d0 + 2], H = x.shape[d0 + 1];
+  const bool nhwc = x.ndim == 4 && !contiguous(x) && x.stride[1] == 1 && x.stride[3] == C && x.stride[2] == W * C &&
+                    (x.shape[0] == 1 || x.stride[0] == H * W * C);
+  const int64_t k_grid_cap = 1 << 20;
+  if (contiguous(x)) {
+    constexpr int P = NT / k_tpp;
+    size_t smem = (size_t)P * (size_t)a.hw * sizeof(in_t);
+    if (smem > 96 * 1024) {
+      a.direct = 1;
+      smem = 0;
+    }
+    const int64_t blocks0 = (a.n * a.c + P - 1) / P;
+    const unsigned blocks = (unsigned)(blocks0 < k_grid_cap ? blocks0 : k_grid_cap);
+    const bool vec = (P * a.hw) % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
+    auto kernel = vec ? nchw_kernel<k_vec> : nchw_kernel<1>;
+    if (smem > 48 * 1024 &&
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
+      return 3;
+    kernel<<<blocks, NT, smem, s>>>(a);
+  } else if (nhwc) {
+    const bool vec = C % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
+    const int64_t wv = (int64_t)k_clt * (vec ? k_vec : 1);
+    const int64_t blocks0 = a.n * ((C + wv - 1) / wv);
+    const unsigned blocks = (unsigned)(blocks0 < k_grid_cap ? blocks0 : k_grid_cap);
+    if (vec) nhwc_kernel<k_vec><<<blocks, NT, 0, s>>>(a);
+    else nhwc_kernel<1><<<blocks, NT, 0, s>>>(a);
+  } else {
+    return 1;
+  }
+  return cudaGetLastError() == cudaSuccess ? 0 : 3;
+}
+
+}  // namespace kfk
+
+extern "C" int kf_launch(const kf_tensor* inputs, int n_inputs, kf_tensor* outputs, int n_outputs, void* stream) {
+  return kfk::launch(inputs, n_inputs, outputs, n_outputs, static_cast<cudaStream_t>(stream));
+}
