@@ -1,0 +1,196 @@
+// kforge winner: qwen-router-softmax on cpu-x86-64
+// kforge winner for qwen-router-softmax on cpu-x86-64, found by `kforge search` (template proposer) on 2026-11-30T06:59:31Z
+// family: row_softmax_cpu
+// knobs: cache_row=1 exp_once=1 math=poly passes=two rows_per_chunk=64 schedule=static threads=all unroll=1 vector_width=8
+// lineage: default -> template: cache_row 0->1 -> template: rows_per_chunk 16->64
+// measured: 470.31 us (geometric mean over gated cases), 1.16x eager
+
+// kforge candidate: family row_softmax_cpu (cpu), emitted by the template proposer.
+// knobs: cache_row=1 exp_once=1 math=poly passes=two rows_per_chunk=64 schedule=static threads=all unroll=1 vector_width=8
+// computes: x[bfloat16] -> softmax(float32)
+#include "kf_abi.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <vector>
+
+// ---- dtype conversions (bit operations; round to nearest even, NaN stays NaN) ----
+static inline float kf_ld_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static inline uint16_t kf_st_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+static inline float kf_ld_f16(uint16_t h) {
+  uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
+  if (e == 0) {
+    if (m == 0) {
+      u = s;
+    } else {  // subnormal: normalize
+      e = 113;
+      while (!(m & 0x400u)) { m <<= 1; --e; }
+      u = s | (e << 23) | ((m & 0x3ffu) << 13);
+    }
+  } else if (e == 31) {
+    u = s | 0x7f800000u | (m << 13);
+  } else {
+    u = s | ((e + 112u) << 23) | (m << 13);
+  }
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static inline uint16_t kf_st_f16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  uint32_t s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00u);
+  if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);  // rounds to infinity
+  if (a < 0x38800000u) {                                   // below 2^-14: subnormal or zero
+    float af;
+    memcpy(&af, &a, 4);
+    return (uint16_t)(s | (uint32_t)lrintf(af * 16777216.0f));
+  }
+  a += 0xfffu + ((a >> 13) & 1u);
+  return (uint16_t)(s | ((a - (112u << 23)) >> 13));
+}
+
+// ---- exp / tanh that vectorize (libm's do not without -ffast-math): Cephes' expf polynomial, ~1 ulp ----
+static inline float kf_exp_poly(float x) {
+  float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  float n = nearbyintf(xc * 1.44269504088896341f);
+  float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  float e = p * r * r + r + 1.0f;
+  int32_t bits = ((int32_t)n + 127) << 23;
+  float scale;
+  memcpy(&scale, &bits, 4);
+  float y = e * scale;
+  y = x < -87.0f ? 0.0f : y;
+  y = x > 88.0f ? INFINITY : y;
+  return x != x ? x : y;
+}
+static inline float kf_tanh_poly(float x) { return 1.0f - 2.0f / (kf_exp_poly(2.0f * x) + 1.0f); }
+#define KF_EXP kf_exp_poly
+#define KF_TANH kf_tanh_poly
+
+typedef uint16_t kf_in_t;
+typedef float kf_out_t;
+
+enum { kf_lanes = 8, kf_k = 0 };
+
+// x[j] after the fused prologue: what the reduction sees.
+static inline float kf_pro(const kf_in_t* x, int64_t j) {
+  float v = kf_ld_bf16(x[j]);
+  return v;
+}
+
+// A result on its way out: rounded through the softmax's type and each later cast.
+static inline float kf_epi(float v) { return v; }
+
+static inline bool kf_gt(float a, float b) { return a > b || (a != a && b == b); }  // NaN is largest, as in torch
+
+// The offset of the row at multi-index idx (over x's leading dims) in t, right-aligned to x's rank;
+// size-1 dims of t broadcast.
+static inline int64_t kf_row_off(const kf_tensor* t, const int64_t* idx, int rank) {
+  int64_t off = 0;
+  int lead = rank - t->ndim;
+  for (int i = 0; i + 1 < t->ndim; ++i)
+    if (t->shape[i] != 1) off += idx[i + lead] * t->stride[i];
+  return off;
+}
+
+// 0: handled; 1: arguments that do not match the spec; 2: a layout this kernel does not handle.
+static int kf_check(const kf_tensor* in, int n_in, const kf_tensor* out, int n_out) {
+  if (n_in != 1 || n_out != 1) return 1;
+  const kf_tensor* x = &in[0];
+  const int R = 2;
+  if (x->dtype != 2 || x->ndim != R) return 1;
+  const int64_t L = x->shape[R - 1];
+  if (L > 1 && x->stride[R - 1] != 1) return 2;
+  const int kf_mask_idx[] = {-1};
+  for (int mi : kf_mask_idx) {
+    if (mi < 0) break;
+    const kf_tensor* m = &in[mi];
+    if (m->ndim > R) return 1;
+    for (int i = 0; i < m->ndim; ++i)
+      if (m->shape[i] != 1 && m->shape[i] != x->shape[i + R - m->ndim]) return 1;
+    if (m->ndim > 0 && m->shape[m->ndim - 1] > 1 && m->stride[m->ndim - 1] != 1) return 2;
+  }
+  const int64_t width = kf_k > 0 ? kf_k : L;
+  if (kf_k > L) return 1;
+  for (int o = 0; o < n_out; ++o) {
+    const kf_tensor* t = &out[o];
+    if (t->ndim != R || t->shape[R - 1] != width) return 1;
+    for (int i = 0; i + 1 < R; ++i)
+      if (t->shape[i] != x->shape[i]) return 1;
+    if (width > 1 && t->stride[R - 1] != 1) return 2;
+  }
+  if (out[0].dtype != 0) return 1;
+  if (n_out > 1 && out[1].dtype != KF_INT64 && out[1].dtype != KF_INT32) return 1;
+  return 0;
+}
+
+extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, void* stream) {
+  (void)stream;
+  if (int rc = kf_check(in, n_in, out, n_out)) return rc;
+  const kf_tensor* x = &in[0];
+  const int R = 2;
+  const int64_t L = x->shape[R - 1];
+  int64_t rows = 1;
+  for (int i = 0; i + 1 < R; ++i) rows *= x->shape[i];
+  if (rows == 0 || L == 0) return 0;
+#pragma omp parallel
+  {
+    std::vector<float> sc(L);
+    std::vector<float> tv(kf_k > 0 ? kf_k : 1);
+    std::vector<int64_t> ti(kf_k > 0 ? kf_k : 1);
+#pragma omp for schedule(static, 64)
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t idx[KF_MAX_DIMS] = {0};
+      int64_t rest = r;
+      for (int i = R - 2; i >= 0; --i) {
+        idx[i] = rest % x->shape[i];
+        rest /= x->shape[i];
+      }
+      const kf_in_t* xr = (const kf_in_t*)x->data + kf_row_off(x, idx, R);
+      kf_out_t* orow = (kf_out_t*)out[0].data + kf_row_off(&out[0], idx, R);
+      for (int64_t j = 0; j < L; ++j) sc[j] = kf_pro(xr, j);
+#define KF_X(j) sc[j]
+      float m = -INFINITY, s = 0.f;
+      {
+        float mx[kf_lanes], sm[kf_lanes];
+        for (int l = 0; l < kf_lanes; ++l) { mx[l] = -INFINITY; sm[l] = 0.f; }
+        int64_t j = 0;
+        for (; j + kf_lanes <= L; j += kf_lanes)
+          for (int l = 0; l < kf_lanes; ++l) { float v = KF_X(j + l); mx[l] = v > mx[l] ? v : mx[l]; }
+        for (int l = 0; l < kf_lanes; ++l) m = mx[l] > m ? mx[l] : m;
+        for (; j < L; ++j) { float v = KF_X(j); m = v > m ? v : m; }
+        for (j = 0; j + kf_lanes <= L; j += kf_lanes)
+          for (int l = 0; l < kf_lanes; ++l) { float e = KF_EXP(KF_X(j + l) - m); sc[j + l] = e; sm[l] += e; }
+        for (int l = 0; l < kf_lanes; ++l) s += sm[l];
+        for (; j < L; ++j) { float e = KF_EXP(KF_X(j) - m); sc[j] = e; s += e; }
+      }
+      {
+        const float inv = 1.f / s;
+        for (int64_t j = 0; j < L; ++j) orow[j] = (kf_epi(sc[j] * inv));
+      }
+    }
+  }
+  return 0;
+}
+#undef KF_X

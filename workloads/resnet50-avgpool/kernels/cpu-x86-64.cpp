@@ -1,0 +1,166 @@
+// kforge winner: resnet50-avgpool on cpu-x86-64
+// kforge winner for resnet50-avgpool on cpu-x86-64, found by `kforge search` (template proposer) on 2026-11-30T07:25:11Z
+// family: pool_cpu
+// knobs: accum=float channel_block=1024 planes_per_chunk=32 schedule=static threads=all vector_width=8
+// lineage: default -> template: channel_block 256->1024
+// measured: 225.96 us (geometric mean over gated cases), 2.52x eager
+
+// kforge candidate: family pool_cpu (cpu), emitted by the template proposer.
+// knobs: accum=float channel_block=1024 planes_per_chunk=32 schedule=static threads=all vector_width=8
+// computes: x[float16] -> adaptive_avg_pool2d(1) -> flatten
+#include "kf_abi.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <vector>
+
+// ---- dtype conversions (bit operations; round to nearest even, NaN stays NaN) ----
+static inline float kf_ld_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static inline uint16_t kf_st_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+// Exact for every half (subnormals: the multiply by 2^112 is exact), branch-free so that loops vectorize.
+static inline float kf_ld_f16(uint16_t h) {
+  uint32_t u = (uint32_t)(h & 0x7fffu) << 13;
+  float f;
+  memcpy(&f, &u, 4);
+  f *= 5.192296858534828e+33f;  // 2^112: rebias the exponent
+  memcpy(&u, &f, 4);
+  if (f >= 65536.0f) u |= 0x7f800000u;  // was Inf/NaN: keep it so
+  u |= (uint32_t)(h & 0x8000u) << 16;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static inline uint16_t kf_st_f16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  uint32_t s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00u);
+  if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);  // rounds to infinity
+  if (a < 0x38800000u) {                                   // below 2^-14: subnormal or zero
+    float af;
+    memcpy(&af, &a, 4);
+    return (uint16_t)(s | (uint32_t)lrintf(af * 16777216.0f));
+  }
+  a += 0xfffu + ((a >> 13) & 1u);
+  return (uint16_t)(s | ((a - (112u << 23)) >> 13));
+}
+
+// ---- exp / tanh that vectorize (libm's do not without -ffast-math): Cephes' expf polynomial, ~1 ulp ----
+static inline float kf_exp_poly(float x) {
+  float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  float n = nearbyintf(xc * 1.44269504088896341f);
+  float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  float e = p * r * r + r + 1.0f;
+  int32_t bits = ((int32_t)n + 127) << 23;
+  float scale;
+  memcpy(&scale, &bits, 4);
+  float y = e * scale;
+  y = x < -87.0f ? 0.0f : y;
+  y = x > 88.0f ? INFINITY : y;
+  return x != x ? x : y;
+}
+static inline float kf_tanh_poly(float x) { return 1.0f - 2.0f / (kf_exp_poly(2.0f * x) + 1.0f); }
+
+typedef uint16_t kf_in_t;
+typedef uint16_t kf_out_t;
+typedef float kf_acc_t;
+enum { kf_lanes = 8, kf_cblock = 1024 };
+
+static inline float kf_fin(float v) { return kf_ld_f16(kf_st_f16(v)); }
+
+// Folds dims [from, ndim) of t into one of stride *stride (size-1 dims ignored); false when they do not fold.
+static bool kf_fold(const kf_tensor* t, int from, int64_t* stride) {
+  int64_t expect = -1, first = 1;
+  for (int i = t->ndim - 1; i >= from; --i) {
+    if (t->shape[i] == 1) continue;
+    if (expect < 0) first = t->stride[i];
+    else if (t->stride[i] != expect) return false;
+    expect = t->stride[i] * t->shape[i];
+  }
+  *stride = first;
+  return true;
+}
+
+// The offset of linear element i of t (row-major over its shape).
+static inline int64_t kf_linear(const kf_tensor* t, int64_t i) {
+  int64_t off = 0;
+  for (int d = t->ndim - 1; d >= 0; --d) {
+    off += (i % t->shape[d]) * t->stride[d];
+    i /= t->shape[d];
+  }
+  return off;
+}
+
+extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, void* stream) {
+  (void)stream;
+  if (n_in != 1 || n_out != 1) return 1;
+  const kf_tensor* x = &in[0];
+  kf_tensor* y = &out[0];
+  const int R = 4;
+  if (x->dtype != 1 || x->ndim != R || y->dtype != 1) return 1;
+  const int64_t N = R == 4 ? x->shape[0] : 1, C = x->shape[R - 3];
+  const int64_t sN = R == 4 ? x->stride[0] : 0, sC = x->stride[R - 3];
+  const int64_t P = x->shape[R - 2] * x->shape[R - 1];
+  int64_t ycount = 1;
+  for (int i = 0; i < y->ndim; ++i) ycount *= y->shape[i];
+  if (ycount != N * C) return 1;
+  if (P == 0) return 1;
+  int64_t sP = 1;
+  if (!kf_fold(x, R - 2, &sP)) return 2;
+  const float inv = 1.f / (float)P;
+  const kf_in_t* xd = (const kf_in_t*)x->data;
+  kf_out_t* yd = (kf_out_t*)y->data;
+  if (sC == 1 && sP != 1 && P > 1) {
+    // channels_last: a pixel's channels are contiguous; each task sums one block of channels of one sample.
+    const int64_t blocks = (C + kf_cblock - 1) / kf_cblock;
+#pragma omp parallel for schedule(static)
+    for (int64_t t = 0; t < N * blocks; ++t) {
+      const int64_t n = t / blocks, c0 = (t % blocks) * kf_cblock;
+      const int64_t cn = C - c0 < kf_cblock ? C - c0 : kf_cblock;
+      kf_acc_t acc[kf_cblock];
+      for (int64_t c = 0; c < cn; ++c) acc[c] = 0;
+      const kf_in_t* base = xd + n * sN + c0;
+      for (int64_t p = 0; p < P; ++p) {
+        const kf_in_t* px = base + p * sP;
+        for (int64_t c = 0; c < cn; ++c) acc[c] += kf_ld_f16(px[c]);
+      }
+      for (int64_t c = 0; c < cn; ++c) yd[kf_linear(y, n * C + c0 + c)] = kf_st_f16(kf_fin((float)acc[c] * inv));
+    }
+    return 0;
+  }
+  // planes: each (n, c) plane is summed with kf_lanes accumulators.
+#pragma omp parallel for schedule(static, 32)
+  for (int64_t t = 0; t < N * C; ++t) {
+    const int64_t n = t / C, c = t % C;
+    const kf_in_t* px = xd + n * sN + c * sC;
+    kf_acc_t a[kf_lanes];
+    for (int l = 0; l < kf_lanes; ++l) a[l] = 0;
+    int64_t p = 0;
+    if (sP == 1)
+      for (; p + kf_lanes <= P; p += kf_lanes)
+        for (int l = 0; l < kf_lanes; ++l) a[l] += kf_ld_f16(px[p + l]);
+    for (; p < P; ++p) a[0] += kf_ld_f16(px[p * sP]);
+    kf_acc_t s = 0;
+    for (int l = 0; l < kf_lanes; ++l) s += a[l];
+    yd[kf_linear(y, t)] = kf_st_f16(kf_fin((float)s * inv));
+  }
+  return 0;
+}

@@ -1,0 +1,259 @@
+// kforge winner: sd35-vae-groupnorm on cpu-x86-64
+// kforge winner for sd35-vae-groupnorm on cpu-x86-64, found by `kforge search` (template proposer) on 2026-11-30T07:19:43Z
+// family: group_norm_cpu
+// knobs: cache_unit=0 math=poly schedule=static stats=two_pass threads=4 unroll=2 vector_width=16
+// lineage: stored:cpu-x86-64 -> template: cache_unit 1->0 -> template: unroll 1->2
+// measured: 2694.63 us (geometric mean over gated cases), 2.01x eager
+
+// kforge candidate: family group_norm_cpu (cpu), emitted by the template proposer.
+// knobs: cache_unit=0 math=poly schedule=static stats=two_pass threads=4 unroll=2 vector_width=16
+// computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06)
+#include "kf_abi.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <vector>
+
+// ---- dtype conversions (bit operations; round to nearest even, NaN stays NaN) ----
+static inline float kf_ld_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static inline uint16_t kf_st_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+// Exact for every half (subnormals: the multiply by 2^112 is exact), branch-free so that loops vectorize.
+static inline float kf_ld_f16(uint16_t h) {
+  uint32_t u = (uint32_t)(h & 0x7fffu) << 13;
+  float f;
+  memcpy(&f, &u, 4);
+  f *= 5.192296858534828e+33f;  // 2^112: rebias the exponent
+  memcpy(&u, &f, 4);
+  if (f >= 65536.0f) u |= 0x7f800000u;  // was Inf/NaN: keep it so
+  u |= (uint32_t)(h & 0x8000u) << 16;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static inline uint16_t kf_st_f16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  uint32_t s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00u);
+  if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);  // rounds to infinity
+  if (a < 0x38800000u) {                                   // below 2^-14: subnormal or zero
+    float af;
+    memcpy(&af, &a, 4);
+    return (uint16_t)(s | (uint32_t)lrintf(af * 16777216.0f));
+  }
+  a += 0xfffu + ((a >> 13) & 1u);
+  return (uint16_t)(s | ((a - (112u << 23)) >> 13));
+}
+
+// ---- exp / tanh that vectorize (libm's do not without -ffast-math): Cephes' expf polynomial, ~1 ulp ----
+static inline float kf_exp_poly(float x) {
+  float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  float n = nearbyintf(xc * 1.44269504088896341f);
+  float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  float e = p * r * r + r + 1.0f;
+  int32_t bits = ((int32_t)n + 127) << 23;
+  float scale;
+  memcpy(&scale, &bits, 4);
+  float y = e * scale;
+  y = x < -87.0f ? 0.0f : y;
+  y = x > 88.0f ? INFINITY : y;
+  return x != x ? x : y;
+}
+static inline float kf_tanh_poly(float x) { return 1.0f - 2.0f / (kf_exp_poly(2.0f * x) + 1.0f); }
+#define KF_EXP kf_exp_poly
+#define KF_TANH kf_tanh_poly
+#define KF_W(I) (kf_ld_bf16(w[(I) * ws]))
+#define KF_B(I) (kf_ld_bf16(b[(I) * bs]))
+
+typedef uint16_t kf_in_t;
+typedef uint16_t kf_out_t;
+typedef uint16_t kf_w_t;
+typedef uint16_t kf_b_t;
+enum { kf_lanes = 32 };
+
+// Elements of a unit, as the norm sees them: straight from x, or from the staged float copy.
+struct kf_src_x {
+  const kf_in_t* p;
+  float operator()(int64_t i) const { float v = kf_ld_bf16(p[i]); return v; }
+};
+struct kf_src_f {
+  const float* p;
+  float operator()(int64_t i) const { return p[i]; }
+};
+
+static inline float kf_act(float y) { return kf_ld_bf16(kf_st_bf16(y)); }
+
+// Mean and reciprocal standard deviation of nseg segments of len elements (segment q, element k at q*ss + k*es).
+template <class S>
+static void kf_stats(S src, int64_t nseg, int64_t len, int64_t ss, int64_t es, float* mean, float* rstd) {
+  const double n = (double)nseg * (double)len;
+  double s1 = 0, s2 = 0;
+  for (int64_t q = 0; q < nseg; ++q) {
+    float a[kf_lanes], c[kf_lanes];
+    for (int l = 0; l < kf_lanes; ++l) { a[l] = 0.f; c[l] = 0.f; }
+    const int64_t o = q * ss;
+    int64_t k = 0;
+    
+    if (es == 1)
+      for (; k + kf_lanes <= len; k += kf_lanes)
+        for (int l = 0; l < kf_lanes; ++l) { const float v = src(o + k + l); a[l] += v; }
+    for (; k < len; ++k) { const int l = 0; const float v = src(o + k * es); a[l] += v; }
+    for (int l = 0; l < kf_lanes; ++l) { s1 += a[l]; }
+  }
+  const float mu = (float)(s1 / n);
+  for (int64_t q = 0; q < nseg; ++q) {
+    float a[kf_lanes], c[kf_lanes];
+    for (int l = 0; l < kf_lanes; ++l) { a[l] = 0.f; c[l] = 0.f; }
+    const int64_t o = q * ss;
+    int64_t k = 0;
+    
+    if (es == 1)
+      for (; k + kf_lanes <= len; k += kf_lanes)
+        for (int l = 0; l < kf_lanes; ++l) { const float v = src(o + k + l); c[l] += (v - mu) * (v - mu); }
+    for (; k < len; ++k) { const int l = 0; const float v = src(o + k * es); c[l] += (v - mu) * (v - mu); }
+    for (int l = 0; l < kf_lanes; ++l) { s2 += c[l]; }
+  }
+  *mean = mu;
+  *rstd = (float)(1.0 / sqrt(s2 / n + 9.9999999999999995e-07));
+
+}
+
+template <class S>
+static void kf_apply(S src, kf_out_t* o, int64_t nseg, int64_t len, int64_t ss, int64_t es, int64_t oss, int64_t oes,
+                     const kf_w_t* w, int64_t ws, const kf_b_t* b, int64_t bs, int64_t wbase, bool per_seg, float mean,
+                     float rstd) {
+  (void)w; (void)ws; (void)b; (void)bs;
+  for (int64_t q = 0; q < nseg; ++q) {
+    const int64_t xo = q * ss, oo = q * oss;
+    if (per_seg) {
+      const float wq = KF_W(wbase + q), bq = KF_B(wbase + q);
+      if (es == 1 && oes == 1) {
+        for (int64_t k = 0; k < len; ++k) o[oo + k] = kf_st_bf16(kf_act((src(xo + k) - mean) * rstd * wq + bq));
+      } else {
+        for (int64_t k = 0; k < len; ++k) o[oo + k * oes] = kf_st_bf16(kf_act((src(xo + k * es) - mean) * rstd * wq + bq));
+      }
+    } else {
+      for (int64_t k = 0; k < len; ++k)
+        o[oo + k * oes] = kf_st_bf16(kf_act((src(xo + k * es) - mean) * rstd * KF_W(wbase + k) + KF_B(wbase + k)));
+    }
+  }
+}
+
+// Folds dims [from, ndim) of t into one of stride *stride (size-1 dims ignored); false when they do not fold.
+static bool kf_fold(const kf_tensor* t, int from, int64_t* stride) {
+  int64_t expect = -1, first = 1;
+  for (int i = t->ndim - 1; i >= from; --i) {
+    if (t->shape[i] == 1) continue;
+    if (expect < 0) first = t->stride[i];
+    else if (t->stride[i] != expect) return false;
+    expect = t->stride[i] * t->shape[i];
+  }
+  *stride = first;
+  return true;
+}
+
+extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, void* stream) {
+  (void)stream;
+  if (n_in != 3 || n_out != 1) return 1;
+  const kf_tensor* x = &in[0];
+  kf_tensor* y = &out[0];
+  const int R = 4;
+  if (x->dtype != 2 || x->ndim != R || y->dtype != 2 || y->ndim != R) return 1;
+  for (int i = 0; i < R; ++i)
+    if (y->shape[i] != x->shape[i]) return 1;
+  const kf_w_t* w = 0;
+  const kf_b_t* b = 0;
+  int64_t ws = 0, bs = 0, wn = 0;
+  if (in[1].dtype != 2) return 1;
+  w = (const kf_w_t*)in[1].data;
+  if (!kf_fold(&in[1], 0, &ws)) return 2;
+  wn = 1;
+  for (int i = 0; i < in[1].ndim; ++i) wn *= in[1].shape[i];
+  if (in[2].dtype != 2) return 1;
+  b = (const kf_b_t*)in[2].data;
+  if (!kf_fold(&in[2], 0, &bs)) return 2;
+
+  int64_t units, nseg, len, ss, es, oss, oes, xs_unit = 0, os_unit = 0;
+  bool per_seg;
+  const int G = 32, D = 1;
+  int64_t C = 1, sN = 0, osN = 0, sC = 0, osC = 0, cpg = 1;
+  if (true) {
+    C = x->shape[1];
+    if (C % G != 0) return 1;
+    cpg = C / G;
+    int64_t P = 1, sP = 1, osP = 1;
+    for (int i = 2; i < R; ++i) P *= x->shape[i];
+    if (!kf_fold(x, 2, &sP) || !kf_fold(y, 2, &osP)) return 2;
+    sN = x->stride[0]; osN = y->stride[0]; sC = x->stride[1]; osC = y->stride[1];
+    units = x->shape[0] * G;
+    per_seg = !(sC == 1 && sP != 1 && P > 1);  // channels_last: a pixel's channels are contiguous
+    if (per_seg) { nseg = cpg; len = P; ss = sC; es = sP; oss = osC; oes = osP; }
+    else { nseg = P; len = cpg; ss = sP; es = sC; oss = osP; oes = osC; }
+    if (wn && wn != C) return 1;
+  } else {
+    if (D > R) return 1;
+    len = 1;
+    for (int i = R - D; i < R; ++i) len *= x->shape[i];
+    if (!kf_fold(x, R - D, &es) || !kf_fold(y, R - D, &oes)) return 2;
+    if (wn && wn != len) return 1;
+    units = 1;
+    for (int i = 0; i < R - D; ++i) units *= x->shape[i];
+    nseg = 1; ss = 0; oss = 0; per_seg = false;
+  }
+  (void)xs_unit; (void)os_unit;
+  if (units == 0 || nseg * len == 0) return 0;
+#pragma omp parallel num_threads(4)
+  {
+    std::vector<float> sc(false ? nseg * len : 0);
+#pragma omp for schedule(static, 1)
+    for (int64_t u = 0; u < units; ++u) {
+      int64_t xo = 0, yo = 0, wbase = 0;
+      if (true) {
+        const int64_t n = u / G, g = u % G;
+        xo = n * sN + g * cpg * sC;
+        yo = n * osN + g * cpg * osC;
+        wbase = g * cpg;
+      } else {
+        int64_t rest = u;
+        for (int i = R - D - 1; i >= 0; --i) {
+          const int64_t k = rest % x->shape[i];
+          rest /= x->shape[i];
+          xo += k * x->stride[i];
+          yo += k * y->stride[i];
+        }
+      }
+      kf_src_x sx{(const kf_in_t*)x->data + xo};
+      kf_out_t* yb = (kf_out_t*)y->data + yo;
+      float mean, rstd;
+      if (false) {
+        for (int64_t q = 0; q < nseg; ++q)
+          for (int64_t k = 0; k < len; ++k) sc[q * len + k] = sx(q * ss + k * es);
+        kf_src_f sf{sc.data()};
+        kf_stats(sf, nseg, len, len, 1, &mean, &rstd);
+        kf_apply(sf, yb, nseg, len, len, 1, oss, oes, w, ws, b, bs, wbase, per_seg, mean, rstd);
+      } else {
+        kf_stats(sx, nseg, len, ss, es, &mean, &rstd);
+        kf_apply(sx, yb, nseg, len, ss, es, oss, oes, w, ws, b, bs, wbase, per_seg, mean, rstd);
+      }
+    }
+  }
+  return 0;
+}
