@@ -30,6 +30,14 @@ TEST(doctor, json_lists_every_check_with_a_status) {
   for (const char* w : {"kforge", "c++ compiler", "nvcc", "kforge-worker", "cudnn", "libgit2", "sqlite", "llm endpoint", "workloads"})
     EXPECT_TRUE(whats.count(w)) << w;
   EXPECT_TRUE(whats.count("python + torch") || whats.count("python"));
+  if (j.at("cpu_ready").get<bool>()) {  // the cpu worker's own view: its cpu, threads and torch
+    ASSERT_TRUE(whats.count("worker cpu")) << r.out;
+    for (auto& c : j.at("checks"))
+      if (c.at("what") == "worker cpu") {
+        EXPECT_EQ(c.at("status"), "ok") << c.dump();
+        EXPECT_NE(c.at("detail").get<std::string>().find("threads"), std::string::npos) << c.dump();
+      }
+  }
   EXPECT_EQ(r.out.find("sk-test-secret-value"), std::string::npos);  // names the variable, never the key
   EXPECT_NE(r.out.find("OPENAI_API_KEY set"), std::string::npos);
   EXPECT_NE(r.out.find("all valid"), std::string::npos);
@@ -41,6 +49,8 @@ TEST(doctor, text_lines_and_bad_workloads_folder) {
   EXPECT_NE(r.out.find("warn     workloads"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("is not a folder"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("ok       c++ compiler"), std::string::npos) << r.out;
+  auto quiet = run_process({k_kforge, "doctor", "--no-torch", "--no-worker"});
+  EXPECT_EQ(quiet.out.find("worker cpu"), std::string::npos) << quiet.out;  // --no-worker starts none
 }
 
 TEST(validate, exit_codes_and_messages) {

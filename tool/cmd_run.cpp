@@ -93,7 +93,7 @@ int run_run(const std::vector<std::string>& argv) {
   if (o.stopping.min_samples < 1) throw user_error("--min-samples must be at least 1");
   o.gate.require_history = a.has("require-history");
   o.base_ref = a.get_or("base", "");
-  o.progress = [](const std::string& line) { term::progress(line); };
+  o.progress = [](const std::string& line) { term::step(line); };
   o.stop_requested = [] { return g_interrupted != 0; };
 
   // Every spec is parsed and validated before any device time is spent.

@@ -36,6 +36,12 @@ void progress(std::string_view line) {
   g_progress_open = true;
 }
 
+void step(std::string_view line) {
+  if (is_tty()) return progress(line);
+  std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
+  std::fflush(stderr);
+}
+
 void end_progress() {
   if (!g_progress_open) return;
   std::fprintf(stderr, "\r\033[K");

@@ -17,6 +17,8 @@ std::string dim(std::string_view s);
 void print_line(std::string_view line);  // to stderr, with a newline
 // A progress line that rewrites itself on a terminal and prints nothing elsewhere.
 void progress(std::string_view line);
+// A step of a long job: the progress line on a terminal, a plain line in a log (CI shows where a run is).
+void step(std::string_view line);
 void end_progress();
 
 template <typename... A>

@@ -1,7 +1,10 @@
 #include "verify/check.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
+#include "spec/ops.h"
 #include "util/error.h"
 #include "verify/static_scan.h"
 
@@ -62,6 +65,23 @@ void record_outcome(verdict& v, const std::string& case_name, const worker_outco
 
 }  // namespace
 
+std::chrono::milliseconds verify_timeout(const workload_spec& spec, const std::string& case_name,
+                                         const check_options& options) {
+  // A verification moves every input and output several times per seed (reference, runs, comparisons): a large
+  // case needs longer than a hang detector for small ones would allow.
+  const case_spec* c = spec.find_case(case_name);
+  if (!c) return options.timeout;
+  double elements = 0;
+  try {
+    for (const auto& d : input_descs(spec, *c)) elements += static_cast<double>(d.numel());
+    for (const auto& d : infer_outputs(spec, *c)) elements += static_cast<double>(d.numel());
+  } catch (const std::exception&) {
+    return options.timeout;  // the worker will say what is wrong with the case
+  }
+  double extra_s = options.seconds_per_million_elements * elements / 1e6 * std::max(1, options.seeds);
+  return options.timeout + std::chrono::milliseconds(static_cast<int64_t>(extra_s * 1000));
+}
+
 verdict verify_in_worker(const workload_spec& spec, const nlohmann::json& impl, worker_client& worker,
                          const check_options& options) {
   verdict v;
@@ -74,12 +94,13 @@ verdict verify_in_worker(const workload_spec& spec, const nlohmann::json& impl, 
                                                         device_kind_name(worker.device().kind)));
   nlohmann::json spec_json = to_json(spec);
   for (auto& name : cases) {
+    const std::chrono::milliseconds timeout = verify_timeout(spec, name, options);
     nlohmann::json req = {{"cmd", "verify"}, {"spec", spec_json}, {"impl", impl}, {"cases", {name}},
                           {"seeds", options.seeds},
                           {"options", {{"base_seed", options.base_seed}, {"adversarial", options.adversarial}}}};
-    worker_outcome o = worker.request(req, options.timeout);
+    worker_outcome o = worker.request(req, timeout);
     if (!o.ok()) {
-      record_outcome(v, name, o, options.timeout);
+      record_outcome(v, name, o, timeout);
       continue;
     }
     if (!o.response.value("ok", false)) {

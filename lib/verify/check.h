@@ -16,7 +16,9 @@
 namespace kf {
 
 struct check_options {
-  std::chrono::milliseconds timeout{std::chrono::seconds(30)};  // per case
+  std::chrono::milliseconds timeout{std::chrono::seconds(30)};  // per case, plus the size allowance below
+  double seconds_per_million_elements = 1.0;  // per seed, over the case's inputs and outputs (a 33 M-element cpu
+                                              // case verifies in ~50 s with 3 seeds)
   int seeds = 3;
   std::vector<std::string> cases;  // empty: every case that runs on the worker's device kind
   bool adversarial = true;
@@ -44,6 +46,10 @@ check_report check_candidate(const workload_spec& spec, const std::string& sourc
 // The dynamic rules for an implementation the worker can load (`impl` as in docs/worker-protocol.md), case by
 // case. A worker that hangs, crashes, exits or poisons its context fails `hang`, `crash`, `exit` or `cuda_error`
 // on that case, and the next case runs on a fresh worker.
+// The worker's deadline for verifying one case: options.timeout plus the size allowance.
+std::chrono::milliseconds verify_timeout(const workload_spec& spec, const std::string& case_name,
+                                         const check_options& options);
+
 verdict verify_in_worker(const workload_spec& spec, const nlohmann::json& impl, worker_client& worker,
                          const check_options& options);
 
