@@ -121,6 +121,25 @@ TEST(reporters, markdown_has_table_and_failures) {
   EXPECT_LT(md.find("| softmax-0001 |"), md.find("| softmax-0000 |"));
 }
 
+TEST(reporters, markdown_row_of_a_workload_that_failed_verification_is_a_failure) {
+  // Verification failed on the only cpu case, so nothing was timed: the row must not read as passed.
+  workload_result w;
+  w.name = "attn";
+  w.kernel_path = "workloads/attn/kernels/cpu-x86-64.cpp";
+  w.verify.verdict = "failed";
+  w.verify.checks.push_back({"hang", "B=1,H=8,S=2048", 0, false, "no answer within 30.0 s; the worker was killed", {}});
+  gate_spec g;
+  g.must_beat = {"eager"};
+  apply_gate(w, g, {nullptr, "", "no history"});
+  ASSERT_EQ(w.outcome(), check_outcome::failed);
+  run_result r;
+  r.workloads.push_back(w);
+  std::string md = render_markdown(r);
+  EXPECT_THAT(md, ::testing::HasSubstr("| attn | — |"));
+  EXPECT_THAT(md, ::testing::HasSubstr("❌ verify[B=1,H=8,S=2048]"));
+  EXPECT_THAT(md, ::testing::Not(::testing::HasSubstr("| ✅ |")));
+}
+
 TEST(reporters, markdown_stays_under_64k_for_1000_workloads) {
   run_result r = fixture::run(1000, 2);
   gate_spec g;

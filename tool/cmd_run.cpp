@@ -162,8 +162,8 @@ int run_run(const std::vector<std::string>& argv) {
     term::say("recorded results for {} as the {} note of {}", r.env.gpu_key, k_notes_ref, r.env.git_commit.substr(0, 12));
   }
   int code = r.exit_code();
-  term::say("kforge run: {} ({} workloads on {})", code == 0 ? term::green("passed") : code == 1 ? term::red("failed") : term::red("error"),
-            r.workloads.size(), r.env.gpu_name.empty() ? r.env.gpu_key : r.env.gpu_name);
+  term::say("kforge run: {} ({} workload{} on {})", code == 0 ? term::green("passed") : code == 1 ? term::red("failed") : term::red("error"),
+            r.workloads.size(), r.workloads.size() == 1 ? "" : "s", r.env.gpu_name.empty() ? r.env.gpu_key : r.env.gpu_name);
   return code;
 }
 

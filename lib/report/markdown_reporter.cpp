@@ -53,10 +53,13 @@ check_outcome case_outcome(const workload_result& w, const std::string& case_nam
   return o;
 }
 
-std::string verdict_cell(const workload_result& w, const std::string& case_name, check_outcome o) {
+// any_case: the workload has no timed case (its verification failed, no kernel, ...): name the first check of
+// that outcome whichever case it is about.
+std::string verdict_cell(const workload_result& w, const std::string& case_name, check_outcome o, bool any_case = false) {
   std::string what;
   for (auto& k : w.checks)
-    if (!k.advisory && (k.case_name.empty() || k.case_name == case_name) && k.outcome == o && o != check_outcome::passed) {
+    if (!k.advisory && (any_case || k.case_name.empty() || k.case_name == case_name) && k.outcome == o &&
+        o != check_outcome::passed) {
       what = k.test_name();
       break;
     }
@@ -77,10 +80,10 @@ std::vector<row> table_rows(const run_result& r) {
     int order = rank(w.outcome());
     std::string kernel_cell = w.kernel_path.empty() ? md_cell(w.kernel_note.empty() ? "no kernel" : w.kernel_note) : "";
     if (w.cases.empty()) {
-      check_outcome o = case_outcome(w, "");
+      check_outcome o = w.outcome();  // every check counts: a verify failure is about a case that was never timed
       rows.push_back({order, rows.size(),
                       fmt::format("| {} | — | {} | — | — | — | — | — | {} |\n", md_cell(w.name),
-                                  kernel_cell.empty() ? "—" : kernel_cell, verdict_cell(w, "", o))});
+                                  kernel_cell.empty() ? "—" : kernel_cell, verdict_cell(w, "", o, true))});
       continue;
     }
     for (auto& c : w.cases) {
