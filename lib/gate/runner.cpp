@@ -219,7 +219,11 @@ workload_result run_one(const workload_spec& spec, run_backend& backend, const s
       for (auto& name : cases) {
         case_result c;
         c.name = name;
-        c.impls.push_back({"kernel", impl_status::failed, failure_of(out), {}, {}});
+        impl_result failed;
+        failed.impl = "kernel";
+        failed.status = impl_status::failed;
+        failed.why = failure_of(out);
+        c.impls.push_back(std::move(failed));
         w.cases.push_back(std::move(c));
       }
     }
