@@ -32,7 +32,9 @@ void ask_workers(doctor_report* r) {
     if (c.status == "ok" && c.what.rfind("gpu ", 0) == 0) devices.push_back(fmt::format("cuda:{}", gpus++));
   for (const auto& d : devices) {
     try {
-      worker_client w(worker_options{parse_device(d)});
+      worker_options wo;
+      wo.device = parse_device(d);
+      worker_client w(wo);
       worker_outcome o = w.request({{"cmd", "env"}}, std::chrono::seconds(60));
       if (o.ok() && o.response.value("ok", false)) {
         add_worker_env(r, o.response.value("env", nlohmann::json::object()));

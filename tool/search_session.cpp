@@ -114,7 +114,7 @@ session_result run_search_session(const workload_spec& spec, const session_setti
   res.outcome = driver.run(roots.roots, [&](const search_progress& p) {
     std::string best = p.best_us ? fmt::format("best {:.2f} us: {}", *p.best_us, versus(*p.best_us, p.baselines))
                                  : "no candidate passed yet";
-    term::progress(fmt::format("{}: {}/{} evaluations, {} failed | {} | ETA {}", spec.name, p.evaluations, p.budget,
+    term::step(fmt::format("{}: {}/{} evaluations, {} failed | {} | ETA {}", spec.name, p.evaluations, p.budget,
                                p.failures, best, duration_text(p.eta_s)));
   });
   term::end_progress();

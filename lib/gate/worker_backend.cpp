@@ -11,7 +11,11 @@ worker_backend::worker_backend(device_id device, compile_options compile, export
       m_compiler(std::move(compile)),
       m_exports(std::move(exports)),
       m_check(std::move(check)),
-      m_worker(worker_options{device}) {}
+      m_worker([&] {
+        worker_options o;
+        o.device = device;
+        return o;
+      }()) {}
 
 std::string worker_backend::device_kind_name() const { return std::string(kf::device_kind_name(m_device.kind)); }
 
