@@ -101,8 +101,10 @@ $WRITE$
 }
 )";
 
-// Max, then sum of exponentials: two reads of the row.
-constexpr const char* k_reduce_two = R"(      {
+// Two reads of the row: the max (lane-wise, then combined), then the sum of exponentials. With exp_once=0 the
+// write pass takes each exp again; with exp_once=1 the sum pass keeps them in the row scratch and the write pass
+// only scales (one exp per element).
+constexpr const char* k_max_pass = R"(      {
         float mx[kf_lanes], sm[kf_lanes];
         for (int l = 0; l < kf_lanes; ++l) { mx[l] = -INFINITY; sm[l] = 0.f; }
         int64_t j = 0;
@@ -110,23 +112,15 @@ constexpr const char* k_reduce_two = R"(      {
           for (int l = 0; l < kf_lanes; ++l) { float v = KF_X(j + l); mx[l] = v > mx[l] ? v : mx[l]; }
         for (int l = 0; l < kf_lanes; ++l) m = mx[l] > m ? mx[l] : m;
         for (; j < L; ++j) { float v = KF_X(j); m = v > m ? v : m; }
-        for (j = 0; j + kf_lanes <= L; j += kf_lanes)
+)";
+
+constexpr const char* k_sum_pass = R"(        for (j = 0; j + kf_lanes <= L; j += kf_lanes)
           for (int l = 0; l < kf_lanes; ++l) sm[l] += KF_EXP(KF_X(j + l) - m);
         for (int l = 0; l < kf_lanes; ++l) s += sm[l];
         for (; j < L; ++j) s += KF_EXP(KF_X(j) - m);
       })";
 
-// Max, then the exponentials, kept in the row scratch while they are summed: one exp per element, and the
-// write pass only scales (exp_once=1).
-constexpr const char* k_reduce_two_keep = R"(      {
-        float mx[kf_lanes], sm[kf_lanes];
-        for (int l = 0; l < kf_lanes; ++l) { mx[l] = -INFINITY; sm[l] = 0.f; }
-        int64_t j = 0;
-        for (; j + kf_lanes <= L; j += kf_lanes)
-          for (int l = 0; l < kf_lanes; ++l) { float v = KF_X(j + l); mx[l] = v > mx[l] ? v : mx[l]; }
-        for (int l = 0; l < kf_lanes; ++l) m = mx[l] > m ? mx[l] : m;
-        for (; j < L; ++j) { float v = KF_X(j); m = v > m ? v : m; }
-        for (j = 0; j + kf_lanes <= L; j += kf_lanes)
+constexpr const char* k_sum_pass_keep = R"(        for (j = 0; j + kf_lanes <= L; j += kf_lanes)
           for (int l = 0; l < kf_lanes; ++l) { float e = KF_EXP(KF_X(j + l) - m); sc[j + l] = e; sm[l] += e; }
         for (int l = 0; l < kf_lanes; ++l) s += sm[l];
         for (; j < L; ++j) { float e = KF_EXP(KF_X(j) - m); sc[j] = e; s += e; }
@@ -311,7 +305,8 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
       {"CHUNK", v.at("rows_per_chunk")},
       {"MASK_ROWS", mask_rows},
       {"CACHE", cache_code},
-      {"REDUCE", v.at("passes") == "online" ? k_reduce_online : keep ? k_reduce_two_keep : k_reduce_two},
+      {"REDUCE", v.at("passes") == "online" ? std::string(k_reduce_online)
+                                             : std::string(k_max_pass) + (keep ? k_sum_pass_keep : k_sum_pass)},
       {"WRITE", cpu_emit::subst(g->topk ? k_write_topk : keep ? k_write_kept : k_write_plain,
                                 {{"LOG", g->log ? "true" : "false"}, {"STORE_OUT", cpu_emit::store_fn(g->out_type)},
                                  {"EXP_AT_J", keep ? "sc[j]" : "KF_EXP(KF_X(j) - m)"}})},
