@@ -117,30 +117,36 @@ export_outcome export_cache::get(const workload_spec& spec, const std::string& c
   return out;
 }
 
-nlohmann::json export_cache::impl_for(const workload_spec& spec, const std::vector<std::string>& cases,
-                                      const std::string& device, const std::string& gpu_key,
-                                      const std::vector<std::string>& modes) {
+std::vector<export_outcome> export_cache::get_all(const std::vector<export_job>& jobs, const std::string& device,
+                                                 const std::string& gpu_key) {
   // Exports are independent processes that each take seconds to minutes (max-autotune benchmarks configs):
   // run a few at once. Resolve the interpreter first so the workers only read shared state.
   unavailable();
-  std::vector<std::pair<std::string, std::string>> jobs;
-  for (const auto& c : cases)
-    for (const auto& mode : modes) jobs.emplace_back(c, mode);
   std::vector<export_outcome> outcomes(jobs.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t i; (i = next++) < jobs.size();) outcomes[i] = get(spec, jobs[i].first, device, gpu_key, jobs[i].second);
+    for (size_t i; (i = next++) < jobs.size();)
+      outcomes[i] = get(*jobs[i].spec, jobs[i].case_name, device, gpu_key, jobs[i].mode);
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < std::min<int>(export_jobs(), static_cast<int>(jobs.size())); ++t) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
+  return outcomes;
+}
 
+nlohmann::json export_cache::impl_for(const workload_spec& spec, const std::vector<std::string>& cases,
+                                      const std::string& device, const std::string& gpu_key,
+                                      const std::vector<std::string>& modes) {
+  std::vector<export_job> jobs;
+  for (const auto& c : cases)
+    for (const auto& mode : modes) jobs.push_back({&spec, c, mode});
+  auto outcomes = get_all(jobs, device, gpu_key);
   nlohmann::json impl{{"kind", "compile"}, {"pt2", nlohmann::json::object()}};
   for (size_t i = 0; i < jobs.size(); ++i) {
-    const auto& [c, mode] = jobs[i];
-    if (outcomes[i].ok()) impl["pt2"][c][mode] = outcomes[i].pt2;
-    else impl["skipped"][c][mode] = outcomes[i].skipped;
+    const auto& j = jobs[i];
+    if (outcomes[i].ok()) impl["pt2"][j.case_name][j.mode] = outcomes[i].pt2;
+    else impl["skipped"][j.case_name][j.mode] = outcomes[i].skipped;
   }
   return impl;
 }
@@ -148,26 +154,12 @@ nlohmann::json export_cache::impl_for(const workload_spec& spec, const std::vect
 int export_cache::prefetch(const std::vector<wanted>& work, const std::string& device, const std::string& gpu_key,
                            const std::vector<std::string>& modes) {
   if (!unavailable().empty()) return 0;
-  struct job {
-    const workload_spec* spec;
-    std::string case_name, mode;
-  };
-  std::vector<job> jobs;
+  std::vector<export_job> jobs;
   for (const auto& w : work)
     for (const auto& c : w.cases)
       for (const auto& mode : modes) jobs.push_back({w.spec, c, mode});
-  std::atomic<size_t> next{0};
-  std::atomic<int> exported{0};
-  auto run = [&] {
-    for (size_t i; (i = next++) < jobs.size();) {
-      auto o = get(*jobs[i].spec, jobs[i].case_name, device, gpu_key, jobs[i].mode);
-      if (o.ok() && !o.cached) ++exported;
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::min<int>(export_jobs(), static_cast<int>(jobs.size())); ++t) pool.emplace_back(run);
-  run();
-  for (auto& t : pool) t.join();
+  int exported = 0;
+  for (const auto& o : get_all(jobs, device, gpu_key)) exported += o.ok() && !o.cached;
   return exported;
 }
 

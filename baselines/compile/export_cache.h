@@ -72,6 +72,14 @@ class export_cache {
   std::filesystem::path folder() const { return m_options.cache_root / "aoti"; }
 
  private:
+  struct export_job {
+    const workload_spec* spec;
+    std::string case_name, mode;
+  };
+  // get() for every job, export_jobs() at once; the outcomes in the jobs' order.
+  std::vector<export_outcome> get_all(const std::vector<export_job>& jobs, const std::string& device,
+                                      const std::string& gpu_key);
+
   export_options m_options;
   std::optional<std::string> m_unavailable;
   std::string m_torch_version;
