@@ -89,11 +89,7 @@ at::Tensor cudnn_softmax(const at::Tensor& x_in, const torch_op_args& a, bool lo
 
 at::Tensor cudnn_adaptive_avg_pool_1x1(const at::Tensor& x, const torch_op_args& a) {
   if (!x.is_cuda()) throw not_applicable("cuDNN runs on CUDA tensors only");
-  std::vector<int64_t> size;
-  const auto& os = a.value("output_size");
-  if (os.is_number_integer()) size = {os.get<int64_t>(), os.get<int64_t>()};
-  else size = os.get<std::vector<int64_t>>();
-  if (size.size() == 1) size.push_back(size[0]);  // [s] means [s, s], as in torch and the spec's op registry
+  std::vector<int64_t> size = pool_output_size(a.value("output_size"));
   if (x.dim() != 4 || size.size() != 2 || size[0] != 1 || size[1] != 1)
     throw not_applicable("cudnnPoolingForward covers adaptive_avg_pool2d of a 4-d tensor to 1x1 only");
   const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);

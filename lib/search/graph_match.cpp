@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "spec/ops.h"
+
 namespace kf {
 namespace {
 
@@ -277,13 +279,8 @@ std::optional<pool_graph> match_pool(const workload_spec& spec, std::string* why
   if (g.rank != 3 && g.rank != 4) { w.fail("global pooling needs x of rank 3 or 4"); return std::nullopt; }
   g.channels_last = spec.find_input(g.input)->memory_format == "channels_last";
   if (!w.is("adaptive_avg_pool2d")) { w.fail(fmt::format("{}: expected adaptive_avg_pool2d", w.where())); return std::nullopt; }
-  auto os = w.peek()->args.value("output_size", nlohmann::json());
-  // The spec parser normalizes output_size to a list: [1] and [1, 1] (and a bare 1) all mean global pooling.
-  bool one = os.is_number() && os.get<double>() == 1;
-  if (os.is_array() && (os.size() == 1 || os.size() == 2)) {
-    one = true;
-    for (auto& e : os) one = one && e.is_number() && e.get<double>() == 1;
-  }
+  // [1] and [1, 1] (and a bare 1) all mean global pooling.
+  bool one = pool_output_size(w.peek()->args.value("output_size", nlohmann::json())) == std::vector<int64_t>{1, 1};
   if (!one) { w.fail(fmt::format("{}: only output_size 1 (global pooling) is covered", w.where())); return std::nullopt; }
   ++w.at;
   if (w.is("flatten")) {  // any flatten keeps the element order of an [N, C, 1, 1] result

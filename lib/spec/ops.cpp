@@ -117,8 +117,7 @@ std::vector<tensor_desc> adaptive_avg_pool2d(const op_context& c) {
   need_floating(c);
   size_t r = c.input.shape.size();
   if (r != 3 && r != 4) c.fail("", fmt::format("adaptive_avg_pool2d needs a 3-d or 4-d input, got {}", c.input.str()));
-  auto os = c.get_int_list("output_size");
-  if (os.size() == 1) os.push_back(os[0]);
+  auto os = pool_output_size(nlohmann::json(c.get_int_list("output_size")));
   if (os.size() != 2 || os[0] < 1 || os[1] < 1)
     c.fail("output_size", fmt::format("expected a positive size or [h, w], got [{}]", fmt::join(os, ", ")));
   tensor_desc out = c.input;
@@ -268,5 +267,15 @@ std::vector<int64_t> op_context::get_int_list(const std::string& name) const {
   return {v.get<int64_t>()};
 }
 void op_context::fail(const std::string& a, const std::string& message) const { throw op_error{a, message}; }
+
+std::vector<int64_t> pool_output_size(const nlohmann::json& output_size) {
+  std::vector<int64_t> out;
+  if (output_size.is_number_integer()) out = {output_size.get<int64_t>()};
+  if (output_size.is_array())
+    for (const auto& e : output_size)
+      if (e.is_number_integer()) out.push_back(e.get<int64_t>());
+  if (out.size() == 1) out.push_back(out[0]);
+  return out;
+}
 
 }  // namespace kf

@@ -99,6 +99,9 @@ struct graph_shapes {
 bool try_infer_graph(const workload_spec& spec, const case_spec& c, graph_shapes* out, graph_error* err);
 // The graph's outputs for a case; throws user_error naming the op's location on a mismatch.
 std::vector<tensor_desc> infer_outputs(const workload_spec& spec, const case_spec& c);
+// adaptive_avg_pool2d's output_size as torch reads it: a size s or [s] means [s, s]; [h, w] stays; anything else
+// (a wrong length, not integers) comes back as the integers it has, for the caller to reject.
+std::vector<int64_t> pool_output_size(const nlohmann::json& output_size);
 // Input descriptors for a case (shapes with the case's bindings).
 std::vector<tensor_desc> input_descs(const workload_spec& spec, const case_spec& c);
 // The output names of the graph ("out", or "values", "indices" for topk).

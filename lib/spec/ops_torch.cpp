@@ -51,9 +51,7 @@ std::vector<torch_op> make_table() {
          return {at::gelu(x, a.value("approximate").get<std::string>())};
        }},
       {"adaptive_avg_pool2d", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
-         auto size = ints(a.value("output_size"));
-         if (size.size() == 1) size.push_back(size[0]);
-         return {at::adaptive_avg_pool2d(x, size)};
+         return {at::adaptive_avg_pool2d(x, pool_output_size(a.value("output_size")))};
        }},
       {"flatten", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
          return {at::flatten(x, a.value("start_dim").get<int64_t>(), a.value("end_dim").get<int64_t>())};
