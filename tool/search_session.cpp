@@ -136,7 +136,7 @@ session_result run_search_session(const workload_spec& spec, const session_setti
   double per_minute = wall_s > 0 ? o.session_evaluations * 60.0 / wall_s : 0;
   term::say("  speed: {} evaluations in {:.1f} s ({:.1f} a minute); time by stage (all runs): {}", o.session_evaluations,
             wall_s, per_minute, where.empty() ? "none" : where);
-  if (o.baselines.empty() || o.baselines.size() == 0)
+  if (o.baselines.empty())
     term::say("  {}", term::yellow("no baseline could be timed: rewards rank candidates by time alone"));
   if (o.best_root && o.best_root->time_us)
     term::say("  best root:   {:9.2f} us  {}  {}", *o.best_root->time_us, versus(*o.best_root->time_us, o.baselines), describe(*o.best_root));

@@ -104,20 +104,20 @@ nlohmann::json worker_evaluator::baselines() {
   if (o.response.contains("env")) m_env = o.response["env"];
   // Compare like with like, as `kforge run` does: a case is judged on hot samples only when every baseline
   // has them (a long baseline is timed cold only), so the candidate is then judged cold too.
-  std::map<std::string, bool> all_hot;
-  for (auto& r : o.response.value("results", nlohmann::json::array())) {
-    if (r.value("available", true) == false || r.contains("error")) continue;
-    std::string c = r.value("case", "?");
-    bool hot = !samples(r.value("hot", nlohmann::json())).empty();
-    all_hot[c] = all_hot.count(c) ? all_hot[c] && hot : hot;
-  }
-  for (auto& r : o.response.value("results", nlohmann::json::array())) {
-    if (r.value("available", true) == false || r.contains("error")) continue;
+  const auto results = o.response.value("results", nlohmann::json::array());
+  auto timed = [](const nlohmann::json& r) { return r.value("available", true) && !r.contains("error"); };
+  m_case_hot.clear();
+  for (auto& r : results)
+    if (timed(r)) {
+      bool& hot = m_case_hot.try_emplace(r.value("case", "?"), true).first->second;
+      hot = hot && !samples(r.value("hot", nlohmann::json())).empty();
+    }
+  for (auto& r : results) {
+    if (!timed(r)) continue;
     std::string k, c = r.value("case", "?");
-    double t = result_us(r, &k, all_hot[c]);
+    double t = result_us(r, &k, m_case_hot[c]);
     if (std::isfinite(t) && t > 0) out[r.value("impl", "?")][c] = t;
   }
-  for (auto& [c, hot] : all_hot) m_case_hot[c] = hot;
   return out;
 }
 
