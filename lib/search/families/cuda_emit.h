@@ -24,8 +24,8 @@ std::string epilogue();
 // A float literal that round-trips (e.g. "0.02f", "-inff" never: callers pass finite values).
 std::string float_literal(double v);
 // Statements applying the prologue steps to `float x`, one mask value per add_mask step in `m0`, `m1`...
-// `tanh_fn` computes softcap's tanh: "tanh_exp" (one exp + one reciprocal, ~1e-7 absolute error) or
-// "tanh_approx" (the tanh.approx.f32 instruction, one multi-function op, ~5e-4 relative error).
+// `tanh_fn` computes softcap's tanh: "tanh_exp" (one exp + one reciprocal, ~1e-7 absolute error, the cap
+// folded into the constants) or "tanh_approx" (the tanh.approx.f32 instruction, ~5e-4 relative error).
 std::string prologue_code(const std::vector<elementwise_step>& steps, const std::string& tanh_fn = "tanh_exp");
 // A C expression rounding the float `x` to `t` and back (empty when `t` is float32 / float64).
 std::string round_to(const std::string& x, dtype t);

@@ -145,13 +145,14 @@ class group_norm_cuda final : public family {
   }
 
  private:
+  // exp and reciprocal are one multi-function instruction each (cuda_emit's exp_ftz / rcp_ftz).
   static std::string activation_code(norm_graph::activation a) {
     switch (a) {
       case norm_graph::activation::none: return "";
-      case norm_graph::activation::silu: return "  x = __fdividef(x, 1.f + __expf(-x));\n";
+      case norm_graph::activation::silu: return "  x = x * rcp_ftz(1.f + exp_ftz(-x));\n";
       case norm_graph::activation::gelu: return "  x = 0.5f * x * (1.f + erff(x * 0.70710678118654752f));\n";
       case norm_graph::activation::gelu_tanh:
-        return "  x = 0.5f * x * (1.f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));\n";
+        return "  x = 0.5f * x * (1.f + tanh_exp(0.79788456080286536f * (x + 0.044715f * x * x * x)));\n";
     }
     return "";
   }
@@ -201,7 +202,9 @@ struct norm_args {
         "  load_vec<in_t, V>(a.x + at, x);\n{}}}\n",
         pre.empty() ? "" : "#pragma unroll\n  for (int v = 0; v < V; ++v) {\n" + pre + "  }\n");
     std::string post;
-    for (auto t : g.epilogue_casts)
+    auto casts = g.epilogue_casts;
+    if (!casts.empty() && casts.back() == g.out_type) casts.pop_back();  // the store rounds to it anyway
+    for (auto t : casts)
       if (auto e = cuda_emit::round_to("x", t); !e.empty()) post += fmt::format("  x = {};\n", e);
     s += fmt::format("\n// The fused activation and casts after the norm.\n"
                      "__device__ __forceinline__ float finalize(float x) {{\n{}{}  return x;\n}}\n",

@@ -80,14 +80,15 @@ class row_softmax_cuda final : public family {
         {"online", {"0", "1"}, "one fused (max, sum) reduction instead of a max then a sum"},
         {"unroll", {"1", "2", "4"}, "unrolling of the streaming loops (rows longer than the cache)"},
         {"stream_store", {"0", "1"}, "evict-first stores of the output"},
-        {"tanh", {"exp", "approx"}, "softcap's tanh: exp-based (~1e-7) or tanh.approx.f32 (~5e-4 relative)"},
+        {"tanh", {"exp", "approx"}, "softcap's tanh: one exp and one reciprocal (~1e-7) or tanh.approx.f32 (~5e-4 relative)"},
+        {"fit", {"0", "1"}, "strategy=block: at run time, halve the block while the row still fits its registers"},
     };
   }
 
   knob_values default_variant(const workload_spec& spec) const override {
     knob_values v{{"strategy", "block"}, {"threads", "256"}, {"vec", "8"},  {"chunks", "1"},
                   {"cluster", "8"},      {"cache", "regs"},  {"online", "0"}, {"unroll", "1"},
-                  {"stream_store", "0"}, {"tanh", "exp"}};
+                  {"stream_store", "0"}, {"tanh", "exp"},   {"fit", "1"}};
     auto g = match_softmax(spec, nullptr);
     if (!g) return v;
     const int vec = std::min<int>(8, static_cast<int>(16 / dtype_size(g->in_type)));
@@ -142,13 +143,15 @@ class row_softmax_cuda final : public family {
     std::string why;
     auto g = match_softmax(spec, &why);
     KF_ASSERT(g.has_value(), "emit called for a spec the family does not cover: {}", why);
-    knob_values shown = v;
-    if (v.at("strategy") != "cluster") shown.erase("cluster");
+    // Knobs that do not change this spec's kernel are left out of the source (one source, one evaluation).
+    knob_values shown = v, used = v;
+    if (v.at("strategy") != "cluster") shown.erase("cluster"), used["cluster"] = "8";
+    if (v.at("strategy") != "block") shown.erase("fit"), used["fit"] = "0";
     bool softcap = false;
     for (auto& st : g->prologue) softcap = softcap || st.what == elementwise_step::kind::softcap;
-    if (!softcap) shown.erase("tanh");
+    if (!softcap) shown.erase("tanh"), used["tanh"] = "exp";
     std::string s = cuda_emit::prelude(name(), shown, g->describe());
-    s += config(spec, *g, v);
+    s += config(spec, *g, used);
     s += row_softmax_cuda_body();
     s += cuda_emit::epilogue();
     return s;
@@ -182,11 +185,13 @@ class row_softmax_cuda final : public family {
         "constexpr int NT = {};\nconstexpr int k_vec = {};\nconstexpr int k_chunks = {};\nconstexpr int k_cluster = {};\n"
         "constexpr int k_unroll = {};\nconstexpr bool k_online = {};\nconstexpr bool k_cache_smem = {};\n"
         "constexpr bool k_stream_store = {};\nconstexpr bool k_log = {};\nconstexpr int k_topk = {};\n"
+        "constexpr bool k_fit = {};\n"
         "constexpr size_t k_smem_limit = 227 * 1024;\n"
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\nconstexpr int k_n_masks = {};\n",
         st, v.at("threads"), v.at("vec"), v.at("chunks"), v.at("cluster"), v.at("unroll"),
         v.at("online") == "1" ? "true" : "false", v.at("cache") == "smem" ? "true" : "false",
-        v.at("stream_store") == "1" ? "true" : "false", g.log ? "true" : "false", g.topk, spec.inputs.size(),
+        v.at("stream_store") == "1" ? "true" : "false", g.log ? "true" : "false", g.topk,
+        v.at("fit") == "1" ? "true" : "false", spec.inputs.size(),
         input_index(spec, g.input), nm);
     s += fmt::format("constexpr int k_mask_input[] = {{{}}};\n", nm ? mask_idx : "-1");
     s += fmt::format("constexpr int k_mask_dtype[] = {{{}}};\n", nm ? mask_codes : "-1");
@@ -256,10 +261,11 @@ inline bool bind_masks(const kf_tensor* in, const kf_tensor& x, row_args& a, boo
         "#pragma unroll\n  for (int v = 0; v < V; ++v) x[v] = prologue(x[v]{});\n}}\n",
         loads, args);
     // The softmax's own result type and any casts after it round the values before they are stored (or
-    // ranked by top-k); the store rounds to the output type once more, which is then exact.
+    // ranked by top-k); a last rounding to the output type is left to the store (rounding twice is rounding once).
     std::string rounds;
     std::vector<dtype> chain{g.softmax_type};
     chain.insert(chain.end(), g.epilogue_casts.begin(), g.epilogue_casts.end());
+    if (g.topk == 0 && chain.back() == g.out_type) chain.pop_back();  // the store rounds to it anyway
     for (auto t : chain)
       if (auto e = cuda_emit::round_to("x", t); !e.empty()) rounds += fmt::format("  x = {};\n", e);
     s += fmt::format("\n__device__ __forceinline__ float finalize(float x) {{\n{}  return x;\n}}\n", rounds);

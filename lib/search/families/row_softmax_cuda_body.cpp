@@ -22,7 +22,7 @@ struct group {
   f2* slot;
   template <typename F> __device__ __forceinline__ f2 reduce(f2 v, F comb) const {
     if constexpr (k_strategy == s_warp) return warp_reduce(v, comb);
-    else if constexpr (k_strategy == s_block) return block_reduce<NT>(v, comb, scratch);
+    else if constexpr (k_strategy == s_block) return block_reduce<NT>(v, comb, scratch, nthr / 32);
     else return cluster_reduce<NT, k_cluster>(v, comb, scratch, slot);
   }
 };
@@ -115,7 +115,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
       for (int c = 0; c < k_chunks; ++c)
 #pragma unroll
         for (int v = 0; v < V; ++v) {
-          const float e = __expf(r[c][v] - ref);
+          const float e = exp_ftz(r[c][v] - ref);
           ls += e;
           if constexpr (!k_log) r[c][v] = e;
         }
@@ -142,7 +142,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
       for (int c = 0; c < k_chunks; ++c)
 #pragma unroll
         for (int v = 0; v < V; ++v) {
-          const float e = __expf(r[c][v] - M);
+          const float e = exp_ftz(r[c][v] - M);
           ls += e;
           if constexpr (!k_log) r[c][v] = e;
         }
@@ -187,7 +187,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
         if (nm != -INFINITY) {
           s *= __expf(m - nm);
 #pragma unroll
-          for (int v = 0; v < V; ++v) s += __expf(x[v] - nm);
+          for (int v = 0; v < V; ++v) s += exp_ftz(x[v] - nm);
         }
         m = nm;
       } else {
@@ -214,7 +214,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
         float x[V];
         fetch(i, x);
 #pragma unroll
-        for (int v = 0; v < V; ++v) s += __expf(x[v] - M);
+        for (int v = 0; v < V; ++v) s += exp_ftz(x[v] - M);
       }
       S = g.reduce(f2{s, 0.f}, comb_sum).a;
     }
@@ -224,7 +224,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
       float x[V];
       fetch(i, x);
 #pragma unroll
-      for (int v = 0; v < V; ++v) x[v] = finalize(k_log ? x[v] - off : __expf(x[v] - M) * f);
+      for (int v = 0; v < V; ++v) x[v] = finalize(k_log ? x[v] - off : exp_ftz(x[v] - M) * f);
       if constexpr (k_topk > 0) {
 #pragma unroll
         for (int v = 0; v < V; ++v) tl.insert(x[v], (int)(i + v));
@@ -247,7 +247,7 @@ __global__ void __launch_bounds__(NT) softmax_kernel(row_args a) {
     for (int64_t row = (int64_t)blockIdx.x * (NT / 32) + warp; row < a.rows; row += (int64_t)gridDim.x * (NT / 32))
       do_row<V>(a, g, row, 0, a.n, a.n, dyn + (a.use_smem ? warp * a.seg : 0));
   } else if constexpr (k_strategy == s_block) {
-    const group g{(int)threadIdx.x, NT, scratch, &slot};
+    const group g{(int)threadIdx.x, (int)blockDim.x, scratch, &slot};  // blockDim.x <= NT (k_fit)
     for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) do_row<V>(a, g, row, 0, a.n, a.n, dyn);
   } else {
     const group g{(int)threadIdx.x, NT, scratch, &slot};
@@ -276,7 +276,11 @@ int run(row_args a, cudaStream_t s) {
     const int64_t blocks = (a.rows + NT / 32 - 1) / (NT / 32);
     kernel<<<(unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap), NT, smem, s>>>(a);
   } else if constexpr (k_strategy == s_block) {
-    kernel<<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), NT, smem, s>>>(a);
+    // k_fit: a short row gets a narrower block (more rows in flight per SM), as long as it still fits the
+    // register cache of `k_chunks` vectors per thread.
+    int bt = NT;
+    while (k_fit && !a.use_smem && bt > 64 && a.n <= (int64_t)k_chunks * (bt / 2) * V) bt /= 2;
+    kernel<<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), bt, smem, s>>>(a);
   } else {
     const dim3 grid(k_cluster, (unsigned)(a.rows < 65535 ? a.rows : 65535));
     if (launch_clusters(kernel, k_cluster, grid, NT, smem, s, a) != 0) return 3;
