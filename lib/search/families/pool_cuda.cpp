@@ -43,16 +43,23 @@ class pool_cuda final : public family {
         {"vec", {"1", "2", "4", "8"}, "elements per access (16-byte accesses at 8 x 16-bit)"},
         {"tpp", {"1", "2", "4", "8", "16", "32"}, "NCHW: threads per plane (planes per block = threads / tpp)"},
         {"cl_threads", {"8", "16", "32", "64"}, "channels_last: threads across channel vectors"},
+        {"small_tpp", {"0", "8", "16", "32"},
+         "NCHW: threads per plane when the tpp launch would have fewer blocks than SMs (0: keep tpp)"},
+        {"small_direct", {"0", "1"}, "NCHW, small_tpp launch: read planes from global memory instead of staging them"},
+        {"small_cl_threads", {"0", "1", "2", "4", "8"},
+         "channels_last: threads across channel vectors when the cl_threads launch would have fewer blocks than SMs "
+         "(0: keep cl_threads)"},
     };
   }
 
   knob_values default_variant(const workload_spec& spec) const override {
-    knob_values v{{"threads", "256"}, {"vec", "8"}, {"tpp", "4"}, {"cl_threads", "32"}};
+    knob_values v{{"threads", "256"}, {"vec", "8"},        {"tpp", "4"},
+                  {"cl_threads", "32"}, {"small_tpp", "16"}, {"small_direct", "1"}, {"small_cl_threads", "2"}};
     auto g = match_pool(spec, nullptr);
     if (!g) return v;
     v["vec"] = std::to_string(std::max<int>(1, std::min<int>(8, static_cast<int>(16 / dtype_size(g->in_type)))));
     const input_spec* x = spec.find_input(g->input);
-    int64_t min_planes = -1, max_hw = 0, max_n = 0;
+    int64_t max_planes = 0, max_hw = 0, max_n = 0;
     const bool any_gated = std::any_of(spec.cases.begin(), spec.cases.end(), [](auto& c) { return c.gate; });
     for (auto& c : spec.cases) {
       if (any_gated && !c.gate) continue;  // tune for the timed cases; the others only need to be right
@@ -60,15 +67,14 @@ class pool_cuda final : public family {
       if (shape.size() < 3) continue;
       const int64_t n = shape.size() == 4 ? shape[0] : 1, ch = shape[shape.size() - 3];
       const int64_t hw = shape[shape.size() - 2] * shape.back();
-      min_planes = min_planes < 0 ? n * ch : std::min(min_planes, n * ch);
+      max_planes = std::max(max_planes, n * ch);
       max_n = std::max(max_n, n);
       max_hw = std::max(max_hw, hw);
     }
-    // Two dozen elements per thread (7x7 planes: 2 threads each), more threads per plane when there are
-    // too few planes to give every SM a block (batch 1: 8 per 7x7 plane measured best on an H200).
+    // Two dozen elements per thread (7x7 planes: 2 threads each); when a batch has too few planes to give
+    // every SM a block, the launch switches to small_tpp threads per plane at run time.
     int tpp = 1;
     while (tpp < 32 && tpp * 32 < max_hw) tpp *= 2;
-    while (tpp < 32 && tpp * 8 < max_hw && min_planes >= 0 && min_planes / (128 / tpp) < 132) tpp *= 2;
     v["tpp"] = std::to_string(tpp);
     v["threads"] = "128";
     if (x->memory_format == "channels_last") {
@@ -79,7 +85,7 @@ class pool_cuda final : public family {
         v["cl_threads"] = "8";
         v["threads"] = "256";
       }
-    } else if (min_planes >= 0 && min_planes / (256 / tpp) >= 132) {
+    } else if (max_planes / (256 / tpp) >= 132) {
       v["threads"] = "256";
     }
     return v;
@@ -88,10 +94,11 @@ class pool_cuda final : public family {
   bool valid(const knob_values& v, const workload_spec& spec, std::string* why_not) const override {
     if (!knobs_in_range(*this, v, why_not)) return false;
     (void)spec;
-    if (knob_int(v, "tpp") > knob_int(v, "threads") || knob_int(v, "cl_threads") > knob_int(v, "threads")) {
-      if (why_not) *why_not = "tpp and cl_threads must not exceed threads";
-      return false;
-    }
+    for (const char* k : {"tpp", "cl_threads", "small_tpp", "small_cl_threads"})
+      if (knob_int(v, k) > knob_int(v, "threads")) {
+        if (why_not) *why_not = fmt::format("{} must not exceed threads", k);
+        return false;
+      }
     return true;
   }
 
@@ -105,8 +112,11 @@ class pool_cuda final : public family {
                      cuda_emit::c_type(g->out_type));
     s += fmt::format(
         "constexpr int NT = {};\nconstexpr int k_vec = {};\nconstexpr int k_tpp = {};\nconstexpr int k_clt = {};\n"
+        "constexpr int k_small_tpp = {};\nconstexpr bool k_small_direct = {};\nconstexpr int k_small_clt = {};\n"
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\n",
-        v.at("threads"), v.at("vec"), v.at("tpp"), v.at("cl_threads"), spec.inputs.size(), input_index(spec, g->input));
+        v.at("threads"), v.at("vec"), v.at("tpp"), v.at("cl_threads"), v.at("small_tpp"), v.at("small_direct") == "1",
+        v.at("small_cl_threads"),
+        spec.inputs.size(), input_index(spec, g->input));
     std::string post;
     for (auto t : g->epilogue_casts)
       if (auto e = cuda_emit::round_to("x", t); !e.empty()) post += fmt::format("  x = {};\n", e);
