@@ -215,8 +215,31 @@ TEST(search_roots, seeds_from_stored_winners_of_this_and_other_gpu_keys) {
   EXPECT_EQ(r.roots[1].family, "row_softmax_cpu");  // re-emitted by this device's family of the same kind
   EXPECT_EQ(r.roots[1].knobs, other);
   EXPECT_EQ(r.roots[2].origin, "default");
-  ASSERT_EQ(r.notes.size(), 1u);
+  ASSERT_EQ(r.notes.size(), 1u) << fmt::format("{}", fmt::join(r.notes, "\n"));
   EXPECT_NE(r.notes[0].find("sm80-nvidia-a100"), std::string::npos);
+
+  // a search started from them holds all three roots (checked below, after the changed-family case)
+  {
+    // This key's winner stored before the family gained a knob (and with one it has dropped): kept exactly as
+    // stored, and re-emitted with the knobs completed so the proposer can move from it.
+    temp_dir old_dir("kf-roots-old");
+    auto stale = mine;
+    stale.erase("vector_width");
+    stale["retired_knob"] = "1";
+    write_file_atomic(old_dir.path() / "cpu-x86-64.cpp", "// stored before vector_width existed\n");
+    write_file_atomic(old_dir.path() / "cpu-x86-64.json",
+                      nlohmann::json({{"family", "row_softmax_cpu"}, {"knobs", stale}}).dump());
+    auto r2 = search_roots(spec, device_kind::cpu, k_key, old_dir.path());
+    ASSERT_GE(r2.roots.size(), 2u);
+    EXPECT_EQ(r2.roots[0].source, "// stored before vector_width existed\n");
+    EXPECT_TRUE(r2.roots[0].family.empty());  // its knobs no longer describe a family variant
+    EXPECT_EQ(r2.roots[1].family, "row_softmax_cpu");
+    EXPECT_EQ(r2.roots[1].knobs.at("vector_width"), f->default_variant(spec).at("vector_width"));
+    EXPECT_EQ(r2.roots[1].knobs.count("retired_knob"), 0u);
+    EXPECT_NE(r2.roots[1].origin.find("vector_width="), std::string::npos) << r2.roots[1].origin;
+    EXPECT_NE(r2.roots[1].origin.find("-retired_knob"), std::string::npos) << r2.roots[1].origin;
+    ASSERT_EQ(r2.notes.size(), 1u);
+  }
 
   // a search started from them holds all three roots
   search_db db(dir.path() / "search.db");

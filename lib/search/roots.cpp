@@ -4,6 +4,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "search/proposer.h"
@@ -20,6 +21,33 @@ std::string family_kind(const std::string& name) {
   }
   return name;
 }
+
+namespace {
+
+// A stored winner's knobs for the family as it is now: knobs the family gained since are set to its defaults
+// for this spec, knobs it dropped are removed. `changes` says which, for the root's origin. Knobs that share
+// no name with the family's are returned unchanged (nothing of the winner would be left).
+knob_values current_knobs(const family& f, const workload_spec& spec, knob_values knobs, std::string* changes) {
+  changes->clear();
+  const auto ks = f.knobs();
+  if (std::none_of(ks.begin(), ks.end(), [&](const knob& k) { return knobs.count(k.name) > 0; })) return knobs;
+  const auto defaults = f.default_variant(spec);
+  std::vector<std::string> said;
+  for (auto& k : f.knobs())
+    if (!knobs.count(k.name)) {
+      knobs[k.name] = defaults.at(k.name);
+      said.push_back(k.name + "=" + knobs[k.name]);
+    }
+  for (auto it = knobs.begin(); it != knobs.end();) {
+    bool known = std::any_of(ks.begin(), ks.end(), [&](const knob& k) { return k.name == it->first; });
+    if (!known) said.push_back("-" + it->first);
+    it = known ? std::next(it) : knobs.erase(it);
+  }
+  *changes = fmt::format("{}", fmt::join(said, " "));
+  return knobs;
+}
+
+}  // namespace
 
 root_set search_roots(const workload_spec& spec, device_kind device, const std::string& gpu_key,
                       const std::filesystem::path& kernels_dir) {
@@ -60,11 +88,23 @@ root_set search_roots(const workload_spec& spec, device_kind device, const std::
       c.source = read_file(src);
       c.source_hash = sha256_hex(c.source);
       c.origin = "stored:" + key;
-      if (const family* f = fam.empty() ? nullptr : find_family(fam, device); f && f->valid(knobs, spec, nullptr)) {
+      const family* f = fam.empty() ? nullptr : find_family(fam, device);
+      const bool current = f && f->valid(knobs, spec, nullptr);
+      if (current) {
         c.family = fam;
         c.knobs = knobs;
       }
       add(std::move(c));
+      // The family changed knobs since: the same knobs re-emitted, completed with today's defaults, so that
+      // the proposer can move from the stored winner.
+      std::string changes;
+      if (f && !current) {
+        auto now = current_knobs(*f, spec, knobs, &changes);
+        if (f->valid(now, spec, nullptr)) {
+          add(family_candidate(*f, spec, now, "stored:" + key + " (knobs now: " + changes + ")"));
+          out.notes.push_back(fmt::format("{}: {} changed its knobs since; also re-emitted with {}", path.string(), fam, changes));
+        }
+      }
       continue;
     }
     if (fam.empty()) {
@@ -78,11 +118,13 @@ root_set search_roots(const workload_spec& spec, device_kind device, const std::
       out.notes.push_back(fmt::format("{}: no family {} for this device", path.string(), mine));
       continue;
     }
+    std::string changes;
+    knobs = current_knobs(*f, spec, knobs, &changes);
     if (!f->valid(knobs, spec, &why)) {
       out.notes.push_back(fmt::format("{}: knobs of {} do not fit {} ({})", path.string(), fam, mine, why));
       continue;
     }
-    add(family_candidate(*f, spec, knobs, "stored:" + key));
+    add(family_candidate(*f, spec, knobs, "stored:" + key + (changes.empty() ? "" : " (knobs now: " + changes + ")")));
   }
   for (auto* f : covering_families(spec, device)) add(family_candidate(*f, spec, f->default_variant(spec), "default"));
   return out;
