@@ -134,6 +134,22 @@ TEST(worker, side_thread_is_caught_at_run_time_without_the_static_scan) {
   EXPECT_FALSE(r.result.has("static.thread_creation"));
 }
 
+TEST(worker, a_kernel_that_leaves_a_thread_writing_costs_its_worker_for_each_case) {
+  // The thread may still write the worker's memory after the case freed its buffers: each case that saw it ends
+  // its worker, and the next case (and the next kernel) get a fresh one.
+  worker_client w(on(device_kind::cpu));
+  check_options o;
+  o.static_scan = false;
+  o.cases = {k_gate, k_odd};
+  check_report r = check_file("cheat/cpu/side_thread.cpp", w, o);
+  for (auto& name : o.cases) EXPECT_EQ(r.result.status_of("stream", name), check_status::failed) << r.result.text();
+  EXPECT_FALSE(w.running());
+  EXPECT_EQ(w.starts(), 2);
+  check_report honest = check_file("honest/naive.cpp", w, o);
+  EXPECT_TRUE(honest.result.passed()) << honest.result.text();
+  EXPECT_EQ(w.starts(), 3);
+}
+
 TEST(worker, compile_error_is_a_verdict) {
   worker_client w(on(device_kind::cpu));
   check_report r = check_candidate(test_spec(), "#include \"kf_abi.h\"\nnot C++;\n", "broken.cpp", shared_compiler(),

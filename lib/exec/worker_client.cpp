@@ -31,6 +31,7 @@ std::string_view worker_status_name(worker_status s) {
     case worker_status::crashed: return "crashed";
     case worker_status::exited: return "exited";
     case worker_status::cuda_poisoned: return "cuda_poisoned";
+    case worker_status::tainted: return "tainted";
     case worker_status::protocol_error: return "protocol_error";
     case worker_status::start_failed: return "start_failed";
   }
@@ -44,6 +45,7 @@ std::string worker_outcome::describe() const {
     case worker_status::crashed: return fmt::format("worker crashed ({})", signal);
     case worker_status::exited: return fmt::format("worker exited with code {}", exit_code);
     case worker_status::cuda_poisoned: return fmt::format("CUDA context poisoned: {}", message);
+    case worker_status::tainted: return fmt::format("worker restarted after a candidate may have corrupted it: {}", message);
     case worker_status::protocol_error: return fmt::format("protocol error: {}", message);
     case worker_status::start_failed: return fmt::format("worker did not start: {}", message);
   }
@@ -245,9 +247,10 @@ worker_outcome worker_client::exchange(const nlohmann::json& request, std::chron
         o.response = std::move(*msg);
         o.stderr_tail = m_stderr.substr(m_stderr.size() > m_options.stderr_tail_bytes
                                             ? m_stderr.size() - m_options.stderr_tail_bytes : 0);
-        if (o.response.value("kind", "") == "cuda_poisoned") {  // it exits by itself; make sure
-          o.status = worker_status::cuda_poisoned;
-          o.message = o.response.value("error", "CUDA context unusable");
+        const std::string kind = o.response.value("kind", "");
+        if (kind == "cuda_poisoned" || kind == "tainted") {  // it exits by itself; make sure
+          o.status = kind == "tainted" ? worker_status::tainted : worker_status::cuda_poisoned;
+          o.message = o.response.value("error", kind == "tainted" ? "worker state unreliable" : "CUDA context unusable");
           return reap(o, false);
         }
         return o;

@@ -23,6 +23,7 @@ enum class worker_status {
   crashed,        // the worker died of a signal (SIGSEGV, SIGABRT, ...)
   exited,         // the worker exited (a candidate called exit(), or the worker gave up)
   cuda_poisoned,  // the worker said its CUDA context is unusable (and exited); `response` holds what it said
+  tainted,        // the worker said a candidate may have corrupted it (and exited); `response` holds what it said
   protocol_error, // the worker wrote something that is not a protocol frame
   start_failed,   // the worker could not be started or did not answer hello
 };
@@ -30,7 +31,7 @@ std::string_view worker_status_name(worker_status s);
 
 struct worker_outcome {
   worker_status status = worker_status::ok;
-  nlohmann::json response;  // for ok and cuda_poisoned
+  nlohmann::json response;  // for ok, cuda_poisoned and tainted
   std::string signal;       // crashed: "SIGSEGV"
   int exit_code = 0;        // exited
   std::string message;      // what went wrong, in words

@@ -33,6 +33,9 @@ struct worker_command {
 
 // Exit code of a worker that stops because its CUDA context is poisoned.
 constexpr int k_worker_exit_poisoned = 3;
+// Exit code of a worker that stops because an untrusted candidate may have corrupted its memory (a handler
+// answers kind "tainted"): the client starts a fresh one for the next request.
+constexpr int k_worker_exit_tainted = 4;
 
 // The worker's main loop: protects the protocol pipe from stray output (fd 1 becomes stderr), exits when the
 // parent dies, reads requests, dispatches through `table`, writes responses. Returns the process exit code.

@@ -139,10 +139,15 @@ int run_worker(int argc, char** argv, const std::vector<worker_command>& table,
       std::fprintf(stderr, "kforge-worker: cannot write a response: %s\n", err.c_str());
       return 2;
     }
-    // A poisoned context cannot be trusted for anything, not even LibTorch's teardown: leave at once.
+    // A poisoned context (or memory a candidate may have written) cannot be trusted for anything, not even
+    // LibTorch's teardown: leave at once.
     if (response.value("kind", "") == "cuda_poisoned") {
       std::fflush(stderr);
       _exit(k_worker_exit_poisoned);
+    }
+    if (response.value("kind", "") == "tainted") {
+      std::fflush(stderr);
+      _exit(k_worker_exit_tainted);
     }
     if (ctx.shutdown) {
       std::fflush(stderr);

@@ -56,6 +56,10 @@ void record_outcome(verdict& v, const std::string& case_name, const worker_outco
       if (v.status_of("cuda_error", case_name) != check_status::failed)
         v.fail("cuda_error", case_name, -1, fmt::format("the CUDA context is poisoned: {}", o.message));
       break;
+    case worker_status::tainted:  // the verdict says why (stream, worker_state); the next case gets a fresh worker
+      if (o.response.contains("verdict")) v.merge(verdict::from_json(o.response["verdict"]));
+      if (v.passed()) v.fail("worker_state", case_name, -1, o.message);
+      break;
     case worker_status::start_failed:
       throw infra_error(fmt::format("{}{}", o.describe(), log));
     case worker_status::ok:

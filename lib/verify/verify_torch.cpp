@@ -87,6 +87,7 @@ class case_runner {
     if (moved) m_v.fail("stream", m_case.name, k, fmt::format("{} output elements changed after the run stream was "
                         "synchronized (work left on another stream or thread)", moved), {{"changed", moved}});
     else m_v.pass("stream", m_case.name, k);
+    if (moved && m_tdev.is_cpu()) return false;  // a thread still runs its code: stop launching it (verify_command)
     int64_t changed_inputs = check_inputs(src);
     int64_t damaged = damaged_guards(k_input_guard);
     reference ref = compute_reference(src);
@@ -338,13 +339,35 @@ nlohmann::json verify_command(const nlohmann::json& req, worker_context& ctx) {
   }
   if (req["impl"].value("kind", "") == "kernel") v.pass("load", "", -1);
   run_stream stream(ctx.device);
+  // A candidate kernel runs in this process: after it left work on a cpu thread, or when the worker fails under
+  // it, the worker's memory is not to be trusted any more (verify_worker.h).
+  const bool untrusted = req["impl"].value("kind", "") == "kernel";
+  auto tainted = [&](const std::string& why) {
+    return nlohmann::json{{"ok", false}, {"kind", "tainted"}, {"error", why}, {"verdict", v.to_json()}};
+  };
   for (auto* c : cases) {
     try {
       case_runner(spec, *c, *im, stream, ctx.device, v, opt).run();
     } catch (const cuda_poisoned_error& e) {
       v.fail("cuda_error", c->name, -1, fmt::format("the CUDA context is poisoned: {}", e.what()));
       return {{"ok", false}, {"kind", "cuda_poisoned"}, {"error", e.what()}, {"verdict", v.to_json()}};
+    } catch (const user_error&) {
+      throw;
+    } catch (const infra_error&) {
+      throw;
+    } catch (const c10::OutOfMemoryError&) {
+      throw;  // the case is too big for this machine: not the candidate's doing
+    } catch (const std::exception& e) {
+      if (!untrusted) throw;
+      std::string what = e.what();
+      what = what.substr(0, what.find('\n'));
+      auto why = fmt::format("the worker failed while verifying the candidate ({}); a kernel running in the "
+                             "worker's process may have corrupted it", what);
+      v.fail("worker_state", c->name, -1, why);
+      return tainted(why);
     }
+    if (untrusted && ctx.device.kind == device_kind::cpu && v.status_of("stream", c->name) == check_status::failed)
+      return tainted("the candidate left work running on another thread, which may still write the worker's memory");
   }
   return respond();
 }

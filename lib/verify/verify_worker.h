@@ -5,7 +5,10 @@
 // this device kind], "seeds": N (default 3), "options": {"base_seed": 1, "adversarial": true,
 // "cpu_settle_ms": 20}}.
 // Response: {"ok": true, "verdict": {...}, "seconds": s}; on a poisoned CUDA context {"ok": false, "kind":
-// "cuda_poisoned", "error": ..., "verdict": <the checks so far, with the failed cuda_error check>}.
+// "cuda_poisoned", "error": ..., "verdict": <the checks so far, with the failed cuda_error check>}. A candidate
+// kernel that runs in this process and leaves work on a cpu thread (`stream` failed), or during whose case the
+// worker itself fails (anything but running out of memory), may have written the worker's own memory: the answer
+// is {"ok": false, "kind": "tainted", "error": ..., "verdict": <with that failure>} and the worker exits.
 #pragma once
 #include <nlohmann/json.hpp>
 
