@@ -1,12 +1,12 @@
 // kforge winner: qwen-router-topk on sm90-nvidia-h200
-// kforge winner for qwen-router-topk on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T06:46:29Z
+// kforge winner for qwen-router-topk on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T09:23:55Z
 // family: row_softmax_cuda
-// knobs: cache=regs chunks=1 cluster=8 online=0 strategy=warp stream_store=0 tanh=exp threads=512 unroll=1 vec=8
-// lineage: default -> template: threads 128->256 -> template: threads 256->512
-// measured: 7.21 us (geometric mean over gated cases), 10.87x eager, 10.68x vendor
+// knobs: cache=regs chunks=1 cluster=8 fit=1 online=0 strategy=warp stream_store=0 tanh=exp threads=1024 unroll=1 vec=8
+// lineage: stored:sm90-nvidia-h200 (knobs now: fit=1) -> template: threads 512->1024
+// measured: 9.89 us (geometric mean over gated cases), 7.84x eager, 7.87x vendor
 
 // kforge candidate: family row_softmax_cuda (cuda), emitted by the template proposer.
-// knobs: cache=regs chunks=1 online=0 strategy=warp stream_store=0 threads=512 unroll=1 vec=8
+// knobs: cache=regs chunks=1 online=0 strategy=warp stream_store=0 threads=1024 unroll=1 vec=8
 // computes: x[bfloat16] -> softmax(float32) -> topk(8)
 
 #include "kf_abi.h"
@@ -35,6 +35,19 @@ template <> __device__ __forceinline__ float from_f<float>(float x) { return x; 
 template <> __device__ __forceinline__ double from_f<double>(float x) { return (double)x; }
 template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+// 16-bit pairs: two floats rounded in one instruction (the low half is the first value).
+template <typename T> struct pair_of { static constexpr bool ok = false; };
+template <> struct pair_of<__nv_bfloat16> {
+  static constexpr bool ok = true;
+  using type = __nv_bfloat162;
+  static __device__ __forceinline__ type make(float a, float b) { return __floats2bfloat162_rn(a, b); }
+};
+template <> struct pair_of<__half> {
+  static constexpr bool ok = true;
+  using type = __half2;
+  static __device__ __forceinline__ type make(float a, float b) { return __floats2half2_rn(a, b); }
+};
 
 // ---- vector access: V consecutive elements in accesses of at most 16 bytes ----
 template <int B> struct raw_bits;
@@ -76,21 +89,44 @@ __device__ __forceinline__ void store_vec(T* __restrict__ p, const float* x) {
   } else {
     using R = typename raw_bits<B>::type;
     R r;
-    T* t = reinterpret_cast<T*>(&r);
+    if constexpr (pair_of<T>::ok && V % 2 == 0) {  // one conversion instruction per two values
+      auto* t2 = reinterpret_cast<typename pair_of<T>::type*>(&r);
 #pragma unroll
-    for (int v = 0; v < V; ++v) t[v] = from_f<T>(x[v]);
+      for (int v = 0; v < V / 2; ++v) t2[v] = pair_of<T>::make(x[2 * v], x[2 * v + 1]);
+    } else {
+      T* t = reinterpret_cast<T*>(&r);
+#pragma unroll
+      for (int v = 0; v < V; ++v) t[v] = from_f<T>(x[v]);
+    }
     if constexpr (STREAM) __stcs(reinterpret_cast<R*>(p), r);
     else *reinterpret_cast<R*>(p) = r;
   }
 }
 
-// softcap's tanh. tanhf costs ~30 instructions, which made softcapped softmax compute-bound on an H200:
-// tanh_exp takes one exp and one reciprocal (absolute error ~1e-7; clamped so that the exp never overflows),
-// tanh_approx the single tanh.approx.f32 instruction (relative error ~5e-4: verify decides if that is enough).
-__device__ __forceinline__ float tanh_exp(float y) {
-  y = fminf(fmaxf(y, -15.f), 15.f);
-  return 1.f - __fdividef(2.f, 1.f + __expf(2.f * y));
+// ---- the multi-function unit's exp2 and reciprocal, one instruction each ----
+// The .ftz forms: without it each gets range fixes around it (measured on an H200: softcapped attention rows
+// were issue-bound at 38 instructions per element, ncu 86 % issue slots busy). Results below 2^-126 become 0.
+__device__ __forceinline__ float ex2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
 }
+__device__ __forceinline__ float rcp_ftz(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float exp_ftz(float x) { return ex2_ftz(x * 1.44269504088896341f); }
+
+// tanh(y) = 1 - 2 / (1 + exp(2y)): one ex2, one rcp (absolute error ~1e-7; +-inf give +-1, NaN stays NaN).
+__device__ __forceinline__ float tanh_exp(float y) {
+  return fmaf(-2.f, rcp_ftz(1.f + ex2_ftz(y * 2.88539008177792681f)), 1.f);
+}
+// softcap: cap * tanh(x / cap) = cap - 2 cap / (1 + exp(2 x / cap)), with k2 = 2 log2(e) / cap: five instructions.
+__device__ __forceinline__ float softcap_exp(float x, float k2, float cap) {
+  return fmaf(-2.f * cap, rcp_ftz(1.f + ex2_ftz(x * k2)), cap);
+}
+// The tanh.approx.f32 instruction (relative error ~5e-4: verify decides if that is enough).
 __device__ __forceinline__ float tanh_approx(float y) {
   float t;
   asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(y));
@@ -120,8 +156,9 @@ __device__ __forceinline__ T warp_reduce(T v, F comb) {
 }
 
 // Every thread of the block gets the result. `scratch` holds one T per warp; it is free again on return.
+// `warps`: the block's warps when it was launched with fewer than NT threads.
 template <int NT, typename T, typename F>
-__device__ __forceinline__ T block_reduce(T v, F comb, T* scratch) {
+__device__ __forceinline__ T block_reduce(T v, F comb, T* scratch, int warps = NT / 32) {
   v = warp_reduce(v, comb);
   if constexpr (NT <= 32) {
     return v;
@@ -130,7 +167,8 @@ __device__ __forceinline__ T block_reduce(T v, F comb, T* scratch) {
     __syncthreads();
     T r = scratch[0];
 #pragma unroll
-    for (int i = 1; i < NT / 32; ++i) r = comb(r, scratch[i]);
+    for (int i = 1; i < NT / 32; ++i)
+      if (i < warps) r = comb(r, scratch[i]);
     __syncthreads();
     return r;
   }
@@ -190,7 +228,7 @@ using in_t = __nv_bfloat16;
 using out_t = float;
 constexpr int s_warp = 0, s_block = 1, s_cluster = 2;
 constexpr int k_strategy = s_warp;
-constexpr int NT = 512;
+constexpr int NT = 1024;
 constexpr int k_vec = 8;
 constexpr int k_chunks = 1;
 constexpr int k_cluster = 8;
@@ -200,6 +238,7 @@ constexpr bool k_cache_smem = false;
 constexpr bool k_stream_store = false;
 constexpr bool k_log = false;
 constexpr int k_topk = 8;
+constexpr bool k_fit = false;
 constexpr size_t k_smem_limit = 227 * 1024;
 constexpr int k_n_inputs = 1;
 constexpr int k_x_input = 0;
@@ -286,7 +325,7 @@ struct group {
   f2* slot;
   template <typename F> __device__ __forceinline__ f2 reduce(f2 v, F comb) const {
     if constexpr (k_strategy == s_warp) return warp_reduce(v, comb);
-    else if constexpr (k_strategy == s_block) return block_reduce<NT>(v, comb, scratch);
+    else if constexpr (k_strategy == s_block) return block_reduce<NT>(v, comb, scratch, nthr / 32);
     else return cluster_reduce<NT, k_cluster>(v, comb, scratch, slot);
   }
 };
@@ -379,7 +418,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
       for (int c = 0; c < k_chunks; ++c)
 #pragma unroll
         for (int v = 0; v < V; ++v) {
-          const float e = __expf(r[c][v] - ref);
+          const float e = exp_ftz(r[c][v] - ref);
           ls += e;
           if constexpr (!k_log) r[c][v] = e;
         }
@@ -406,7 +445,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
       for (int c = 0; c < k_chunks; ++c)
 #pragma unroll
         for (int v = 0; v < V; ++v) {
-          const float e = __expf(r[c][v] - M);
+          const float e = exp_ftz(r[c][v] - M);
           ls += e;
           if constexpr (!k_log) r[c][v] = e;
         }
@@ -451,7 +490,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
         if (nm != -INFINITY) {
           s *= __expf(m - nm);
 #pragma unroll
-          for (int v = 0; v < V; ++v) s += __expf(x[v] - nm);
+          for (int v = 0; v < V; ++v) s += exp_ftz(x[v] - nm);
         }
         m = nm;
       } else {
@@ -478,7 +517,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
         float x[V];
         fetch(i, x);
 #pragma unroll
-        for (int v = 0; v < V; ++v) s += __expf(x[v] - M);
+        for (int v = 0; v < V; ++v) s += exp_ftz(x[v] - M);
       }
       S = g.reduce(f2{s, 0.f}, comb_sum).a;
     }
@@ -488,7 +527,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
       float x[V];
       fetch(i, x);
 #pragma unroll
-      for (int v = 0; v < V; ++v) x[v] = finalize(k_log ? x[v] - off : __expf(x[v] - M) * f);
+      for (int v = 0; v < V; ++v) x[v] = finalize(k_log ? x[v] - off : exp_ftz(x[v] - M) * f);
       if constexpr (k_topk > 0) {
 #pragma unroll
         for (int v = 0; v < V; ++v) tl.insert(x[v], (int)(i + v));
@@ -511,7 +550,7 @@ __global__ void __launch_bounds__(NT) softmax_kernel(row_args a) {
     for (int64_t row = (int64_t)blockIdx.x * (NT / 32) + warp; row < a.rows; row += (int64_t)gridDim.x * (NT / 32))
       do_row<V>(a, g, row, 0, a.n, a.n, dyn + (a.use_smem ? warp * a.seg : 0));
   } else if constexpr (k_strategy == s_block) {
-    const group g{(int)threadIdx.x, NT, scratch, &slot};
+    const group g{(int)threadIdx.x, (int)blockDim.x, scratch, &slot};  // blockDim.x <= NT (k_fit)
     for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) do_row<V>(a, g, row, 0, a.n, a.n, dyn);
   } else {
     const group g{(int)threadIdx.x, NT, scratch, &slot};
@@ -540,7 +579,11 @@ int run(row_args a, cudaStream_t s) {
     const int64_t blocks = (a.rows + NT / 32 - 1) / (NT / 32);
     kernel<<<(unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap), NT, smem, s>>>(a);
   } else if constexpr (k_strategy == s_block) {
-    kernel<<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), NT, smem, s>>>(a);
+    // k_fit: a short row gets a narrower block (more rows in flight per SM), as long as it still fits the
+    // register cache of `k_chunks` vectors per thread.
+    int bt = NT;
+    while (k_fit && !a.use_smem && bt > 64 && a.n <= (int64_t)k_chunks * (bt / 2) * V) bt /= 2;
+    kernel<<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), bt, smem, s>>>(a);
   } else {
     const dim3 grid(k_cluster, (unsigned)(a.rows < 65535 ? a.rows : 65535));
     if (launch_clusters(kernel, k_cluster, grid, NT, smem, s, a) != 0) return 3;

@@ -1,12 +1,12 @@
 // kforge winner: resnet50-avgpool on sm90-nvidia-h200
-// kforge winner for resnet50-avgpool on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T06:47:58Z
+// kforge winner for resnet50-avgpool on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T09:25:53Z
 // family: pool_cuda
-// knobs: cl_threads=32 threads=128 tpp=4 vec=8
-// lineage: default -> template: tpp 8->4
-// measured: 2.79 us (geometric mean over gated cases), no baseline timed
+// knobs: cl_threads=32 small_cl_threads=2 small_direct=0 small_tpp=8 threads=256 tpp=2 vec=8
+// lineage: default -> template: small_tpp 16->8 small_direct 1->0
+// measured: 2.54 us (geometric mean over gated cases), 2.27x eager, 1.44x vendor
 
 // kforge candidate: family pool_cuda (cuda), emitted by the template proposer.
-// knobs: cl_threads=32 threads=128 tpp=4 vec=8
+// knobs: cl_threads=32 small_cl_threads=2 small_direct=0 small_tpp=8 threads=256 tpp=2 vec=8
 // computes: x[float16] -> adaptive_avg_pool2d(1) -> flatten
 
 #include "kf_abi.h"
@@ -35,6 +35,19 @@ template <> __device__ __forceinline__ float from_f<float>(float x) { return x; 
 template <> __device__ __forceinline__ double from_f<double>(float x) { return (double)x; }
 template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+// 16-bit pairs: two floats rounded in one instruction (the low half is the first value).
+template <typename T> struct pair_of { static constexpr bool ok = false; };
+template <> struct pair_of<__nv_bfloat16> {
+  static constexpr bool ok = true;
+  using type = __nv_bfloat162;
+  static __device__ __forceinline__ type make(float a, float b) { return __floats2bfloat162_rn(a, b); }
+};
+template <> struct pair_of<__half> {
+  static constexpr bool ok = true;
+  using type = __half2;
+  static __device__ __forceinline__ type make(float a, float b) { return __floats2half2_rn(a, b); }
+};
 
 // ---- vector access: V consecutive elements in accesses of at most 16 bytes ----
 template <int B> struct raw_bits;
@@ -76,21 +89,44 @@ __device__ __forceinline__ void store_vec(T* __restrict__ p, const float* x) {
   } else {
     using R = typename raw_bits<B>::type;
     R r;
-    T* t = reinterpret_cast<T*>(&r);
+    if constexpr (pair_of<T>::ok && V % 2 == 0) {  // one conversion instruction per two values
+      auto* t2 = reinterpret_cast<typename pair_of<T>::type*>(&r);
 #pragma unroll
-    for (int v = 0; v < V; ++v) t[v] = from_f<T>(x[v]);
+      for (int v = 0; v < V / 2; ++v) t2[v] = pair_of<T>::make(x[2 * v], x[2 * v + 1]);
+    } else {
+      T* t = reinterpret_cast<T*>(&r);
+#pragma unroll
+      for (int v = 0; v < V; ++v) t[v] = from_f<T>(x[v]);
+    }
     if constexpr (STREAM) __stcs(reinterpret_cast<R*>(p), r);
     else *reinterpret_cast<R*>(p) = r;
   }
 }
 
-// softcap's tanh. tanhf costs ~30 instructions, which made softcapped softmax compute-bound on an H200:
-// tanh_exp takes one exp and one reciprocal (absolute error ~1e-7; clamped so that the exp never overflows),
-// tanh_approx the single tanh.approx.f32 instruction (relative error ~5e-4: verify decides if that is enough).
-__device__ __forceinline__ float tanh_exp(float y) {
-  y = fminf(fmaxf(y, -15.f), 15.f);
-  return 1.f - __fdividef(2.f, 1.f + __expf(2.f * y));
+// ---- the multi-function unit's exp2 and reciprocal, one instruction each ----
+// The .ftz forms: without it each gets range fixes around it (measured on an H200: softcapped attention rows
+// were issue-bound at 38 instructions per element, ncu 86 % issue slots busy). Results below 2^-126 become 0.
+__device__ __forceinline__ float ex2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
 }
+__device__ __forceinline__ float rcp_ftz(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float exp_ftz(float x) { return ex2_ftz(x * 1.44269504088896341f); }
+
+// tanh(y) = 1 - 2 / (1 + exp(2y)): one ex2, one rcp (absolute error ~1e-7; +-inf give +-1, NaN stays NaN).
+__device__ __forceinline__ float tanh_exp(float y) {
+  return fmaf(-2.f, rcp_ftz(1.f + ex2_ftz(y * 2.88539008177792681f)), 1.f);
+}
+// softcap: cap * tanh(x / cap) = cap - 2 cap / (1 + exp(2 x / cap)), with k2 = 2 log2(e) / cap: five instructions.
+__device__ __forceinline__ float softcap_exp(float x, float k2, float cap) {
+  return fmaf(-2.f * cap, rcp_ftz(1.f + ex2_ftz(x * k2)), cap);
+}
+// The tanh.approx.f32 instruction (relative error ~5e-4: verify decides if that is enough).
 __device__ __forceinline__ float tanh_approx(float y) {
   float t;
   asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(y));
@@ -120,8 +156,9 @@ __device__ __forceinline__ T warp_reduce(T v, F comb) {
 }
 
 // Every thread of the block gets the result. `scratch` holds one T per warp; it is free again on return.
+// `warps`: the block's warps when it was launched with fewer than NT threads.
 template <int NT, typename T, typename F>
-__device__ __forceinline__ T block_reduce(T v, F comb, T* scratch) {
+__device__ __forceinline__ T block_reduce(T v, F comb, T* scratch, int warps = NT / 32) {
   v = warp_reduce(v, comb);
   if constexpr (NT <= 32) {
     return v;
@@ -130,7 +167,8 @@ __device__ __forceinline__ T block_reduce(T v, F comb, T* scratch) {
     __syncthreads();
     T r = scratch[0];
 #pragma unroll
-    for (int i = 1; i < NT / 32; ++i) r = comb(r, scratch[i]);
+    for (int i = 1; i < NT / 32; ++i)
+      if (i < warps) r = comb(r, scratch[i]);
     __syncthreads();
     return r;
   }
@@ -188,16 +226,22 @@ inline int64_t numel(const kf_tensor& t) {
 // ---- this variant ----
 using in_t = __half;
 using out_t = __half;
-constexpr int NT = 128;
+constexpr int NT = 256;
 constexpr int k_vec = 8;
-constexpr int k_tpp = 4;
+constexpr int k_tpp = 2;
 constexpr int k_clt = 32;
+constexpr int k_small_tpp = 8;
+constexpr bool k_small_direct = false;
+constexpr int k_small_clt = 2;
 constexpr int k_n_inputs = 1;
 constexpr int k_x_input = 0;
 
 __device__ __forceinline__ float finalize(float x) {
   return x;
 }
+
+constexpr int k_tpp_small = k_small_tpp > 0 ? k_small_tpp : k_tpp;
+constexpr int k_clt_small = k_small_clt > 0 ? k_small_clt : k_clt;
 
 struct pool_args {
   const in_t* x;
@@ -222,14 +266,14 @@ __device__ __forceinline__ void copy_vec(T* dst, const T* src) {
   }
 }
 
-// NCHW: planes are contiguous; a block takes NT / k_tpp planes at a time.
-template <int V>
+// NCHW: planes are contiguous; a block takes NT / TPP planes at a time.
+template <int V, int TPP>
 __global__ void __launch_bounds__(NT) nchw_kernel(pool_args a) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   in_t* tile = reinterpret_cast<in_t*>(smem_raw);
-  constexpr int P = NT / k_tpp;
+  constexpr int P = NT / TPP;
   const int64_t planes = a.n * a.c;
-  const int j = threadIdx.x / k_tpp, sub = threadIdx.x % k_tpp;
+  const int j = threadIdx.x / TPP, sub = threadIdx.x % TPP;
   for (int64_t p0 = (int64_t)blockIdx.x * P; p0 < planes; p0 += (int64_t)gridDim.x * P) {
     const int64_t np = planes - p0 < P ? planes - p0 : P;
     const int64_t ne = np * a.hw;
@@ -248,24 +292,26 @@ __global__ void __launch_bounds__(NT) nchw_kernel(pool_args a) {
       if (a.hw <= 0x7fffffff) {
         const int hw = (int)a.hw;
 #pragma unroll 4
-        for (int k = sub; k < hw; k += k_tpp) acc += to_f(from[k]);
+        for (int k = sub; k < hw; k += TPP) acc += to_f(from[k]);
       } else {
-        for (int64_t k = sub; k < a.hw; k += k_tpp) acc += to_f(from[k]);
+        for (int64_t k = sub; k < a.hw; k += TPP) acc += to_f(from[k]);
       }
     }
 #pragma unroll
-    for (int o = k_tpp / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    for (int o = TPP / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
     if (sub == 0 && j < np) a.y[p0 + j] = from_f<out_t>(finalize(acc * a.inv_hw));
     if (!a.direct) __syncthreads();
   }
 }
 
-// channels_last: x[n][hw][c]; k_clt threads across channel vectors, NT / k_clt rows of positions.
-template <int V>
+// channels_last: x[n][hw][c]; CLT threads across channel vectors, NT / CLT rows of positions. Lanes that
+// share channels first add through shuffles, so shared memory holds one partial row per warp (CLT <= 32).
+template <int V, int CLT>
 __global__ void __launch_bounds__(NT) nhwc_kernel(pool_args a) {
-  constexpr int HS = NT / k_clt, W = k_clt * V;
-  __shared__ float part[HS * W];
-  const int tc = threadIdx.x % k_clt, th = threadIdx.x / k_clt;
+  constexpr int HS = NT / CLT, W = CLT * V;
+  constexpr int R = CLT <= 32 ? NT / 32 : HS;  // partial rows left for shared memory
+  __shared__ float part[R * W];
+  const int tc = threadIdx.x % CLT, th = threadIdx.x / CLT;
   const int64_t tiles = (a.c + W - 1) / W;
   for (int64_t t = blockIdx.x; t < a.n * tiles; t += gridDim.x) {
     const int64_t n = t / tiles, c0 = (t % tiles) * W, c = c0 + (int64_t)tc * V;
@@ -282,17 +328,71 @@ __global__ void __launch_bounds__(NT) nhwc_kernel(pool_args a) {
         for (int v = 0; v < V; ++v) acc[v] += x[v];
       }
     }
+    int row = th;
+    if constexpr (CLT <= 32) {
 #pragma unroll
-    for (int v = 0; v < V; ++v) part[th * W + tc * V + v] = acc[v];
+      for (int o = 16; o >= CLT; o >>= 1)
+#pragma unroll
+        for (int v = 0; v < V; ++v) acc[v] += __shfl_xor_sync(0xffffffffu, acc[v], o);
+      row = threadIdx.x / 32;
+    }
+    if (CLT > 32 || (threadIdx.x & 31) < CLT) {
+#pragma unroll
+      for (int v = 0; v < V; ++v) part[row * W + tc * V + v] = acc[v];
+    }
     __syncthreads();
     for (int i = threadIdx.x; i < W; i += NT) {
       float s = 0.f;
-      for (int h = 0; h < HS; ++h) s += part[h * W + i];
+#pragma unroll
+      for (int h = 0; h < R; ++h) s += part[h * W + i];
       if (c0 + i < a.c) a.y[n * a.c + c0 + i] = from_f<out_t>(finalize(s * a.inv_hw));
     }
     __syncthreads();
   }
 }
+
+// The SMs of the current device: a grid smaller than this leaves some idle.
+inline int sm_count() {
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    return 1;
+  return sms;
+}
+
+// `direct`: threads read their plane's elements from global memory instead of staging whole planes in shared
+// memory first (one round trip less; small batches, whose planes sit in L2 or are few).
+template <int TPP>
+int launch_nchw(pool_args a, bool direct, cudaStream_t s) {
+  constexpr int P = NT / TPP;
+  size_t smem = (size_t)P * (size_t)a.hw * sizeof(in_t);
+  if (direct || smem > 96 * 1024) {
+    a.direct = 1;
+    smem = 0;
+  }
+  const int64_t blocks0 = (a.n * a.c + P - 1) / P, k_grid_cap = 1 << 20;
+  const unsigned blocks = (unsigned)(blocks0 < k_grid_cap ? blocks0 : k_grid_cap);
+  const bool vec = (P * a.hw) % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
+  auto kernel = vec ? nchw_kernel<k_vec, TPP> : nchw_kernel<1, TPP>;
+  if (smem > 48 * 1024 &&
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
+    return 3;
+  kernel<<<blocks, NT, smem, s>>>(a);
+  return 0;
+}
+
+template <int CLT>
+int launch_nhwc(const pool_args& a, cudaStream_t s) {
+  const bool vec = a.c % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
+  const int64_t wv = (int64_t)CLT * (vec ? k_vec : 1), k_grid_cap = 1 << 20;
+  const int64_t blocks0 = a.n * ((a.c + wv - 1) / wv);
+  const unsigned blocks = (unsigned)(blocks0 < k_grid_cap ? blocks0 : k_grid_cap);
+  if (vec) nhwc_kernel<k_vec, CLT><<<blocks, NT, 0, s>>>(a);
+  else nhwc_kernel<1, CLT><<<blocks, NT, 0, s>>>(a);
+  return 0;
+}
+
+// How many blocks a layout's launch makes with `per_block` planes (or channels) per block.
+inline int64_t blocks_for(int64_t units, int64_t per_block) { return (units + per_block - 1) / per_block; }
 
 int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_t s) {
   if (n_in != k_n_inputs || n_out != 1) return 1;
@@ -313,29 +413,15 @@ int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_
   const int64_t C = a.c, W = x.shape[d0 + 2], H = x.shape[d0 + 1];
   const bool nhwc = x.ndim == 4 && !contiguous(x) && x.stride[1] == 1 && x.stride[3] == C && x.stride[2] == W * C &&
                     (x.shape[0] == 1 || x.stride[0] == H * W * C);
-  const int64_t k_grid_cap = 1 << 20;
+  // Small batches: when the knobs' launch would leave SMs idle, the small_* knobs give more, smaller blocks.
   if (contiguous(x)) {
-    constexpr int P = NT / k_tpp;
-    size_t smem = (size_t)P * (size_t)a.hw * sizeof(in_t);
-    if (smem > 96 * 1024) {
-      a.direct = 1;
-      smem = 0;
-    }
-    const int64_t blocks0 = (a.n * a.c + P - 1) / P;
-    const unsigned blocks = (unsigned)(blocks0 < k_grid_cap ? blocks0 : k_grid_cap);
-    const bool vec = (P * a.hw) % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
-    auto kernel = vec ? nchw_kernel<k_vec> : nchw_kernel<1>;
-    if (smem > 48 * 1024 &&
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
-      return 3;
-    kernel<<<blocks, NT, smem, s>>>(a);
+    const bool small = k_small_tpp > 0 && blocks_for(a.n * a.c, NT / k_tpp) < sm_count();
+    const int rc = small ? launch_nchw<k_tpp_small>(a, k_small_direct, s) : launch_nchw<k_tpp>(a, false, s);
+    if (rc != 0) return rc;
   } else if (nhwc) {
-    const bool vec = C % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
-    const int64_t wv = (int64_t)k_clt * (vec ? k_vec : 1);
-    const int64_t blocks0 = a.n * ((C + wv - 1) / wv);
-    const unsigned blocks = (unsigned)(blocks0 < k_grid_cap ? blocks0 : k_grid_cap);
-    if (vec) nhwc_kernel<k_vec><<<blocks, NT, 0, s>>>(a);
-    else nhwc_kernel<1><<<blocks, NT, 0, s>>>(a);
+    const bool small = k_small_clt > 0 && a.n * blocks_for(C, (int64_t)k_clt * k_vec) < sm_count();
+    if (small) launch_nhwc<k_clt_small>(a, s);
+    else launch_nhwc<k_clt>(a, s);
   } else {
     return 1;
   }
