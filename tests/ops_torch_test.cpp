@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "spec/adversarial.h"
+#include "spec/input_cache_torch.h"
 #include "spec/ops_torch.h"
 #include "spec/reference_torch.h"
 #include "spec/spec_parse.h"
@@ -167,6 +168,34 @@ TEST(ops_torch, inputs_are_seeded_and_shaped) {
     EXPECT_TRUE(g[0].is_cuda());
     EXPECT_TRUE(at::equal(g[0].cpu(), a[0]));
   }
+}
+
+TEST(ops_torch, repeated_draws_come_from_the_input_cache_and_stay_private) {
+  workload_spec s = spec_of("  x: {shape: [3, 1000], dtype: bfloat16, init: {normal: {std: 2.0}}}\n",
+                            "  - softmax: {input: x, dim: -1}\n");
+  set_input_cache_budget(int64_t(64) << 20);
+  const auto before = input_cache_statistics();
+  auto a = make_inputs(s, s.cases[0], 11, k_cpu);
+  auto b = make_inputs(s, s.cases[0], 11, k_cpu);
+  auto adv1 = make_adversarial_inputs(s, s.cases[0], "large_magnitude", 11, k_cpu);
+  auto adv2 = make_adversarial_inputs(s, s.cases[0], "large_magnitude", 11, k_cpu);
+  const auto after = input_cache_statistics();
+  EXPECT_EQ(after.misses - before.misses, 2);  // the seeded draw once, its adversarial variant once
+  EXPECT_EQ(after.hits - before.hits, 4);      // b, the base of both adversarial calls, adv2
+  EXPECT_TRUE(at::equal(a[0], b[0]));
+  EXPECT_TRUE(at::equal(adv1[0], adv2[0]));
+  EXPECT_TRUE(at::equal(adv1[0], (a[0].to(at::kFloat) * 100).to(at::kBFloat16)));
+  a[0].fill_(0);  // each caller has its own copy: the next draw is unchanged
+  EXPECT_TRUE(at::equal(make_inputs(s, s.cases[0], 11, k_cpu)[0], b[0]));
+  EXPECT_FALSE(at::equal(make_inputs(s, s.cases[0], 12, k_cpu)[0], b[0]));
+  // an entry larger than the budget is drawn, not kept; a budget of 0 empties the cache
+  set_input_cache_budget(1024);
+  EXPECT_EQ(input_cache_statistics().bytes, 0);
+  const auto small = input_cache_statistics();
+  make_inputs(s, s.cases[0], 11, k_cpu);
+  make_inputs(s, s.cases[0], 11, k_cpu);
+  EXPECT_EQ(input_cache_statistics().misses - small.misses, 2);
+  set_input_cache_budget(int64_t(2048) << 20);
 }
 
 TEST(ops_torch, channels_last_and_causal_mask_inits) {

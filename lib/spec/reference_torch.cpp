@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "spec/adversarial.h"
+#include "spec/input_cache_torch.h"
 #include "spec/ops.h"
 #include "spec/ops_torch.h"
 
@@ -29,8 +30,7 @@ at::Generator input_generator(uint64_t seed, const std::string& name) {
   return at::make_generator<at::CPUGeneratorImpl>(splitmix64(seed ^ splitmix64(h)));
 }
 
-at::Tensor make_input(const input_spec& in, const case_spec& c, uint64_t seed) {
-  auto shape = concrete_shape(in, c);
+at::Tensor draw_input(const input_spec& in, const std::vector<int64_t>& shape, uint64_t seed) {
   at::Generator gen = input_generator(seed, in.name);
   const auto& p = in.init.params;
   // Draw in float32 (float64 for float64 inputs), then round to the input's dtype: the same values everywhere.
@@ -52,6 +52,23 @@ at::Tensor make_input(const input_spec& in, const case_spec& c, uint64_t seed) {
   t = t.to(to_scalar_type(in.type));
   if (in.memory_format == "channels_last") t = t.contiguous(at::MemoryFormat::ChannelsLast);
   return t;
+}
+
+// Everything that decides an input's values, for the input cache.
+std::string input_key(const input_spec& in, const std::vector<int64_t>& shape, uint64_t seed) {
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}", in.name, dtype_name(in.type), fmt::join(shape, "x"), in.memory_format,
+                     in.init.kind, in.init.params.dump(), seed);
+}
+
+// A host tensor shared with the input cache: not to be modified.
+at::Tensor make_input(const input_spec& in, const case_spec& c, uint64_t seed) {
+  auto shape = concrete_shape(in, c);
+  return cached_input(input_key(in, shape, seed), [&] { return draw_input(in, shape, seed); });
+}
+
+// On the CPU `to` would hand out the cached tensor itself: the caller gets its own copy.
+at::Tensor own_copy_on(const at::Tensor& t, const c10::Device& device) {
+  return device.is_cpu() ? t.clone() : t.to(device);
 }
 
 size_t primary_index(const workload_spec& spec) {
@@ -90,21 +107,9 @@ std::vector<at::Tensor> run(const workload_spec& spec, const std::vector<at::Ten
   return current;
 }
 
-}  // namespace
-
-std::vector<at::Tensor> make_inputs(const workload_spec& spec, const case_spec& c, uint64_t seed, const c10::Device& device) {
-  std::vector<at::Tensor> out;
-  for (auto& in : spec.inputs) out.push_back(make_input(in, c, seed).to(device));
-  return out;
-}
-
-std::vector<at::Tensor> make_adversarial_inputs(const workload_spec& spec, const case_spec& c, const std::string& kind,
-                                                uint64_t seed, const c10::Device& device) {
-  std::vector<at::Tensor> ins;
-  for (auto& in : spec.inputs) ins.push_back(make_input(in, c, seed));
-  size_t p = primary_index(spec);
-  const input_spec& in = spec.inputs[p];
-  at::Tensor x = ins[p];
+// The primary input `x` changed as adversarial `kind` says.
+at::Tensor adversarial_input(const workload_spec& spec, const case_spec& c, const std::string& kind, uint64_t seed,
+                             const input_spec& in, at::Tensor x) {
   if (kind == "large_magnitude") {
     x = x * 100;
   } else if (kind == "all_equal_rows") {
@@ -127,8 +132,27 @@ std::vector<at::Tensor> make_adversarial_inputs(const workload_spec& spec, const
     throw user_error(fmt::format("unknown adversarial input kind `{}` (expected one of {})", kind,
                                  fmt::join(adversarial_kind_names(), ", ")));
   }
-  ins[p] = same_layout(x, in);
-  for (auto& t : ins) t = t.to(device);
+  return same_layout(x, in);
+}
+
+}  // namespace
+
+std::vector<at::Tensor> make_inputs(const workload_spec& spec, const case_spec& c, uint64_t seed, const c10::Device& device) {
+  std::vector<at::Tensor> out;
+  for (auto& in : spec.inputs) out.push_back(own_copy_on(make_input(in, c, seed), device));
+  return out;
+}
+
+std::vector<at::Tensor> make_adversarial_inputs(const workload_spec& spec, const case_spec& c, const std::string& kind,
+                                                uint64_t seed, const c10::Device& device) {
+  std::vector<at::Tensor> ins;
+  for (auto& in : spec.inputs) ins.push_back(make_input(in, c, seed));
+  size_t p = primary_index(spec);
+  const input_spec& in = spec.inputs[p];
+  std::string key = input_key(in, concrete_shape(in, c), seed) + "|" + kind;  // the kind reads the graph too
+  for (auto& call : spec.graph) key += "|" + call.op + call.args.dump();
+  ins[p] = cached_input(key, [&] { return adversarial_input(spec, c, kind, seed, in, ins[p]); });
+  for (auto& t : ins) t = own_copy_on(t, device);
   return ins;
 }
 
