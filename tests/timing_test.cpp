@@ -23,6 +23,8 @@ class fake_sampler : public sampler {
   std::map<std::string, double> durations;
   std::vector<std::string> order;  // "cold:name" / "hot:name" as taken
   int discard_every = 0;
+  double cold_jitter = 0;  // cold samples alternate between (1 - j) and (1 + j) times the duration
+  int colds = 0;
   double clock = 0;
   int taken = 0;
   bool hot_unavailable = false;
@@ -40,7 +42,9 @@ class fake_sampler : public sampler {
     clock += durations[n] * launches + 1e-3;
     ++taken;
     bool kept = discard_every == 0 || taken % discard_every != 0;
-    return sample{durations[n], kept, kept ? 1980.0 : 900.0};
+    double d = durations[n];
+    if (kind == "cold" && cold_jitter > 0) d *= ++colds % 2 ? 1 + cold_jitter : 1 - cold_jitter;
+    return sample{d, kept, kept ? 1980.0 : 900.0};
   }
   void warmup(const timed_impl& i) override { name_of(i.launch); }
   sample cold(const timed_impl& i) override { return take("cold", i.launch, 1); }
@@ -152,6 +156,28 @@ TEST(timing, noisy_impl_runs_until_timeout) {
   EXPECT_GT(r[0].cold.discarded, 0);
 }
 
+TEST(timing, cold_stops_with_a_converged_hot_series_when_asked) {
+  timing_options o = quick(hot_mode::always);
+  o.stopping.timeout_s = 0.5;
+  fake_sampler noisy;
+  noisy.durations = {{"a", 5e-6}};
+  noisy.cold_jitter = 0.3;  // cold never converges; hot (constant) does
+  auto r = time_interleaved(noisy, {make_impl(noisy, "a")}, o, [&] { return noisy.clock; });
+  ASSERT_TRUE(r[0].hot.has_value());
+  EXPECT_EQ(r[0].hot->stop, "converged");
+  EXPECT_EQ(r[0].cold.stop, "timed_out");
+
+  o.cold_follows_hot = true;
+  fake_sampler follows;
+  follows.durations = {{"a", 5e-6}};
+  follows.cold_jitter = 0.3;
+  auto f = time_interleaved(follows, {make_impl(follows, "a")}, o, [&] { return follows.clock; });
+  EXPECT_EQ(f[0].hot->stop, "converged");
+  EXPECT_EQ(f[0].cold.stop, "follows_hot");
+  EXPECT_EQ(f[0].cold.samples_us.size(), 10u);  // min_samples, then it stopped with hot
+  EXPECT_LT(f[0].cold.samples_us.size(), r[0].cold.samples_us.size());
+}
+
 TEST(timing, options_from_json) {
   timing_options o = timing_options_from_json(
       {{"min_samples", 3}, {"max_noise", 0.02}, {"min_seconds", 0.1}, {"timeout_s", 5}, {"hot", "auto"}});
@@ -162,6 +188,9 @@ TEST(timing, options_from_json) {
   EXPECT_EQ(timing_options_from_json(nullptr).stopping.min_samples, 10);
   EXPECT_THROW(timing_options_from_json({{"min_samples", 0}}), std::invalid_argument);
   EXPECT_THROW(timing_options_from_json({{"hot", "sometimes"}}), std::invalid_argument);
+  EXPECT_TRUE(timing_options_from_json({{"cold_follows_hot", true}}).cold_follows_hot);
+  EXPECT_FALSE(timing_options_from_json(nullptr).cold_follows_hot);
+  EXPECT_THROW(timing_options_from_json({{"cold_follows_hot", 1}}), std::invalid_argument);
 }
 
 TEST(timing, json_round_trip) {

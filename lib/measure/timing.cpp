@@ -33,6 +33,11 @@ timing_options timing_options_from_json(const nlohmann::json& j) {
   number("timeout_s", o.stopping.timeout_s, 1e-3);
   number("hot_below_us", o.hot_below_s, 0);
   if (j.contains("hot_below_us")) o.hot_below_s *= 1e-6;
+  if (j.contains("cold_follows_hot")) {
+    if (!j["cold_follows_hot"].is_boolean())
+      throw std::invalid_argument("stopping.cold_follows_hot: expected true or false, got " + j["cold_follows_hot"].dump());
+    o.cold_follows_hot = j["cold_follows_hot"].get<bool>();
+  }
   if (j.contains("hot")) {
     const auto& h = j["hot"];
     if (h.is_boolean()) o.hot = h.get<bool>() ? hot_mode::always : hot_mode::never;
@@ -155,6 +160,11 @@ std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_im
       double elapsed = now() - t0;
       if (!st.cold.done) st.cold.check(elapsed);
       if (st.hot && !st.hot->done) st.hot->check(elapsed);
+      if (options.cold_follows_hot && !st.cold.done && st.hot && st.hot->done && st.result->hot->stop == "converged" &&
+          static_cast<int>(st.result->cold.samples_us.size()) >= options.stopping.min_samples) {
+        st.cold.done = true;
+        st.result->cold.stop = "follows_hot";
+      }
       if (!st.hot_decided && st.cold.done) {  // never got a kept cold sample before stopping
         st.hot_decided = true;
         if (st.result->hot_skipped.empty()) st.result->hot_skipped = "no kept cold sample to size the hot loop";

@@ -20,17 +20,21 @@ struct timing_options {
   hot_mode hot = hot_mode::automatic;
   double hot_below_s = 50e-6;         // automatic: hot samples when the first cold sample is shorter
   double hot_target_s = 1e-3;         // one hot pass lasts about this long
+  // The cold series stops once the hot one converged and it has min_samples (stop "follows_hot"): for callers
+  // that compare hot samples only (the search, when every baseline of a case is hot).
+  bool cold_follows_hot = false;
 };
 
-// Reads the protocol's `stopping` object ({min_samples, max_noise, min_seconds, timeout_s, hot}); absent
-// fields keep their defaults; `hot` is true, false or "auto". Throws std::invalid_argument on a bad field.
+// Reads the protocol's `stopping` object ({min_samples, max_noise, min_seconds, timeout_s, hot,
+// cold_follows_hot}); absent fields keep their defaults; `hot` is true, false or "auto". Throws
+// std::invalid_argument on a bad field.
 timing_options timing_options_from_json(const nlohmann::json& j);
 
 struct sample_set {
   std::vector<double> samples_us;  // kept samples, in order, per launch
   int discarded = 0;               // samples dropped for a low SM clock
   int launches_per_sample = 1;     // hot: launches in one timed pass
-  std::string stop;                // converged | timed_out | failed
+  std::string stop;                // converged | timed_out | failed | follows_hot
   double sm_clock_min_mhz = 0, sm_clock_max_mhz = 0;  // over all samples (0: unknown)
   stats::summary summary() const { return stats::summarize(samples_us); }
 };

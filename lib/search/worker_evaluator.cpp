@@ -145,9 +145,16 @@ bool worker_evaluator::verify(const compile_result& cr, const std::vector<std::s
 
 bool worker_evaluator::measure(const compile_result& cr, const nlohmann::json& stopping, eval_result& r,
                                const char* stage) {
+  // When every gated case is judged on hot samples, the cold ones need not converge (only their count matters).
+  nlohmann::json stop = stopping;
+  const bool all_hot = !m_case_hot.empty() && std::all_of(m_gated.begin(), m_gated.end(), [&](const std::string& c) {
+    auto it = m_case_hot.find(c);
+    return it != m_case_hot.end() && it->second;
+  });
+  if (all_hot) stop["cold_follows_hot"] = true;
   nlohmann::json req = {{"cmd", "measure"}, {"spec", m_spec_json},
                         {"impls", {{{"kind", "kernel"}, {"name", "candidate"}, {"so", cr.so_path}}}},
-                        {"cases", m_gated}, {"stopping", stopping}};
+                        {"cases", m_gated}, {"stopping", stop}};
   auto o = request(req, m_options.measure_timeout);
   evaluation_row e{stage, false, nlohmann::json::object(), o.seconds, {}};
   r.case_us.clear();
