@@ -147,6 +147,9 @@ session_result run_search_session(const workload_spec& spec, const session_setti
     return res;
   }
   term::say("  winner:      {:9.2f} us  {}  {}", *o.winner->time_us, versus(*o.winner->time_us, o.baselines), describe(*o.winner));
+  if (!spec.gate.must_beat.empty() && !o.baselines.empty() && !o.winner_passes_gate)
+    term::say("  {}", term::yellow(fmt::format("no candidate beat {} on every gated case: the fastest overall is the winner, "
+                                               "and the gate will fail", fmt::join(spec.gate.must_beat, " and "))));
   // Bind the per-case times first: .items() on a temporary would iterate a destroyed object.
   const nlohmann::json case_us = o.winner->results.value("case_us", nlohmann::json::object());
   for (auto& [c, t] : case_us.items())
@@ -201,7 +204,8 @@ session_result run_search_session(const workload_spec& spec, const session_setti
       {"trajectory", o.trajectory},
       {"search", {{"evaluations", o.evaluations}, {"proposer", so.proposer}, {"seed", so.seed},
                   {"stop_reason", o.stop_reason}, {"db", st.db_path}, {"date", utc_now()},
-                  {"wall_seconds", wall_s}, {"evaluations_per_minute", per_minute}, {"stage_seconds", stage_seconds}}},
+                  {"wall_seconds", wall_s}, {"evaluations_per_minute", per_minute}, {"stage_seconds", stage_seconds},
+                  {"passes_gate", o.winner_passes_gate}}},
   };
   for (auto& t : w.metadata["trajectory"])
     if (t.is_number() && std::isnan(t.get<double>())) t = nullptr;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -202,6 +203,34 @@ search_outcome search_driver::run(const std::vector<candidate>& roots,
   return finish(reason);
 }
 
+bool search_driver::passes_gate(int64_t tid) const {
+  auto times = m_case_us.find(tid);
+  if (times == m_case_us.end()) return false;
+  for (auto& b : m_spec.gate.must_beat) {
+    if (!m_search.baselines.contains(b)) continue;  // not timed by this search: nothing to compare with
+    for (auto& [c, us] : m_search.baselines[b].items()) {
+      auto t = times->second.find(c);
+      if (t == times->second.end() || !us.is_number() || !(t->second < us.get<double>())) return false;
+    }
+  }
+  return true;
+}
+
+std::optional<int64_t> search_driver::winner_node(bool measured_only) const {
+  // A candidate that passes the gate outranks a faster one that does not (the gate judges every case, the
+  // reward only their mean); then measured before screened; then the reward.
+  std::optional<int64_t> w;
+  std::tuple<bool, bool, double> w_rank;
+  for (auto& n : m_tree.nodes()) {
+    if (n.id == 0 || !n.reward) continue;
+    const bool measured = n.status == node_status::measured;
+    if (measured_only && !measured) continue;
+    auto rank = std::make_tuple(passes_gate(n.id), measured, *n.reward);
+    if (!w || rank > w_rank) w = n.id, w_rank = rank;
+  }
+  return w;
+}
+
 search_outcome search_driver::finish(std::string reason) {
   search_outcome o;
   o.search_id = m_search.id;
@@ -210,7 +239,7 @@ search_outcome search_driver::finish(std::string reason) {
   // The winner must have passed the full protocol: confirm a screened best (a few tries down the ranking).
   if (reason != "interrupted") {
     for (int tries = 0; tries < 3; ++tries) {
-      auto b = m_tree.best();
+      auto b = winner_node(false);
       if (!b || m_tree.at(*b).status == node_status::measured) break;
       apply(*b, m_ev.confirm(m_tree.at(*b).cand));
     }
@@ -218,9 +247,10 @@ search_outcome search_driver::finish(std::string reason) {
   auto rows = m_db.load_nodes(m_search.id);
   std::map<int64_t, const node_row*> by_db;
   for (auto& r : rows) by_db[r.id] = &r;
-  auto b = m_tree.best();
-  if (b && m_tree.at(*b).status == node_status::measured) {
+  auto b = winner_node(true);
+  if (b) {
     o.winner = *by_db.at(m_db_id.at(static_cast<size_t>(*b)));
+    o.winner_passes_gate = passes_gate(*b);
     for (auto id : m_tree.lineage(*b)) o.lineage.push_back(*by_db.at(m_db_id.at(static_cast<size_t>(id))));
   }
   std::optional<int64_t> root;

@@ -42,6 +42,9 @@ struct search_outcome {
   int session_evaluations = 0;  // in this run
   std::string stop_reason;      // "budget", "time", "interrupted", "converged"
   std::optional<node_row> winner;           // confirmed (measured) best, if any
+  // Whether the winner beat every `gate.must_beat` baseline the search timed, on every gated case. The winner
+  // is the best such candidate when there is one, else the best overall (the gate will then fail).
+  bool winner_passes_gate = false;
   std::vector<node_row> lineage;            // roots -> winner
   std::optional<node_row> best_root;        // the best root (to compare the winner with)
   std::vector<double> trajectory;           // best time after each evaluation (us; NaN before the first)
@@ -67,6 +70,8 @@ class search_driver {
   double full_threshold() const;
   search_progress progress() const;
   search_outcome finish(std::string reason);
+  bool passes_gate(int64_t tree_id) const;
+  std::optional<int64_t> winner_node(bool measured_only) const;
 
   const workload_spec& m_spec;
   device_kind m_device;
