@@ -8,29 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "llm/client.h"
+#include "loopback_server.h"
 
 namespace kf::llm {
 namespace {
-
-class loopback_server {
- public:
-  loopback_server() {
-    m_port = m_server.bind_to_any_port("127.0.0.1");
-    m_thread = std::thread([this] { m_server.listen_after_bind(); });
-    while (!m_server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ~loopback_server() {
-    m_server.stop();
-    m_thread.join();
-  }
-  httplib::Server& server() { return m_server; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(m_port); }
-
- private:
-  httplib::Server m_server;
-  int m_port = 0;
-  std::thread m_thread;
-};
 
 endpoint make_endpoint(api kind, const std::string& url) {
   endpoint ep;
@@ -43,7 +24,7 @@ endpoint make_endpoint(api kind, const std::string& url) {
 }
 
 TEST(llm_client, openai_request_and_response) {
-  loopback_server srv;
+  test::loopback_server srv;
   std::string seen_auth, seen_body;
   srv.server().Post("/v1/chat/completions", [&](const httplib::Request& req, httplib::Response& res) {
     seen_auth = req.get_header_value("Authorization");
@@ -63,7 +44,7 @@ TEST(llm_client, openai_request_and_response) {
 }
 
 TEST(llm_client, anthropic_moves_system_prompt_and_sets_headers) {
-  loopback_server srv;
+  test::loopback_server srv;
   std::string seen_key, seen_version, seen_body;
   srv.server().Post("/v1/messages", [&](const httplib::Request& req, httplib::Response& res) {
     seen_key = req.get_header_value("x-api-key");
@@ -84,7 +65,7 @@ TEST(llm_client, anthropic_moves_system_prompt_and_sets_headers) {
 }
 
 TEST(llm_client, retries_server_errors_then_succeeds) {
-  loopback_server srv;
+  test::loopback_server srv;
   std::atomic<int> calls{0};
   srv.server().Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
     if (++calls < 2) {
@@ -100,7 +81,7 @@ TEST(llm_client, retries_server_errors_then_succeeds) {
 }
 
 TEST(llm_client, client_error_is_reported_not_retried) {
-  loopback_server srv;
+  test::loopback_server srv;
   std::atomic<int> calls{0};
   srv.server().Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
     ++calls;
@@ -116,7 +97,7 @@ TEST(llm_client, client_error_is_reported_not_retried) {
 }
 
 TEST(llm_client, malformed_body_is_an_error) {
-  loopback_server srv;
+  test::loopback_server srv;
   srv.server().Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
     res.set_content("{not json", "application/json");
   });
@@ -128,7 +109,7 @@ TEST(llm_client, malformed_body_is_an_error) {
 TEST(llm_client, unreachable_endpoint_is_an_error) {
   int port;
   {
-    loopback_server srv;  // take a free port, then close it
+    test::loopback_server srv;  // take a free port, then close it
     port = std::stoi(srv.url().substr(srv.url().rfind(':') + 1));
   }
   auto r = chat(make_endpoint(api::openai, "http://127.0.0.1:" + std::to_string(port)), {{"user", "x"}}, 0);

@@ -20,7 +20,7 @@ const std::vector<flag_def>& search_flags() {
       {"device", true, "cpu, cuda, cuda:N or auto (default auto)", "D"},
       {"budget", true, "evaluations in the search, all runs together (default: the spec's search.budget)", "N"},
       {"time", true, "stop this run after this long (30m, 2h, 600s)", "T"},
-      {"proposer", true, "template (offline, default)", "NAME"},
+      {"proposer", true, "template (offline, default) or llm (an OpenAI-compatible or Anthropic endpoint: KFORGE_LLM_URL, KFORGE_LLM_MODEL, the key in OPENAI_API_KEY or ANTHROPIC_API_KEY)", "NAME"},
       {"resume", false, "continue the stored search for this workload and GPU key"},
       {"fresh", false, "delete the stored search and start over"},
       {"db", true, "the search database (default .kforge/search.db)", "PATH"},

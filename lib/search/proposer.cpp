@@ -3,6 +3,7 @@
 
 #include <fmt/ranges.h>
 
+#include "search/llm_proposer.h"
 #include "search/template_proposer.h"
 #include "util/error.h"
 #include "util/hash.h"
@@ -14,6 +15,13 @@ const std::vector<proposer_entry>& proposers() {
   static const std::vector<proposer_entry> table = {
       {"template", "offline: moves one or two knobs of a kernel family (the default)",
        [](uint64_t seed) { return std::make_unique<template_proposer>(seed); }},
+      {"llm", "an OpenAI-compatible or Anthropic endpoint rewrites the kernel (KFORGE_LLM_URL, KFORGE_LLM_MODEL)",
+       [](uint64_t seed) -> std::unique_ptr<proposer> {
+         std::string why;
+         auto endpoint = llm::endpoint_from_env(&why);
+         if (!endpoint) throw user_error("--proposer llm: " + why);
+         return std::make_unique<llm_proposer>(*endpoint, seed);
+       }},
   };
   return table;
 }
