@@ -254,6 +254,14 @@ std::string round_to(const std::string& x, dtype t) {
   return "";
 }
 
+std::string rounding_code(std::vector<dtype> chain, std::optional<dtype> stored_as) {
+  if (stored_as && !chain.empty() && chain.back() == *stored_as) chain.pop_back();
+  std::string s;
+  for (auto t : chain)
+    if (auto e = round_to("x", t); !e.empty()) s += fmt::format("  x = {};\n", e);
+  return s;
+}
+
 std::string prologue_code(const std::vector<elementwise_step>& steps, const std::string& tanh_fn) {
   std::string s;
   int mask_i = 0;

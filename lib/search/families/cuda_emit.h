@@ -2,6 +2,7 @@
 // conversions, 16-byte vector access, warp / block / cluster reductions), C type names for spec dtypes,
 // and the code of the elementwise steps (prologue, activation) the graph matchers describe.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ std::string float_literal(double v);
 std::string prologue_code(const std::vector<elementwise_step>& steps, const std::string& tanh_fn = "tanh_exp");
 // A C expression rounding the float `x` to `t` and back (empty when `t` is float32 / float64).
 std::string round_to(const std::string& x, dtype t);
+// Statements rounding `float x` through each type of `chain` in order. `stored_as`: the type the store rounds
+// to anyway, so a last rounding to it is left out (rounding twice is rounding once).
+std::string rounding_code(std::vector<dtype> chain, std::optional<dtype> stored_as = std::nullopt);
 
 // `knob=value` pairs of `v` restricted to `names`, joined by spaces (for the header comment).
 std::string knob_summary(const knob_values& v, const std::vector<std::string>& names);

@@ -201,11 +201,7 @@ struct norm_args {
         "\ntemplate <int V>\n__device__ __forceinline__ void load_x(const norm_args& a, int64_t at, float* x) {{\n"
         "  load_vec<in_t, V>(a.x + at, x);\n{}}}\n",
         pre.empty() ? "" : "#pragma unroll\n  for (int v = 0; v < V; ++v) {\n" + pre + "  }\n");
-    std::string post;
-    auto casts = g.epilogue_casts;
-    if (!casts.empty() && casts.back() == g.out_type) casts.pop_back();  // the store rounds to it anyway
-    for (auto t : casts)
-      if (auto e = cuda_emit::round_to("x", t); !e.empty()) post += fmt::format("  x = {};\n", e);
+    const std::string post = cuda_emit::rounding_code(g.epilogue_casts, g.out_type);
     s += fmt::format("\n// The fused activation and casts after the norm.\n"
                      "__device__ __forceinline__ float finalize(float x) {{\n{}{}  return x;\n}}\n",
                      activation_code(g.act), post);

@@ -117,9 +117,7 @@ class pool_cuda final : public family {
         v.at("threads"), v.at("vec"), v.at("tpp"), v.at("cl_threads"), v.at("small_tpp"), v.at("small_direct") == "1",
         v.at("small_cl_threads"),
         spec.inputs.size(), input_index(spec, g->input));
-    std::string post;
-    for (auto t : g->epilogue_casts)
-      if (auto e = cuda_emit::round_to("x", t); !e.empty()) post += fmt::format("  x = {};\n", e);
+    const std::string post = cuda_emit::rounding_code(g->epilogue_casts);
     s += fmt::format("\n__device__ __forceinline__ float finalize(float x) {{\n{}  return x;\n}}\n", post);
     s += pool_cuda_body();
     s += cuda_emit::epilogue();

@@ -119,10 +119,14 @@ __global__ void __launch_bounds__(NT) nhwc_kernel(pool_args a) {
 // The SMs of the current device: a grid smaller than this leaves some idle.
 inline int sm_count() {
   int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
     return 1;
   return sms;
 }
+
+// How many blocks a layout's launch makes with `per_block` planes (or channels) per block.
+inline int64_t blocks_for(int64_t units, int64_t per_block) { return (units + per_block - 1) / per_block; }
 
 // `direct`: threads read their plane's elements from global memory instead of staging whole planes in shared
 // memory first (one round trip less; small batches, whose planes sit in L2 or are few).
@@ -134,7 +138,7 @@ int launch_nchw(pool_args a, bool direct, cudaStream_t s) {
     a.direct = 1;
     smem = 0;
   }
-  const int64_t blocks0 = (a.n * a.c + P - 1) / P, k_grid_cap = 1 << 20;
+  const int64_t blocks0 = blocks_for(a.n * a.c, P), k_grid_cap = 1 << 20;
   const unsigned blocks = (unsigned)(blocks0 < k_grid_cap ? blocks0 : k_grid_cap);
   const bool vec = (P * a.hw) % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
   auto kernel = vec ? nchw_kernel<k_vec, TPP> : nchw_kernel<1, TPP>;
@@ -149,15 +153,12 @@ template <int CLT>
 int launch_nhwc(const pool_args& a, cudaStream_t s) {
   const bool vec = a.c % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
   const int64_t wv = (int64_t)CLT * (vec ? k_vec : 1), k_grid_cap = 1 << 20;
-  const int64_t blocks0 = a.n * ((a.c + wv - 1) / wv);
+  const int64_t blocks0 = a.n * blocks_for(a.c, wv);
   const unsigned blocks = (unsigned)(blocks0 < k_grid_cap ? blocks0 : k_grid_cap);
   if (vec) nhwc_kernel<k_vec, CLT><<<blocks, NT, 0, s>>>(a);
   else nhwc_kernel<1, CLT><<<blocks, NT, 0, s>>>(a);
   return 0;
 }
-
-// How many blocks a layout's launch makes with `per_block` planes (or channels) per block.
-inline int64_t blocks_for(int64_t units, int64_t per_block) { return (units + per_block - 1) / per_block; }
 
 int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_t s) {
   if (n_in != k_n_inputs || n_out != 1) return 1;

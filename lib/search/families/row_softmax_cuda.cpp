@@ -262,12 +262,10 @@ inline bool bind_masks(const kf_tensor* in, const kf_tensor& x, row_args& a, boo
         loads, args);
     // The softmax's own result type and any casts after it round the values before they are stored (or
     // ranked by top-k); a last rounding to the output type is left to the store (rounding twice is rounding once).
-    std::string rounds;
     std::vector<dtype> chain{g.softmax_type};
     chain.insert(chain.end(), g.epilogue_casts.begin(), g.epilogue_casts.end());
-    if (g.topk == 0 && chain.back() == g.out_type) chain.pop_back();  // the store rounds to it anyway
-    for (auto t : chain)
-      if (auto e = cuda_emit::round_to("x", t); !e.empty()) rounds += fmt::format("  x = {};\n", e);
+    // Top-k ranks the rounded values before the store: there every rounding stays.
+    const std::string rounds = cuda_emit::rounding_code(chain, g.topk == 0 ? std::optional(g.out_type) : std::nullopt);
     s += fmt::format("\n__device__ __forceinline__ float finalize(float x) {{\n{}  return x;\n}}\n", rounds);
     return s;
   }
