@@ -141,13 +141,9 @@ int run_worker(int argc, char** argv, const std::vector<worker_command>& table,
     }
     // A poisoned context (or memory a candidate may have written) cannot be trusted for anything, not even
     // LibTorch's teardown: leave at once.
-    if (response.value("kind", "") == "cuda_poisoned") {
+    if (const std::string kind = response.value("kind", ""); kind == "cuda_poisoned" || kind == "tainted") {
       std::fflush(stderr);
-      _exit(k_worker_exit_poisoned);
-    }
-    if (response.value("kind", "") == "tainted") {
-      std::fflush(stderr);
-      _exit(k_worker_exit_tainted);
+      _exit(kind == "tainted" ? k_worker_exit_tainted : k_worker_exit_poisoned);
     }
     if (ctx.shutdown) {
       std::fflush(stderr);

@@ -337,11 +337,11 @@ nlohmann::json verify_command(const nlohmann::json& req, worker_context& ctx) {
     v.fail("load", "", -1, e.what());
     return respond();
   }
-  if (req["impl"].value("kind", "") == "kernel") v.pass("load", "", -1);
-  run_stream stream(ctx.device);
   // A candidate kernel runs in this process: after it left work on a cpu thread, or when the worker fails under
   // it, the worker's memory is not to be trusted any more (verify_worker.h).
   const bool untrusted = req["impl"].value("kind", "") == "kernel";
+  if (untrusted) v.pass("load", "", -1);
+  run_stream stream(ctx.device);
   auto tainted = [&](const std::string& why) {
     return nlohmann::json{{"ok", false}, {"kind", "tainted"}, {"error", why}, {"verdict", v.to_json()}};
   };
