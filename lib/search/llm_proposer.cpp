@@ -50,7 +50,10 @@ std::string timing_text(const node& n) {
 
 }  // namespace
 
-llm_proposer::llm_proposer(llm::endpoint endpoint, uint64_t seed) : m_endpoint(std::move(endpoint)), m_rng(seed) {}
+llm_proposer::llm_proposer(llm::endpoint endpoint, uint64_t seed)
+    : m_endpoint(std::move(endpoint)),
+      m_abi_header(read_file(std::filesystem::path(abi_include_dir()) / "kf_abi.h")),
+      m_rng(seed) {}
 
 std::vector<candidate> llm_proposer::propose(const proposer_context& ctx) {
   const node& parent = ctx.tree.at(ctx.node_id);
@@ -58,7 +61,7 @@ std::vector<candidate> llm_proposer::propose(const proposer_context& ctx) {
   r.device = device_text(ctx.device);
   r.spec_yaml = spec_text(ctx.spec);
   r.reference = reference_text(ctx.spec);
-  r.abi_header = read_file(std::filesystem::path(abi_include_dir()) / "kf_abi.h");
+  r.abi_header = m_abi_header;
   r.parent_source = parent.cand.source;
   r.parent_timing = timing_text(parent);
   for (int64_t c : parent.children) {

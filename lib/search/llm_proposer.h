@@ -20,6 +20,7 @@ class llm_proposer final : public proposer {
 
  private:
   llm::endpoint m_endpoint;
+  std::string m_abi_header;  // kf_abi.h, read once
   std::mt19937_64 m_rng;
 };
 
