@@ -1,3 +1,4 @@
+#include <dlfcn.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -6,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "exec/compile.h"
+#include "exec/kf_abi.h"
 #include "util/fs.h"
 
 using namespace kf;
@@ -48,6 +50,44 @@ TEST(compile, cpu_source_compiles_and_is_cached) {
   auto third = c.compile(r);
   EXPECT_FALSE(third.cached);
   EXPECT_NE(third.key, first.key);
+}
+
+// Two candidates in one process keep their own function-local statics, even of templates of the same name
+// (which GCC would otherwise make STB_GNU_UNIQUE: one object for every library loaded).
+TEST(compile, candidates_loaded_together_keep_their_own_statics) {
+  temp_dir t;
+  compiler c(opts(t));
+  auto source = [](int tag) {
+    return fmt::format(R"(#include "kf_abi.h"
+namespace shared_ns {{
+template <int V> int& calls() {{ static int n = 0; return n; }}
+}}
+extern "C" int kf_launch(const kf_tensor*, int, kf_tensor* out, int, void*) {{
+  static_cast<float*>(out[0].data)[0] = (float)(++shared_ns::calls<1>() * 100 + {});
+  return 0;
+}}
+)", tag);
+  };
+  auto a = c.compile({source(1), device_kind::cpu});
+  auto b = c.compile({source(2), device_kind::cpu});
+  ASSERT_TRUE(a.ok && b.ok) << a.log << b.log;
+  void* ha = ::dlopen(a.so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* hb = ::dlopen(b.so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_TRUE(ha && hb) << ::dlerror();
+  auto fa = reinterpret_cast<kf_launch_fn>(::dlsym(ha, "kf_launch"));
+  auto fb = reinterpret_cast<kf_launch_fn>(::dlsym(hb, "kf_launch"));
+  ASSERT_TRUE(fa && fb);
+  float y = 0;
+  kf_tensor out{};
+  out.data = &y;
+  fa(nullptr, 0, &out, 1, nullptr);
+  EXPECT_EQ(y, 101.f);
+  fb(nullptr, 0, &out, 1, nullptr);
+  EXPECT_EQ(y, 102.f) << "the second library counted the first one's calls";
+  fa(nullptr, 0, &out, 1, nullptr);
+  EXPECT_EQ(y, 201.f);
+  ::dlclose(hb);
+  ::dlclose(ha);
 }
 
 TEST(compile, error_is_a_result_with_the_log) {
