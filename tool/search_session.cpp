@@ -136,6 +136,9 @@ session_result run_search_session(const workload_spec& spec, const session_setti
   double per_minute = wall_s > 0 ? o.session_evaluations * 60.0 / wall_s : 0;
   term::say("  speed: {} evaluations in {:.1f} s ({:.1f} a minute); time by stage (all runs): {}", o.session_evaluations,
             wall_s, per_minute, where.empty() ? "none" : where);
+  std::string steps;
+  for (auto& [step, s] : ev.verify_step_seconds()) steps += fmt::format("{}{} {:.1f} s", steps.empty() ? "" : ", ", step, s);
+  if (!steps.empty()) term::say("  verify by step (this run): {}", steps);
   if (o.baselines.empty())
     term::say("  {}", term::yellow("no baseline could be timed: rewards rank candidates by time alone"));
   if (o.best_root && o.best_root->time_us)

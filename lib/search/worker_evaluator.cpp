@@ -130,7 +130,7 @@ bool worker_evaluator::verify(const compile_result& cr, const std::vector<std::s
   co.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(m_options.verify_timeout);
   auto t0 = std::chrono::steady_clock::now();
   nlohmann::json impl = {{"kind", "kernel"}, {"name", "candidate"}, {"so", cr.so_path}};
-  verdict v = verify_in_worker(m_spec, impl, *m_worker, co);
+  verdict v = verify_in_worker(m_spec, impl, *m_worker, co, &m_verify_steps);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   evaluation_row e{stage, v.passed(), {{"verdict", v.to_json()}, {"cases", cases}}, secs, {}};
   if (!e.ok) {

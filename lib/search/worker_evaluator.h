@@ -52,6 +52,9 @@ class worker_evaluator final : public evaluator {
   const std::vector<std::string>& gated_cases() const { return m_gated; }
   const std::vector<std::string>& all_cases() const { return m_all; }
 
+  // Seconds of verification by step (inputs, launch, reference, compare), summed over this evaluator's verifies.
+  const std::map<std::string, double>& verify_step_seconds() const { return m_verify_steps; }
+
  private:
   eval_result after_compile(const candidate& c, const compile_result& cr, double full_below_us);
   // The static scan of the source (DESIGN.md "Verify", last rule); false with r set to verify_failed on a finding.
@@ -70,6 +73,7 @@ class worker_evaluator final : public evaluator {
   nlohmann::json m_spec_json;
   std::vector<std::string> m_gated, m_all;
   nlohmann::json m_env;
+  std::map<std::string, double> m_verify_steps;
 };
 
 }  // namespace kf

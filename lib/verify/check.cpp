@@ -87,7 +87,7 @@ std::chrono::milliseconds verify_timeout(const workload_spec& spec, const std::s
 }
 
 verdict verify_in_worker(const workload_spec& spec, const nlohmann::json& impl, worker_client& worker,
-                         const check_options& options) {
+                         const check_options& options, std::map<std::string, double>* step_seconds) {
   verdict v;
   std::vector<std::string> cases = options.cases;
   if (cases.empty())
@@ -112,6 +112,9 @@ verdict verify_in_worker(const workload_spec& spec, const nlohmann::json& impl, 
       throw infra_error(fmt::format("worker refused verify on case {} ({}): {}", name, kind,
                                     o.response.value("error", "")));
     }
+    if (step_seconds && o.response.contains("step_seconds") && o.response["step_seconds"].is_object())
+      for (auto& [step, s] : o.response["step_seconds"].items())
+        if (s.is_number()) (*step_seconds)[step] += s.get<double>();
     verdict got = verdict::from_json(o.response.at("verdict"));
     // `load` comes back once per case; keep the first.
     for (auto& c : got.checks())

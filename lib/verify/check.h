@@ -3,6 +3,7 @@
 // `kforge check`, and by `run` and `search` for every candidate they verify.
 #pragma once
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,7 +51,8 @@ check_report check_candidate(const workload_spec& spec, const std::string& sourc
 std::chrono::milliseconds verify_timeout(const workload_spec& spec, const std::string& case_name,
                                          const check_options& options);
 
+// `step_seconds`, when given, gains the worker's seconds by verification step (inputs, launch, reference, compare).
 verdict verify_in_worker(const workload_spec& spec, const nlohmann::json& impl, worker_client& worker,
-                         const check_options& options);
+                         const check_options& options, std::map<std::string, double>* step_seconds = nullptr);
 
 }  // namespace kf

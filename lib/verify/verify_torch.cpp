@@ -8,6 +8,7 @@
 //   T4 new input values at the same addresses: the new answer (new_inputs).
 // Then each adversarial input kind that applies (one seed). See verify_worker.h for the request.
 #include <chrono>
+#include <map>
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
@@ -44,11 +45,16 @@ struct comparison_set {
   std::vector<output_comparison> outputs;
 };
 
+// Seconds spent in each step of verification (inputs, launch, reference, compare), summed over cases: where a
+// slow verify goes. A step's device work is counted in it: the clock stops after the device is idle.
+using step_seconds = std::map<std::string, double>;
+
 class case_runner {
  public:
   case_runner(const workload_spec& spec, const case_spec& c, impl& im, run_stream& stream, const device_id& dev,
-              verdict& v, const verify_options& opt)
-      : m_spec(spec), m_case(c), m_impl(im), m_stream(stream), m_tdev(torch_device(dev)), m_v(v), m_opt(opt) {
+              verdict& v, const verify_options& opt, step_seconds& steps)
+      : m_spec(spec), m_case(c), m_impl(im), m_stream(stream), m_tdev(torch_device(dev)), m_v(v), m_opt(opt),
+        m_steps(steps) {
     m_out_descs = infer_outputs(spec, c);
     m_out_names = output_names(spec);
     const op_call& last = spec.graph.back();
@@ -72,10 +78,28 @@ class case_runner {
   }
 
  private:
+  // Runs f and adds its time (device work included) to `step`.
+  template <typename F>
+  auto timed(const char* step, F&& f) {
+    struct stop_clock {
+      case_runner& r;
+      const char* step;
+      std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+      ~stop_clock() {
+        r.m_stream.settle(0);
+        r.m_steps[step] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+    } clock{*this, step};
+    return f();
+  }
+
   bool run_seed(int k) {
     uint64_t seed = m_opt.base_seed + static_cast<uint64_t>(k);
-    auto src = make_inputs(m_spec, m_case, seed, m_tdev);
-    allocate(src);  // the previous seed's buffers are still alive: these addresses are fresh
+    auto src = timed("inputs", [&] {
+      auto s = make_inputs(m_spec, m_case, seed, m_tdev);
+      allocate(s);  // the previous seed's buffers are still alive: these addresses are fresh
+      return s;
+    });
 
     // T1: first run
     std::vector<at::Tensor> first;
@@ -88,16 +112,20 @@ class case_runner {
                         "synchronized (work left on another stream or thread)", moved), {{"changed", moved}});
     else m_v.pass("stream", m_case.name, k);
     if (moved && m_tdev.is_cpu()) return false;  // a thread still runs its code: stop launching it (verify_command)
-    int64_t changed_inputs = check_inputs(src);
-    int64_t damaged = damaged_guards(k_input_guard);
-    reference ref = compute_reference(src);
-    record(compare_all(first, ref), k, "first run at fresh addresses", {"all_written", "nan_inf", "match"});
+    int64_t changed_inputs = timed("compare", [&] { return check_inputs(src); });
+    int64_t damaged = timed("compare", [&] { return damaged_guards(k_input_guard); });
+    reference ref = timed("reference", [&] { return compute_reference(src); });
+    timed("compare", [&] {
+      record(compare_all(first, ref), k, "first run at fresh addresses", {"all_written", "nan_inf", "match"});
+    });
 
     // T2: rerun, same everything
     std::vector<at::Tensor> again;
     if (!launch(k, "rerun", &again)) return false;
     int64_t differ = 0;
-    for (size_t i = 0; i < again.size(); ++i) differ += bitwise_differences(first[i], again[i]);
+    timed("compare", [&] {
+      for (size_t i = 0; i < again.size(); ++i) differ += bitwise_differences(first[i], again[i]);
+    });
     if (differ) m_v.fail("deterministic", m_case.name, k, fmt::format("a rerun on the same inputs changed {} output "
                          "elements (a race?)", differ), {{"changed", differ}});
     else m_v.pass("deterministic", m_case.name, k);
@@ -116,12 +144,15 @@ class case_runner {
     }
 
     // T4: new values at the same addresses
-    auto src2 = make_inputs(m_spec, m_case, seed + 0x5bd1e995u, m_tdev);
-    for (size_t i = 0; i < src2.size(); ++i) m_in_tensors[i].copy_(src2[i]);
+    auto src2 = timed("inputs", [&] {
+      auto s = make_inputs(m_spec, m_case, seed + 0x5bd1e995u, m_tdev);
+      for (size_t i = 0; i < s.size(); ++i) m_in_tensors[i].copy_(s[i]);
+      return s;
+    });
     std::vector<at::Tensor> second;
     if (!launch(k, "second call with new inputs", &second)) return false;
-    reference ref2 = compute_reference(src2);
-    comparison_set c2 = compare_all(second, ref2);
+    reference ref2 = timed("reference", [&] { return compute_reference(src2); });
+    comparison_set c2 = timed("compare", [&] { return compare_all(second, ref2); });
     std::string why;
     for (size_t i = 0; i < c2.outputs.size() && why.empty(); ++i) {
       auto& o = c2.outputs[i];
@@ -146,12 +177,17 @@ class case_runner {
   }
 
   bool run_adversarial(const std::string& kind) {
-    auto src = make_adversarial_inputs(m_spec, m_case, kind, m_opt.base_seed, m_tdev);
-    allocate(src);
+    auto src = timed("inputs", [&] {
+      auto s = make_adversarial_inputs(m_spec, m_case, kind, m_opt.base_seed, m_tdev);
+      allocate(s);
+      return s;
+    });
     std::vector<at::Tensor> out;
     if (!launch(-1, "adversarial " + kind, &out)) return false;
-    reference ref = compute_reference(src);
-    record(compare_all(out, ref), -1, fmt::format("adversarial input '{}'", kind), {"all_written", "nan_inf", "match"});
+    reference ref = timed("reference", [&] { return compute_reference(src); });
+    timed("compare", [&] {
+      record(compare_all(out, ref), -1, fmt::format("adversarial input '{}'", kind), {"all_written", "nan_inf", "match"});
+    });
     return true;
   }
 
@@ -180,6 +216,9 @@ class case_runner {
 
   // Poisons the outputs, launches, checks the return code and CUDA errors, and snapshots the outputs.
   bool launch(int seed, const std::string& what, std::vector<at::Tensor>* snap) {
+    return timed("launch", [&] { return launch_untimed(seed, what, snap); });
+  }
+  bool launch_untimed(int seed, const std::string& what, std::vector<at::Tensor>* snap) {
     for (auto& g : m_outs) poison(g);
     int rc = 0;
     try {
@@ -289,6 +328,7 @@ class case_runner {
   c10::Device m_tdev;
   verdict& m_v;
   const verify_options& m_opt;
+  step_seconds& m_steps;
   std::vector<tensor_desc> m_out_descs;
   std::vector<std::string> m_out_names;
   int64_t m_topk_dim = -1;
@@ -325,9 +365,10 @@ nlohmann::json verify_command(const nlohmann::json& req, worker_context& ctx) {
       if (c.runs_on(device_kind_name(ctx.device.kind))) cases.push_back(&c);
 
   verdict v;
+  step_seconds steps;
   auto respond = [&] {
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return nlohmann::json{{"ok", true}, {"verdict", v.to_json()}, {"seconds", s}};
+    return nlohmann::json{{"ok", true}, {"verdict", v.to_json()}, {"seconds", s}, {"step_seconds", steps}};
   };
   c10::InferenceMode no_autograd;
   std::unique_ptr<impl> im;
@@ -347,7 +388,7 @@ nlohmann::json verify_command(const nlohmann::json& req, worker_context& ctx) {
   };
   for (auto* c : cases) {
     try {
-      case_runner(spec, *c, *im, stream, ctx.device, v, opt).run();
+      case_runner(spec, *c, *im, stream, ctx.device, v, opt, steps).run();
     } catch (const cuda_poisoned_error& e) {
       v.fail("cuda_error", c->name, -1, fmt::format("the CUDA context is poisoned: {}", e.what()));
       return {{"ok", false}, {"kind", "cuda_poisoned"}, {"error", e.what()}, {"verdict", v.to_json()}};
