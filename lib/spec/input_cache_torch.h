@@ -23,7 +23,8 @@ at::Tensor cached_input(const std::string& key, const std::function<at::Tensor()
 
 input_cache_stats input_cache_statistics();
 
-// 0 disables the cache (and empties it). Default: $KFORGE_INPUT_CACHE_MB megabytes, else 2048.
+// 0 disables the cache (and empties it). Default: $KFORGE_INPUT_CACHE_MB megabytes, else a quarter of the host's
+// memory between 2 and 16 GiB.
 void set_input_cache_budget(int64_t bytes);
 
 }  // namespace kf
