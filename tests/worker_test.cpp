@@ -102,6 +102,22 @@ TEST(worker, honest_cpu_kernels_pass_every_rule) {
   }
 }
 
+TEST(worker, verify_says_where_its_time_went) {
+  worker_client w(on(device_kind::cpu));
+  fs::path p = k_data / "kernels" / "honest" / "naive.cpp";
+  compile_result cr = shared_compiler().compile({read_file(p), device_kind::cpu});
+  ASSERT_TRUE(cr.ok) << cr.log;
+  std::map<std::string, double> steps;
+  check_options o;
+  o.seeds = 1;
+  verdict v = verify_in_worker(test_spec(), {{"kind", "kernel"}, {"name", "naive"}, {"so", cr.so_path}}, w, o, &steps);
+  EXPECT_TRUE(v.passed()) << v.text();
+  for (auto step : {"inputs", "launch", "reference", "compare"}) {
+    ASSERT_TRUE(steps.count(step)) << "no time for step " << step;
+    EXPECT_GT(steps[step], 0.0) << step;
+  }
+}
+
 TEST(worker, cpu_cheats_are_rejected_for_the_right_rule) {
   worker_client w(on(device_kind::cpu));
   for (auto& e : std::vector<expectation>{{"cheat/cpu/zeros.cpp", "match"},
