@@ -59,6 +59,8 @@ struct family_case {
   std::string family;
   workload_spec rich;                  // the spec the covering sets are drawn for
   std::vector<workload_spec> others;   // further graphs: their defaults join the translation unit
+  // Further graphs with knobs changed from their default: paths the covering sets of `rich` reach in one dtype only.
+  std::vector<std::pair<workload_spec, knob_values>> extra = {};
 };
 
 // The seed workloads of the repository (workloads/*.yaml).
@@ -75,6 +77,10 @@ std::vector<family_case> cases() {
       {"group_norm_cuda", group_norm_spec(), {row_norm_spec(false), row_norm_spec(true), group_norm_spec(false, dtype::float32)}},
       {"pool_cuda", pool_spec(), {pool_spec("channels_last", dtype::bfloat16)}},
   };
+  // pool_cuda's flat small-batch reads in every dtype it stores (their vectors hold 2, 4 or 8 elements).
+  for (auto t : {dtype::float32, dtype::float64, dtype::bfloat16})
+    out.back().extra.push_back(
+        {pool_spec("contiguous", t), {{"small_threads", "64"}, {"small_direct", "2"}, {"small_tpp", "8"}}});
   // Each seed workload's default joins its family's translation unit.
   for (auto& s : seeds())
     for (auto* f : covering_families(s, device_kind::cuda))
@@ -131,11 +137,11 @@ TEST(families_cuda, defaults_are_valid_and_follow_the_shape) {
   EXPECT_EQ(v.at("strategy"), "cluster");
   EXPECT_EQ(v.at("cluster"), "8");
   EXPECT_EQ(cuda_family("row_softmax_cuda").default_variant(test::softmax_spec(false, false, 4)).at("strategy"), "warp");
-  // A GroupNorm of 32 big groups (SD3.5 VAE) splits each group over many blocks.
+  // A GroupNorm of 32 big groups (SD3.5 VAE) gives each group a team of blocks.
   auto gn = test::group_norm_spec();
   gn.inputs[0].shape = {test::lit(1), test::lit(32), test::lit(512), test::lit(512)};
   gn.cases = {test::make_case({}, true)};
-  EXPECT_EQ(cuda_family("group_norm_cuda").default_variant(gn).at("strategy"), "split");
+  EXPECT_EQ(cuda_family("group_norm_cuda").default_variant(gn).at("strategy"), "team");
 }
 
 TEST(families_cuda, valid_rejects_impossible_combinations) {
@@ -159,6 +165,41 @@ TEST(families_cuda, valid_rejects_impossible_combinations) {
   g["stats"] = "twopass";
   EXPECT_FALSE(gn.valid(g, test::group_norm_spec(), &why));
   EXPECT_NE(why.find("twopass"), std::string::npos) << why;
+  g["strategy"] = "team";  // the team's blocks meet once per row: one-pass statistics only
+  EXPECT_FALSE(gn.valid(g, test::group_norm_spec(), &why));
+  g["stats"] = "shifted";
+  EXPECT_TRUE(gn.valid(g, test::group_norm_spec(), &why)) << why;
+}
+
+TEST(families_cuda, pool_small_batch_launch_knobs) {
+  const family& pool = cuda_family("pool_cuda");
+  // 128 threads for the NCHW small launch; channels_last batch 1 of 7x7 planes: as many threads across channels as
+  // leave a row of threads per position (one load each) in 256-thread blocks.
+  auto nchw = test::pool_spec();
+  nchw.cases = {test::make_case({{"N", 32}, {"C", 2048}}, true), test::make_case({{"N", 1}, {"C", 2048}}, true)};
+  auto v = pool.default_variant(nchw);
+  EXPECT_EQ(v.at("threads"), "256");
+  EXPECT_EQ(v.at("small_threads"), "128");
+  auto cl = test::pool_spec("channels_last");
+  cl.cases = nchw.cases;
+  v = pool.default_variant(cl);
+  EXPECT_EQ(v.at("small_cl_threads"), "4");
+  EXPECT_EQ(v.at("small_threads"), "256");
+  // Flat reads need blocks of planes that make a multiple of 16 bytes: 2 planes of 7x7 fp16 do not, 8 do.
+  std::string why;
+  v = pool.default_variant(test::pool_spec());
+  v["small_direct"] = "2";
+  v["small_threads"] = "64";
+  v["small_tpp"] = "32";
+  EXPECT_FALSE(pool.valid(v, test::pool_spec(), &why));
+  EXPECT_NE(why.find("small_direct=2"), std::string::npos) << why;
+  v["small_tpp"] = "8";
+  EXPECT_TRUE(pool.valid(v, test::pool_spec(), &why)) << why;
+  // The small launch's block is small_threads, or threads when 0.
+  v["small_threads"] = "0";
+  v["threads"] = "64";
+  EXPECT_TRUE(pool.valid(v, test::pool_spec(), &why)) << why;
+  EXPECT_NE(pool.emit(test::pool_spec(), v).find("constexpr int k_small_threads = 64;"), std::string::npos);
 }
 
 TEST(families_cuda, emitted_source_names_family_knobs_and_graph) {
@@ -206,6 +247,13 @@ TEST(families_cuda, sources_compile_for_every_knob_value) {
     std::vector<std::string> sources;
     for (auto& s : sets) sources.push_back(f.emit(c.rich, s));
     for (auto& o : c.others) sources.push_back(f.emit(o, f.default_variant(o)));
+    for (auto& [spec, knobs] : c.extra) {
+      auto v = f.default_variant(spec);
+      for (auto& [k, val] : knobs) v[k] = val;
+      std::string why;
+      EXPECT_TRUE(f.valid(v, spec, &why)) << c.family << ": " << why;
+      sources.push_back(f.emit(spec, v));
+    }
     auto src = dir.path() / (c.family + ".cu");
     write_file_atomic(src, combine(sources));
     std::vector<std::string> argv = {KFORGE_NVCC, "-O1", "-std=c++17", "-c", "-Xcompiler", "-fPIC",

@@ -2,7 +2,10 @@
 // one CUDA translation unit. Strategies: a warp, a block or a cluster of CTAs (distributed shared memory) per
 // row, the row cached in registers when it fits (one read of x), or `split`: a statistics kernel over many
 // blocks per row writing partials to a fixed device buffer, then an apply kernel (optionally in reverse block
-// order, to start on what is still in L2). Statistics: sums shifted by the row's first element, plain sums, or two passes.
+// order, to start on what is still in L2), or `team`: co-resident blocks (a cooperative launch), a team of them
+// per row, each keeping its segment of the row in shared memory from the statistics to the apply step, so rows
+// far larger than one SM still read x from DRAM once. Statistics: sums shifted by the row's first element, plain
+// sums, or two passes.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -51,7 +54,7 @@ class group_norm_cuda final : public family {
 
   std::vector<knob> knobs() const override {
     return {
-        {"strategy", {"warp", "block", "cluster", "split"}, "threads per row (a group or a normalized slice)"},
+        {"strategy", {"warp", "block", "cluster", "split", "team"}, "threads per row (a group or a normalized slice)"},
         {"threads", {"64", "128", "256", "512", "1024"}, "threads per block"},
         {"vec", {"1", "2", "4", "8"}, "elements per access (16-byte loads at 8 x 16-bit)"},
         {"chunks", {"1", "2", "4", "8", "16"}, "vectors per thread kept in registers (the row cache)"},
@@ -59,6 +62,8 @@ class group_norm_cuda final : public family {
         {"splits", {"8", "16", "32", "64", "128", "256"}, "blocks per row for strategy=split"},
         {"stats", {"shifted", "sumsq", "twopass"}, "sums shifted by the row's first element, plain sums, or mean then variance"},
         {"reverse", {"0", "1"}, "strategy=split: apply pass in reverse order (L2 hits)"},
+        {"team_kb", {"48", "96", "144", "192", "224"},
+         "strategy=team: KiB of shared memory per block holding its segment (fewer KiB: more blocks per SM)"},
         {"unroll", {"1", "2", "4"}, "unrolling of the streaming loops"},
         {"stream_store", {"0", "1"}, "evict-first stores of the output (keeps x in L2)"},
     };
@@ -67,7 +72,7 @@ class group_norm_cuda final : public family {
   knob_values default_variant(const workload_spec& spec) const override {
     knob_values v{{"strategy", "block"}, {"threads", "512"}, {"vec", "8"},     {"chunks", "4"},
                   {"cluster", "8"},      {"splits", "64"},   {"stats", "shifted"}, {"reverse", "1"},
-                  {"unroll", "2"},       {"stream_store", "1"}};
+                  {"team_kb", "192"},   {"unroll", "2"},     {"stream_store", "1"}};
     auto g = match_norm(spec, nullptr);
     if (!g) return v;
     const int vec = std::max<int>(1, std::min<int>(8, static_cast<int>(16 / dtype_size(g->in_type))));
@@ -105,9 +110,10 @@ class group_norm_cuda final : public family {
       v["threads"] = max_n <= 4096 ? "256" : "512";
       v["chunks"] = std::to_string(chunks_for(max_n, std::stoi(v["threads"])));
     } else {
-      // Few or long rows: statistics over many blocks per row, then the apply pass in reverse while the tail
-      // is in L2 (a cluster per row measured slower on an H200: 16-CTA clusters schedule a few at a time).
-      v["strategy"] = "split";
+      // Few or long rows: a team of co-resident blocks per row, each holding its segment in shared memory, so
+      // x is read from DRAM once (split, the runner-up, reads it twice when the tensor is larger than L2; a
+      // cluster per row measured slower on an H200: 16-CTA clusters schedule a few at a time).
+      v["strategy"] = "team";
       v["threads"] = "512";
       const int splits = pow2_at_least((512 + min_rows - 1) / std::max<int64_t>(min_rows, 1), 256);
       v["splits"] = std::to_string(std::max(splits, 8));
@@ -125,8 +131,8 @@ class group_norm_cuda final : public family {
     (void)spec;
     if (knob_int(v, "chunks") * knob_int(v, "vec") > 64)
       return fail("chunks x vec > 64 floats per thread would spill registers");
-    if (v.at("strategy") == "split" && v.at("stats") == "twopass")
-      return fail("strategy=split accumulates in one pass: stats=shifted or sumsq, not twopass");
+    if ((v.at("strategy") == "split" || v.at("strategy") == "team") && v.at("stats") == "twopass")
+      return fail("strategy=" + v.at("strategy") + " accumulates in one pass: stats=shifted or sumsq, not twopass");
     if (v.at("strategy") == "cluster" && knob_int(v, "threads") < 128)
       return fail("strategy=cluster wants at least 128 threads per CTA");
     return true;
@@ -140,6 +146,7 @@ class group_norm_cuda final : public family {
     const auto& st = v.at("strategy");
     if (st != "cluster") shown.erase("cluster");
     if (st != "split") shown.erase("splits"), shown.erase("reverse");
+    if (st != "team") shown.erase("team_kb");
     return cuda_emit::prelude(name(), shown, g->describe()) + config(spec, *g, v) + group_norm_cuda_body() +
            cuda_emit::epilogue();
   }
@@ -165,11 +172,12 @@ class group_norm_cuda final : public family {
                      cuda_emit::c_type(g.in_type), cuda_emit::c_type(g.out_type),
                      has_w ? cuda_emit::c_type(g.weight_type) : "float", has_b ? cuda_emit::c_type(g.bias_type) : "float");
     s += fmt::format(
-        "constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_split = 3;\n"
+        "constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_split = 3, s_team = 4;\n"
         "constexpr int st_shifted = 0, st_sumsq = 1, st_twopass = 2;\n"
         "constexpr int k_strategy = s_{};\nconstexpr int k_stats = st_{};\n"
         "constexpr int NT = {};\nconstexpr int k_vec = {};\nconstexpr int k_chunks = {};\nconstexpr int k_cluster = {};\n"
-        "constexpr int k_splits = {};\nconstexpr bool k_reverse = {};\nconstexpr int k_unroll = {};\n"
+        "constexpr int k_splits = {};\nconstexpr bool k_reverse = {};\nconstexpr int k_team_kb = {};\n"
+        "constexpr int k_unroll = {};\n"
         "constexpr bool k_stream_store = {};\n"
         "constexpr bool k_group = {};\nconstexpr bool k_rms = {};\nconstexpr int k_num_groups = {};\n"
         "constexpr int k_normalized_dims = {};\nconstexpr float k_eps = {};\n"
@@ -177,7 +185,7 @@ class group_norm_cuda final : public family {
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\nconstexpr int k_w_input = {};\n"
         "constexpr int k_b_input = {};\n",
         v.at("strategy"), v.at("stats"), v.at("threads"), v.at("vec"), v.at("chunks"), v.at("cluster"),
-        v.at("splits"), v.at("reverse") == "1", v.at("unroll"), v.at("stream_store") == "1", group,
+        v.at("splits"), v.at("reverse") == "1", v.at("team_kb"), v.at("unroll"), v.at("stream_store") == "1", group,
         g.what == norm_graph::kind::rms_norm, g.num_groups, g.normalized_dims, cuda_emit::float_literal(g.eps), has_w,
         has_b, spec.inputs.size(), input_index(spec, g.input), has_w ? input_index(spec, g.weight) : -1,
         has_b ? input_index(spec, g.bias) : -1);
@@ -198,8 +206,10 @@ struct norm_args {
     for (auto t : g.prologue_casts)
       if (auto e = cuda_emit::round_to("x[v]", t); !e.empty()) pre += fmt::format("    x[v] = {};\n", e);
     s += fmt::format(
-        "\ntemplate <int V>\n__device__ __forceinline__ void load_x(const norm_args& a, int64_t at, float* x) {{\n"
-        "  load_vec<in_t, V>(a.x + at, x);\n{}}}\n",
+        "\n// The casts before the norm, on values as loaded.\n"
+        "template <int V>\n__device__ __forceinline__ void prologue_x(float* x) {{\n{}}}\n"
+        "template <int V>\n__device__ __forceinline__ void load_x(const norm_args& a, int64_t at, float* x) {{\n"
+        "  load_vec<in_t, V>(a.x + at, x);\n  prologue_x<V>(x);\n}}\n",
         pre.empty() ? "" : "#pragma unroll\n  for (int v = 0; v < V; ++v) {\n" + pre + "  }\n");
     const std::string post = cuda_emit::rounding_code(g.epilogue_casts, g.out_type);
     s += fmt::format("\n// The fused activation and casts after the norm.\n"
