@@ -1,12 +1,12 @@
 // kforge winner: resnet50-avgpool-cl on sm90-nvidia-h200
-// kforge winner for resnet50-avgpool-cl on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T09:24:47Z
+// kforge winner for resnet50-avgpool-cl on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T11:50:17Z
 // family: pool_cuda
-// knobs: cl_threads=32 small_cl_threads=2 small_direct=1 small_tpp=16 threads=256 tpp=2 vec=8
-// lineage: default -> template: threads 512->256
-// measured: 2.42 us (geometric mean over gated cases), 1.82x eager, 1.84x vendor
+// knobs: cl_threads=32 small_cl_threads=4 small_direct=1 small_threads=256 small_tpp=16 threads=256 tpp=2 vec=8
+// lineage: stored:sm90-nvidia-h200 (knobs now: small_threads=256) -> template: small_cl_threads 2->4
+// measured: 2.36 us (geometric mean over gated cases), 1.38x compile, 1.87x eager, 1.88x vendor
 
 // kforge candidate: family pool_cuda (cuda), emitted by the template proposer.
-// knobs: cl_threads=32 small_cl_threads=2 small_direct=1 small_tpp=16 threads=256 tpp=2 vec=8
+// knobs: cl_threads=32 small_cl_threads=4 small_direct=1 small_threads=256 small_tpp=16 threads=256 tpp=2 vec=8
 // computes: x[float16, channels_last] -> adaptive_avg_pool2d(1) -> flatten
 
 #include "kf_abi.h"
@@ -226,13 +226,15 @@ inline int64_t numel(const kf_tensor& t) {
 // ---- this variant ----
 using in_t = __half;
 using out_t = __half;
-constexpr int NT = 256;
+constexpr int k_threads = 256;
 constexpr int k_vec = 8;
 constexpr int k_tpp = 2;
 constexpr int k_clt = 32;
+constexpr int k_small_threads = 256;
 constexpr int k_small_tpp = 16;
-constexpr bool k_small_direct = true;
-constexpr int k_small_clt = 2;
+constexpr int k_small_direct = 1;
+constexpr int k_small_clt = 4;
+constexpr int k_flat_k = 4;
 constexpr int k_n_inputs = 1;
 constexpr int k_x_input = 0;
 
@@ -266,12 +268,12 @@ __device__ __forceinline__ void copy_vec(T* dst, const T* src) {
   }
 }
 
-// NCHW: planes are contiguous; a block takes NT / TPP planes at a time.
-template <int V, int TPP>
-__global__ void __launch_bounds__(NT) nchw_kernel(pool_args a) {
+// NCHW: planes are contiguous; a block of BT threads takes BT / TPP planes at a time.
+template <int BT, int V, int TPP>
+__global__ void __launch_bounds__(BT) nchw_kernel(pool_args a) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   in_t* tile = reinterpret_cast<in_t*>(smem_raw);
-  constexpr int P = NT / TPP;
+  constexpr int P = BT / TPP;
   const int64_t planes = a.n * a.c;
   const int j = threadIdx.x / TPP, sub = threadIdx.x % TPP;
   for (int64_t p0 = (int64_t)blockIdx.x * P; p0 < planes; p0 += (int64_t)gridDim.x * P) {
@@ -279,7 +281,7 @@ __global__ void __launch_bounds__(NT) nchw_kernel(pool_args a) {
     const int64_t ne = np * a.hw;
     const in_t* src = a.x + p0 * a.hw;
     if (!a.direct) {
-      for (int64_t i = (int64_t)threadIdx.x * V; i < ne; i += (int64_t)NT * V) {
+      for (int64_t i = (int64_t)threadIdx.x * V; i < ne; i += (int64_t)BT * V) {
         if (i + V <= ne) copy_vec<in_t, V>(tile + i, src + i);
         else
           for (int64_t t = i; t < ne; ++t) tile[t] = src[t];
@@ -304,12 +306,136 @@ __global__ void __launch_bounds__(NT) nchw_kernel(pool_args a) {
   }
 }
 
-// channels_last: x[n][hw][c]; CLT threads across channel vectors, NT / CLT rows of positions. Lanes that
+// ---- NCHW "flat" reads (small batches, small_direct = 2) ----
+// A block owns P whole planes: one contiguous range of P * hw elements that starts on a 16-byte boundary and is
+// at most k_flat_k vectors a thread (flat_fits). Each thread issues its 16-byte loads first, so the block waits
+// for one round trip; it adds each run of a vector's elements that belong to one plane in registers and leaves the
+// run sums in shared memory, slot j of vector i holding the j-th plane the vector touches; then thread t adds
+// plane t's slots in vector order. No atomics: the order is fixed, so reruns are bitwise identical.
+constexpr int k_flat_v = 16 / (int)sizeof(in_t);  // elements per 16-byte vector
+
+// The slots a vector needs: how many planes V consecutive elements can touch.
+inline int flat_slots(int hw) {
+  const int s = (k_flat_v - 1 + hw - 1) / hw + 1;
+  return s < k_flat_v ? s : k_flat_v;
+}
+
+// g / hw for the element indices of a flat range (below 2^16, flat_fits): the float product is within one of it.
+__device__ __forceinline__ int flat_div(int g, int hw, float inv_hw) {
+  int q = __float2int_rz((float)g * inv_hw);
+  q += (q + 1) * hw <= g;
+  q -= q * hw > g;
+  return q;
+}
+
+// x[0] + ... + x[N - 1] as a tree: a short dependent chain, in a fixed order.
+template <int N>
+__device__ __forceinline__ float tree_sum(const float* x) {
+  if constexpr (N == 1) return x[0];
+  else return tree_sum<N / 2>(x) + tree_sum<N - N / 2>(x + N / 2);
+}
+
+// Writes the run sums of vector i of the block's range, x[0, cnt): part[j * nv + i] for the j-th plane touched.
+__device__ __forceinline__ void flat_runs(float* part, int nv, int i, const float* x, int cnt, int hw, float inv_hw) {
+  constexpr int V = k_flat_v;
+  const int g0 = i * V;
+  const int next = (flat_div(g0, hw, inv_hw) + 1) * hw - g0;  // where in x the next plane starts (>= 1)
+  if (hw >= V) {  // at most one plane starts inside the vector: two sums
+    float m0[V], m1[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      const float e = v < cnt ? x[v] : 0.f;
+      m0[v] = v < next ? e : 0.f;
+      m1[v] = v < next ? 0.f : e;
+    }
+    part[i] = tree_sum<V>(m0);
+    if (next < cnt) part[nv + i] = tree_sum<V>(m1);
+    return;
+  }
+  // Planes shorter than a vector: a new one starts at most once a step.
+  float acc = 0.f;
+  int j = 0, b = next;
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    if (v < cnt) {
+      if (v == b) {
+        part[j * nv + i] = acc;
+        acc = 0.f;
+        ++j;
+        b += hw;
+      }
+      acc += x[v];
+    }
+  }
+  part[j * nv + i] = acc;
+}
+
+template <int BT, int P>
+__global__ void __launch_bounds__(BT) nchw_flat_kernel(pool_args a) {
+  static_assert(P <= BT, "a thread adds each plane");
+  constexpr int V = k_flat_v, K = k_flat_k;
+  extern __shared__ float part[];  // [flat_slots(hw)][nv]
+  const int64_t planes = a.n * a.c;
+  const int hw = (int)a.hw, nv = P * hw / V;  // vectors of a whole block's range
+  for (int64_t p0 = (int64_t)blockIdx.x * P; p0 < planes; p0 += (int64_t)gridDim.x * P) {
+    const int np = planes - p0 < P ? (int)(planes - p0) : P;
+    const int ne = np * hw, nfull = ne / V, nvec = (ne + V - 1) / V;  // a partial vector only ends the last range
+    const in_t* src = a.x + p0 * a.hw;
+    const uint4* vsrc = reinterpret_cast<const uint4*>(src);
+    uint4 r[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int i = k * BT + (int)threadIdx.x;
+      if (i < nfull) r[k] = __ldg(vsrc + i);
+    }
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int i = k * BT + (int)threadIdx.x;
+      float x[V];
+      if (i < nfull) {
+        const in_t* e = reinterpret_cast<const in_t*>(&r[k]);
+#pragma unroll
+        for (int v = 0; v < V; ++v) x[v] = to_f(e[v]);
+        flat_runs(part, nv, i, x, V, hw, a.inv_hw);
+      } else if (i < nvec) {
+        const int cnt = ne - i * V;
+#pragma unroll
+        for (int v = 0; v < V; ++v) x[v] = v < cnt ? to_f(src[i * V + v]) : 0.f;
+        flat_runs(part, nv, i, x, cnt, hw, a.inv_hw);
+      }
+    }
+    __syncthreads();
+    const int t = threadIdx.x;
+    if (t < np) {
+      // Plane t starts in vector f (in slot t - f's first plane) and fills slot 0 of the vectors after f, up to l.
+      const int f = t * hw / V, l = ((t + 1) * hw - 1) / V;
+      float s0 = part[(t - flat_div(f * V, hw, a.inv_hw)) * nv + f], s1 = 0.f;
+      int i = f + 1;
+      for (; i < l; i += 2) {  // two chains
+        s0 += part[i];
+        s1 += part[i + 1];
+      }
+      if (i == l) s0 += part[i];
+      a.y[p0 + t] = from_f<out_t>(finalize((s0 + s1) * a.inv_hw));
+    }
+    if (p0 + (int64_t)gridDim.x * P < planes) __syncthreads();  // the next range reuses `part`
+  }
+}
+
+// Whether blocks of P planes can read flat: every block's range starts 16-byte aligned and is at most k_flat_k
+// vectors a thread.
+template <int BT, int P>
+bool flat_fits(const pool_args& a) {
+  const int64_t ne = (int64_t)P * a.hw;
+  return ne <= (int64_t)BT * k_flat_k * k_flat_v && (ne * (int64_t)sizeof(in_t)) % 16 == 0 && aligned(a.x, 16);
+}
+
+// channels_last: x[n][hw][c]; CLT threads across channel vectors, BT / CLT rows of positions. Lanes that
 // share channels first add through shuffles, so shared memory holds one partial row per warp (CLT <= 32).
-template <int V, int CLT>
-__global__ void __launch_bounds__(NT) nhwc_kernel(pool_args a) {
-  constexpr int HS = NT / CLT, W = CLT * V;
-  constexpr int R = CLT <= 32 ? NT / 32 : HS;  // partial rows left for shared memory
+template <int BT, int V, int CLT>
+__global__ void __launch_bounds__(BT) nhwc_kernel(pool_args a) {
+  constexpr int HS = BT / CLT, W = CLT * V;
+  constexpr int R = CLT <= 32 ? BT / 32 : HS;  // partial rows left for shared memory
   __shared__ float part[R * W];
   const int tc = threadIdx.x % CLT, th = threadIdx.x / CLT;
   const int64_t tiles = (a.c + W - 1) / W;
@@ -341,7 +467,7 @@ __global__ void __launch_bounds__(NT) nhwc_kernel(pool_args a) {
       for (int v = 0; v < V; ++v) part[row * W + tc * V + v] = acc[v];
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < W; i += NT) {
+    for (int i = threadIdx.x; i < W; i += BT) {
       float s = 0.f;
 #pragma unroll
       for (int h = 0; h < R; ++h) s += part[h * W + i];
@@ -354,45 +480,57 @@ __global__ void __launch_bounds__(NT) nhwc_kernel(pool_args a) {
 // The SMs of the current device: a grid smaller than this leaves some idle.
 inline int sm_count() {
   int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
     return 1;
   return sms;
 }
 
-// `direct`: threads read their plane's elements from global memory instead of staging whole planes in shared
-// memory first (one round trip less; small batches, whose planes sit in L2 or are few).
-template <int TPP>
-int launch_nchw(pool_args a, bool direct, cudaStream_t s) {
-  constexpr int P = NT / TPP;
+// How many blocks a layout's launch makes with `per_block` planes (or channels) per block.
+inline int64_t blocks_for(int64_t units, int64_t per_block) { return (units + per_block - 1) / per_block; }
+
+// The grid for `blocks` blocks: capped, the kernels loop over what is left.
+inline unsigned grid_of(int64_t blocks) {
+  constexpr int64_t k_grid_cap = 1 << 20;
+  return (unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap);
+}
+
+// MODE (small_direct): 0 stages whole planes in shared memory; 1 (direct) reads each plane's elements from
+// global memory (one round trip less; small batches, whose planes sit in L2 or are few); 2 reads the block's
+// planes flat (nchw_flat_kernel) where flat_fits allows, else as 1.
+template <int BT, int TPP, int MODE>
+int launch_nchw(pool_args a, cudaStream_t s) {
+  constexpr int P = BT / TPP;
+  if constexpr (MODE == 2) {
+    if (flat_fits<BT, P>(a)) {
+      const int hw = (int)a.hw;
+      const size_t smem = sizeof(float) * (size_t)flat_slots(hw) * (size_t)(P * hw / k_flat_v);
+      nchw_flat_kernel<BT, P><<<grid_of(blocks_for(a.n * a.c, P)), BT, smem, s>>>(a);
+      return 0;
+    }
+  }
   size_t smem = (size_t)P * (size_t)a.hw * sizeof(in_t);
-  if (direct || smem > 96 * 1024) {
+  if (MODE != 0 || smem > 96 * 1024) {
     a.direct = 1;
     smem = 0;
   }
-  const int64_t blocks0 = (a.n * a.c + P - 1) / P, k_grid_cap = 1 << 20;
-  const unsigned blocks = (unsigned)(blocks0 < k_grid_cap ? blocks0 : k_grid_cap);
   const bool vec = (P * a.hw) % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
-  auto kernel = vec ? nchw_kernel<k_vec, TPP> : nchw_kernel<1, TPP>;
+  auto kernel = vec ? nchw_kernel<BT, k_vec, TPP> : nchw_kernel<BT, 1, TPP>;
   if (smem > 48 * 1024 &&
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
     return 3;
-  kernel<<<blocks, NT, smem, s>>>(a);
+  kernel<<<grid_of(blocks_for(a.n * a.c, P)), BT, smem, s>>>(a);
   return 0;
 }
 
-template <int CLT>
+template <int BT, int CLT>
 int launch_nhwc(const pool_args& a, cudaStream_t s) {
   const bool vec = a.c % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
-  const int64_t wv = (int64_t)CLT * (vec ? k_vec : 1), k_grid_cap = 1 << 20;
-  const int64_t blocks0 = a.n * ((a.c + wv - 1) / wv);
-  const unsigned blocks = (unsigned)(blocks0 < k_grid_cap ? blocks0 : k_grid_cap);
-  if (vec) nhwc_kernel<k_vec, CLT><<<blocks, NT, 0, s>>>(a);
-  else nhwc_kernel<1, CLT><<<blocks, NT, 0, s>>>(a);
+  const unsigned blocks = grid_of(a.n * blocks_for(a.c, (int64_t)CLT * (vec ? k_vec : 1)));
+  if (vec) nhwc_kernel<BT, k_vec, CLT><<<blocks, BT, 0, s>>>(a);
+  else nhwc_kernel<BT, 1, CLT><<<blocks, BT, 0, s>>>(a);
   return 0;
 }
-
-// How many blocks a layout's launch makes with `per_block` planes (or channels) per block.
-inline int64_t blocks_for(int64_t units, int64_t per_block) { return (units + per_block - 1) / per_block; }
 
 int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_t s) {
   if (n_in != k_n_inputs || n_out != 1) return 1;
@@ -413,15 +551,17 @@ int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_
   const int64_t C = a.c, W = x.shape[d0 + 2], H = x.shape[d0 + 1];
   const bool nhwc = x.ndim == 4 && !contiguous(x) && x.stride[1] == 1 && x.stride[3] == C && x.stride[2] == W * C &&
                     (x.shape[0] == 1 || x.stride[0] == H * W * C);
-  // Small batches: when the knobs' launch would leave SMs idle, the small_* knobs give more, smaller blocks.
+  // Small batches: when the knobs' launch would leave SMs idle, the small_* knobs give more, smaller blocks
+  // (k_small_threads threads each).
   if (contiguous(x)) {
-    const bool small = k_small_tpp > 0 && blocks_for(a.n * a.c, NT / k_tpp) < sm_count();
-    const int rc = small ? launch_nchw<k_tpp_small>(a, k_small_direct, s) : launch_nchw<k_tpp>(a, false, s);
+    const bool small = k_small_tpp > 0 && blocks_for(a.n * a.c, k_threads / k_tpp) < sm_count();
+    const int rc = small ? launch_nchw<k_small_threads, k_tpp_small, k_small_direct>(a, s)
+                         : launch_nchw<k_threads, k_tpp, 0>(a, s);
     if (rc != 0) return rc;
   } else if (nhwc) {
     const bool small = k_small_clt > 0 && a.n * blocks_for(C, (int64_t)k_clt * k_vec) < sm_count();
-    if (small) launch_nhwc<k_clt_small>(a, s);
-    else launch_nhwc<k_clt>(a, s);
+    if (small) launch_nhwc<k_small_threads, k_clt_small>(a, s);
+    else launch_nhwc<k_threads, k_clt>(a, s);
   } else {
     return 1;
   }

@@ -1,12 +1,12 @@
 // kforge winner: sd35-vae-groupnorm on sm90-nvidia-h200
-// kforge winner for sd35-vae-groupnorm on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T06:49:06Z
+// kforge winner for sd35-vae-groupnorm on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T12:11:55Z
 // family: group_norm_cuda
-// knobs: chunks=4 cluster=8 reverse=1 splits=16 stats=shifted strategy=split stream_store=1 threads=512 unroll=2 vec=8
-// lineage: default
-// measured: 78.02 us (geometric mean over gated cases), 15.41x eager
+// knobs: chunks=4 cluster=8 reverse=1 splits=16 stats=shifted strategy=team stream_store=0 team_kb=192 threads=512 unroll=2 vec=8
+// lineage: default -> template: stream_store 1->0
+// measured: 81.86 us (geometric mean over gated cases), 14.30x eager
 
 // kforge candidate: family group_norm_cuda (cuda), emitted by the template proposer.
-// knobs: chunks=4 reverse=1 splits=16 stats=shifted strategy=split stream_store=1 threads=512 unroll=2 vec=8
+// knobs: chunks=4 stats=shifted strategy=team stream_store=0 team_kb=192 threads=512 unroll=2 vec=8
 // computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06)
 
 #include "kf_abi.h"
@@ -35,6 +35,19 @@ template <> __device__ __forceinline__ float from_f<float>(float x) { return x; 
 template <> __device__ __forceinline__ double from_f<double>(float x) { return (double)x; }
 template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+// 16-bit pairs: two floats rounded in one instruction (the low half is the first value).
+template <typename T> struct pair_of { static constexpr bool ok = false; };
+template <> struct pair_of<__nv_bfloat16> {
+  static constexpr bool ok = true;
+  using type = __nv_bfloat162;
+  static __device__ __forceinline__ type make(float a, float b) { return __floats2bfloat162_rn(a, b); }
+};
+template <> struct pair_of<__half> {
+  static constexpr bool ok = true;
+  using type = __half2;
+  static __device__ __forceinline__ type make(float a, float b) { return __floats2half2_rn(a, b); }
+};
 
 // ---- vector access: V consecutive elements in accesses of at most 16 bytes ----
 template <int B> struct raw_bits;
@@ -76,21 +89,44 @@ __device__ __forceinline__ void store_vec(T* __restrict__ p, const float* x) {
   } else {
     using R = typename raw_bits<B>::type;
     R r;
-    T* t = reinterpret_cast<T*>(&r);
+    if constexpr (pair_of<T>::ok && V % 2 == 0) {  // one conversion instruction per two values
+      auto* t2 = reinterpret_cast<typename pair_of<T>::type*>(&r);
 #pragma unroll
-    for (int v = 0; v < V; ++v) t[v] = from_f<T>(x[v]);
+      for (int v = 0; v < V / 2; ++v) t2[v] = pair_of<T>::make(x[2 * v], x[2 * v + 1]);
+    } else {
+      T* t = reinterpret_cast<T*>(&r);
+#pragma unroll
+      for (int v = 0; v < V; ++v) t[v] = from_f<T>(x[v]);
+    }
     if constexpr (STREAM) __stcs(reinterpret_cast<R*>(p), r);
     else *reinterpret_cast<R*>(p) = r;
   }
 }
 
-// softcap's tanh. tanhf costs ~30 instructions, which made softcapped softmax compute-bound on an H200:
-// tanh_exp takes one exp and one reciprocal (absolute error ~1e-7; clamped so that the exp never overflows),
-// tanh_approx the single tanh.approx.f32 instruction (relative error ~5e-4: verify decides if that is enough).
-__device__ __forceinline__ float tanh_exp(float y) {
-  y = fminf(fmaxf(y, -15.f), 15.f);
-  return 1.f - __fdividef(2.f, 1.f + __expf(2.f * y));
+// ---- the multi-function unit's exp2 and reciprocal, one instruction each ----
+// The .ftz forms: without it each gets range fixes around it (measured on an H200: softcapped attention rows
+// were issue-bound at 38 instructions per element, ncu 86 % issue slots busy). Results below 2^-126 become 0.
+__device__ __forceinline__ float ex2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
 }
+__device__ __forceinline__ float rcp_ftz(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float exp_ftz(float x) { return ex2_ftz(x * 1.44269504088896341f); }
+
+// tanh(y) = 1 - 2 / (1 + exp(2y)): one ex2, one rcp (absolute error ~1e-7; +-inf give +-1, NaN stays NaN).
+__device__ __forceinline__ float tanh_exp(float y) {
+  return fmaf(-2.f, rcp_ftz(1.f + ex2_ftz(y * 2.88539008177792681f)), 1.f);
+}
+// softcap: cap * tanh(x / cap) = cap - 2 cap / (1 + exp(2 x / cap)), with k2 = 2 log2(e) / cap: five instructions.
+__device__ __forceinline__ float softcap_exp(float x, float k2, float cap) {
+  return fmaf(-2.f * cap, rcp_ftz(1.f + ex2_ftz(x * k2)), cap);
+}
+// The tanh.approx.f32 instruction (relative error ~5e-4: verify decides if that is enough).
 __device__ __forceinline__ float tanh_approx(float y) {
   float t;
   asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(y));
@@ -120,8 +156,9 @@ __device__ __forceinline__ T warp_reduce(T v, F comb) {
 }
 
 // Every thread of the block gets the result. `scratch` holds one T per warp; it is free again on return.
+// `warps`: the block's warps when it was launched with fewer than NT threads.
 template <int NT, typename T, typename F>
-__device__ __forceinline__ T block_reduce(T v, F comb, T* scratch) {
+__device__ __forceinline__ T block_reduce(T v, F comb, T* scratch, int warps = NT / 32) {
   v = warp_reduce(v, comb);
   if constexpr (NT <= 32) {
     return v;
@@ -130,7 +167,8 @@ __device__ __forceinline__ T block_reduce(T v, F comb, T* scratch) {
     __syncthreads();
     T r = scratch[0];
 #pragma unroll
-    for (int i = 1; i < NT / 32; ++i) r = comb(r, scratch[i]);
+    for (int i = 1; i < NT / 32; ++i)
+      if (i < warps) r = comb(r, scratch[i]);
     __syncthreads();
     return r;
   }
@@ -190,9 +228,9 @@ using in_t = __nv_bfloat16;
 using out_t = __nv_bfloat16;
 using w_t = __nv_bfloat16;
 using b_t = __nv_bfloat16;
-constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_split = 3;
+constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_split = 3, s_team = 4;
 constexpr int st_shifted = 0, st_sumsq = 1, st_twopass = 2;
-constexpr int k_strategy = s_split;
+constexpr int k_strategy = s_team;
 constexpr int k_stats = st_shifted;
 constexpr int NT = 512;
 constexpr int k_vec = 8;
@@ -200,8 +238,9 @@ constexpr int k_chunks = 4;
 constexpr int k_cluster = 8;
 constexpr int k_splits = 16;
 constexpr bool k_reverse = true;
+constexpr int k_team_kb = 192;
 constexpr int k_unroll = 2;
-constexpr bool k_stream_store = true;
+constexpr bool k_stream_store = false;
 constexpr bool k_group = true;
 constexpr bool k_rms = false;
 constexpr int k_num_groups = 32;
@@ -226,9 +265,14 @@ struct norm_args {
   float eps;
 };
 
+// The casts before the norm, on values as loaded.
+template <int V>
+__device__ __forceinline__ void prologue_x(float* x) {
+}
 template <int V>
 __device__ __forceinline__ void load_x(const norm_args& a, int64_t at, float* x) {
   load_vec<in_t, V>(a.x + at, x);
+  prologue_x<V>(x);
 }
 
 // The fused activation and casts after the norm.
@@ -452,9 +496,240 @@ __global__ void __launch_bounds__(NT) apply_kernel(norm_args a) {
   }
 }
 
+// ---- team: co-resident blocks (one cooperative launch), `tsize` of them per row. Each block keeps the first
+// `hold` elements of its segment in shared memory from the statistics to the apply step, so a row far larger than
+// one SM is read from DRAM once; the blocks of a team meet at a barrier in global memory once per row. ----
+constexpr int k_team_cap = 8192;  // blocks of one launch
+__device__ f3 g_team_part[2][k_team_cap];        // partial records by row parity: a block is at most one row ahead
+__device__ unsigned g_team_arrived[k_team_cap];  // per team: arrivals, counting up across its rows
+__device__ unsigned g_team_left[k_team_cap];     // per team: blocks done; the last resets both for the next launch
+
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Loads V elements of x, keeps a raw copy at `kept` (shared memory) and returns them as floats (before the prologue).
+template <int V>
+__device__ __forceinline__ void load_keep(const in_t* src, in_t* kept, float* x) {
+  constexpr int B = V * (int)sizeof(in_t);
+  if constexpr (B > 16) {
+    load_keep<V / 2>(src, kept, x);
+    load_keep<V / 2>(src + V / 2, kept + V / 2, x + V / 2);
+  } else if constexpr (V == 1) {
+    const in_t r = *src;
+    *kept = r;
+    x[0] = to_f(r);
+  } else {
+    using R = typename raw_bits<B>::type;
+    const R r = *reinterpret_cast<const R*>(src);
+    *reinterpret_cast<R*>(kept) = r;
+    const in_t* t = reinterpret_cast<const in_t*>(&r);
+#pragma unroll
+    for (int v = 0; v < V; ++v) x[v] = to_f(t[v]);
+  }
+}
+
+// ---- the Hopper bulk copy (TMA, 1-D): global -> shared memory, completion counted in bytes on an mbarrier ----
+__device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void mbar_init(uint64_t* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_expect(uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
+  asm volatile(
+      "{\n .reg .pred p;\n waiting:\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      " @!p bra waiting;\n}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   smem_addr(dst)),
+               "l"(src), "r"(bytes), "r"(smem_addr(bar))
+               : "memory");
+}
+
+// The kept part of a segment arrives in up to k_team_parts bulk copies, each with its own mbarrier, so the
+// statistics start on the first part while the others are still in flight.
+constexpr int k_team_parts = 8;
+
+template <int V>
+__global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int teams, int64_t hold) {
+  extern __shared__ __align__(128) unsigned char team_smem[];
+  in_t* kept = reinterpret_cast<in_t*>(team_smem);
+  __shared__ f3 scratch[NT / 32];
+  __shared__ float2 row_stats;
+  __shared__ __align__(8) uint64_t bars[k_team_parts];
+  const int team = blockIdx.x / tsize, b = blockIdx.x % tsize;
+  const int64_t lo = min(a.n, (int64_t)b * a.seg), hi = min(a.n, lo + a.seg), kept_hi = min(hi, lo + hold);
+  // Bulk copies move 16-byte units between 16-byte aligned addresses: whole vectors of V elements when V
+  // elements are 16 bytes (the launch checked x's alignment and n % V for this V).
+  constexpr bool k_bulk = V * sizeof(in_t) == 16;
+  const int64_t kept_n = kept_hi - lo;
+  const int parts = (int)min((int64_t)k_team_parts, max((int64_t)1, kept_n * (int64_t)sizeof(in_t) / 16384));
+  const int64_t part_n = ((kept_n + parts - 1) / parts + V - 1) / V * V;
+  if (k_bulk && threadIdx.x == 0) {
+    for (int p = 0; p < k_team_parts; ++p) mbar_init(&bars[p]);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  unsigned round = 0;
+  for (int64_t row = team; row < a.rows; row += teams, ++round) {
+    const int64_t base = row * a.n;
+    moments mo;
+    mo.shift = row_shift<V>(a, base);
+    if constexpr (k_bulk) {
+      __syncthreads();  // every thread is done reading the previous row's kept part
+      if (threadIdx.x == 0 && kept_n > 0) {
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        for (int p = 0; p < parts; ++p) {
+          const int64_t p_lo = min(kept_n, (int64_t)p * part_n), p_n = min(kept_n, p_lo + part_n) - p_lo;
+          const unsigned bytes = (unsigned)(p_n * (int64_t)sizeof(in_t));
+          mbar_expect(&bars[p], bytes);
+          if (bytes) bulk_load(kept + p_lo, a.x + base + lo + p_lo, bytes, &bars[p]);
+        }
+      }
+      for (int p = 0; p < parts && kept_n > 0; ++p) {
+        const int64_t p_lo = min(kept_n, (int64_t)p * part_n), p_hi = min(kept_n, p_lo + part_n);
+        mbar_wait(&bars[p], round & 1);
+#pragma unroll k_unroll
+        for (int64_t j = p_lo + (int64_t)threadIdx.x * V; j < p_hi; j += (int64_t)NT * V) {
+          float x[V];
+          load_vec<in_t, V>(kept + j, x);
+          prologue_x<V>(x);
+          mo.add<V>(x);
+        }
+      }
+    } else {
+#pragma unroll k_unroll
+      for (int64_t i = lo + (int64_t)threadIdx.x * V; i < kept_hi; i += (int64_t)NT * V) {
+        float x[V];
+        load_keep<V>(a.x + base + i, kept + (i - lo), x);
+        prologue_x<V>(x);
+        mo.add<V>(x);
+      }
+    }
+    // What does not fit in shared memory is read twice (the second time likely from L2).
+#pragma unroll k_unroll
+    for (int64_t i = kept_hi + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
+      float x[V];
+      load_x<V>(a, base + i, x);
+      mo.add<V>(x);
+    }
+    const f3 t = block_reduce<NT>(mo.record(), comb_add, scratch);
+    if (threadIdx.x == 0) {
+      g_team_part[round & 1][blockIdx.x] = t;
+      __threadfence();
+      atomicAdd(&g_team_arrived[team], 1u);
+      const unsigned target = (round + 1) * (unsigned)tsize;
+      while ((int)(ld_acquire(&g_team_arrived[team]) - target) < 0) __nanosleep(32);
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) {  // the row's statistics from the team's records (read from L2, not L1)
+      f3 p{0.f, 0.f, 0.f};
+      for (int j = threadIdx.x; j < tsize; j += 32) {
+        const f3* q = &g_team_part[round & 1][team * tsize + j];
+        p = comb_add(p, f3{__ldcg(&q->a), __ldcg(&q->b), __ldcg(&q->c)});
+      }
+      p = warp_reduce(p, comb_add);
+      if (threadIdx.x == 0) row_stats = finish_stats(p, mo.shift, a.eps);
+    }
+    __syncthreads();
+    const float2 mr = row_stats;  // rewritten only after the next row's block_reduce, which every thread reaches
+#pragma unroll k_unroll
+    for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
+      float x[V];  // the kept part is complete: every thread waited for it (bulk) or wrote its own (else)
+      if (i < kept_hi) load_vec<in_t, V>(kept + (i - lo), x), prologue_x<V>(x);
+      else load_x<V>(a, base + i, x);
+      apply<V>(a, row, i, mr.x, mr.y, x);
+      store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
+    }
+  }
+  if (threadIdx.x == 0) {  // every block of the team is past its last barrier once all have counted themselves out
+    __threadfence();
+    if (atomicAdd(&g_team_left[team], 1u) == (unsigned)tsize - 1) {
+      g_team_arrived[team] = 0;
+      g_team_left[team] = 0;
+      __threadfence();
+    }
+  }
+}
+
+// The team launch: as many blocks as fit on the device at once (k_team_kb KiB of shared memory each), split into
+// teams. A team takes rows one after another; each round costs its segment's bytes plus a fixed latency (a
+// barrier, the first bytes' round trip: ~32 KB of one SM's share of DRAM bandwidth), so few long rows get big teams
+// and many short rows get many small teams. -1 when the device cannot launch it (the caller falls back to a block
+// per row), 3 on a launch error.
+// The device the kernel was set up for, per vector width. At namespace scope with internal linkage: a template's
+// function-local static would be one object shared by every candidate library in the process (STB_GNU_UNIQUE).
+struct team_setup {
+  int dev = -1, sms = 0, per_sm = 0;
+};
+static team_setup g_team_setup[2];
+
+template <int V>
+int launch_team(norm_args a, cudaStream_t s) {
+  team_setup& su = g_team_setup[V == 1 ? 0 : 1];
+  int& dev_cached = su.dev;
+  int& sms = su.sms;
+  int& per_sm = su.per_sm;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 3;
+  const size_t want = (size_t)k_team_kb * 1024;
+  if (dev != dev_cached) {
+    int coop = 0;
+    if (cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaFuncSetAttribute(team_kernel<V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)want) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, team_kernel<V>, NT, want) != cudaSuccess || !coop) {
+      cudaGetLastError();
+      return -1;
+    }
+    dev_cached = dev;
+  }
+  const int64_t resident = min((int64_t)per_sm * sms, (int64_t)k_team_cap);
+  if (resident < 1) return -1;
+  const int64_t es = sizeof(in_t), per_block = (int64_t)want / es;
+  const int64_t t_min = (a.n + per_block - 1) / per_block;   // blocks whose shared memory holds a row
+  const int64_t t_max = max((int64_t)1, (a.n + (int64_t)NT * V - 1) / ((int64_t)NT * V));  // a vector per thread
+  int64_t teams = 1;
+  double best = 0.0;
+  for (int64_t k = 1; k <= min(a.rows, resident); ++k) {
+    const int64_t t = min(resident / k, t_max);
+    if (t < min(t_min, t_max)) break;
+    const double rounds = (double)((a.rows + k - 1) / k), seg_bytes = (double)((a.n + t - 1) / t * es);
+    const double cost = rounds * (seg_bytes + 32768.0);
+    if (k == 1 || cost < best * (1.0 - 1e-9)) best = cost, teams = k;
+  }
+  const int64_t tsize = min(resident / teams, t_max);
+  a.seg = ((a.n + tsize - 1) / tsize + V - 1) / V * V;
+  const int64_t hold = min(a.seg, per_block / V * V);
+  const size_t smem = (size_t)((hold * es + 15) / 16 * 16);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((unsigned)(teams * tsize));
+  cfg.blockDim = dim3(NT);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeCooperative;  // co-residency guaranteed, or the launch fails: never a hang
+  attr[0].val.cooperative = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, team_kernel<V>, a, (int)tsize, (int)teams, hold) == cudaSuccess ? 0 : 3;
+}
+
 template <int V>
 int run(norm_args a, cudaStream_t s) {
   const int64_t k_grid_cap = 1 << 22;
+  if constexpr (k_strategy == s_team) {
+    const int rc = launch_team<V>(a, s);
+    if (rc >= 0) return rc;
+  }
   if constexpr (k_strategy == s_split) {
     int64_t splits = k_splits;
     if (a.rows * splits > k_part_cap) splits = k_part_cap / a.rows;
