@@ -75,4 +75,10 @@ int knob_int(const knob_values& v, const std::string& name) {
   }
 }
 
+int input_index(const workload_spec& spec, const std::string& name) {
+  for (size_t i = 0; i < spec.inputs.size(); ++i)
+    if (spec.inputs[i].name == name) return static_cast<int>(i);
+  KF_ASSERT(false, "input {} not in the spec (the matcher checked it)", name);
+}
+
 }  // namespace kf

@@ -47,5 +47,8 @@ std::vector<const family*> covering_families(const workload_spec& spec, device_k
 bool knobs_in_range(const family& f, const knob_values& v, std::string* why_not);
 // The integer value of a knob (asserts on a non-number; knobs_in_range runs first).
 int knob_int(const knob_values& v, const std::string& name);
+// For families' emitters: the index of an input in the spec's order (candidates receive inputs in that order);
+// asserts when the spec has no such input (the graph matcher checked it).
+int input_index(const workload_spec& spec, const std::string& name);
 
 }  // namespace kf

@@ -174,10 +174,4 @@ std::string subst(std::string_view text, const std::map<std::string, std::string
   return out;
 }
 
-int input_index(const workload_spec& spec, const std::string& name) {
-  for (size_t i = 0; i < spec.inputs.size(); ++i)
-    if (spec.inputs[i].name == name) return static_cast<int>(i);
-  KF_ASSERT(false, "input {} not in the spec (the matcher checked it)", name);
-}
-
 }  // namespace kf::cpu_emit

@@ -40,7 +40,4 @@ std::string num_threads_clause(const std::string& threads);
 // Replaces each $KEY$ in `text` by its value; an unknown $KEY$ is a bug (asserts).
 std::string subst(std::string_view text, const std::map<std::string, std::string>& values);
 
-// The index of an input in the spec's order (candidates receive inputs in that order).
-int input_index(const workload_spec& spec, const std::string& name);
-
 }  // namespace kf::cpu_emit

@@ -12,6 +12,9 @@
 
 namespace kf::cuda_emit {
 
+// The SMs of an H200: what the families' defaults size their grids for (launches read the real count at run time).
+constexpr int k_reference_sms = 132;
+
 // The CUDA C++ type that stores `t` ("__nv_bfloat16", "float", ...); asserts on non-float types.
 std::string c_type(dtype t);
 bool storable(dtype t);  // float32 / float16 / bfloat16 / float64

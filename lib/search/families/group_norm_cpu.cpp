@@ -253,7 +253,7 @@ std::string group_norm_cpu::emit(const workload_spec& spec, const knob_values& v
   std::string affine;
   auto tensor_io = [&](const std::string& name, dtype t, const char* ptr, const char* stride, bool count) {
     if (name.empty()) return;
-    int i = cpu_emit::input_index(spec, name);
+    int i = input_index(spec, name);
     affine += fmt::format(
         "  if (in[{0}].dtype != {1}) return 1;\n"
         "  {2} = (const kf_{2}_t*)in[{0}].data;\n"
@@ -282,7 +282,7 @@ std::string group_norm_cpu::emit(const workload_spec& spec, const knob_values& v
       {"B", "KF_B"},
       {"STORE", cpu_emit::store_fn(g->out_type)},
       {"N_INPUTS", std::to_string(spec.inputs.size())},
-      {"XI", std::to_string(cpu_emit::input_index(spec, g->input))},
+      {"XI", std::to_string(input_index(spec, g->input))},
       {"RANK", std::to_string(g->rank)},
       {"X_DT", std::to_string(static_cast<int>(g->in_type))},
       {"OUT_DT", std::to_string(static_cast<int>(g->out_type))},

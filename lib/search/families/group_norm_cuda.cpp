@@ -18,18 +18,10 @@
 namespace kf {
 namespace {
 
-constexpr int k_sms = 132;  // H200; only used to pick defaults
-
 int pow2_at_least(int64_t v, int cap) {
   int p = 1;
   while (p < v && p < cap) p *= 2;
   return p;
-}
-
-int input_index(const workload_spec& spec, const std::string& name) {
-  for (size_t i = 0; i < spec.inputs.size(); ++i)
-    if (spec.inputs[i].name == name) return static_cast<int>(i);
-  KF_ASSERT(false, "no input {}", name);
 }
 
 class group_norm_cuda final : public family {
@@ -105,7 +97,7 @@ class group_norm_cuda final : public family {
       v["strategy"] = "warp";
       v["threads"] = "128";
       v["chunks"] = std::to_string(chunks_for(max_n, 32));
-    } else if (min_rows >= 2 * k_sms && max_n <= 16384) {
+    } else if (min_rows >= 2 * cuda_emit::k_reference_sms && max_n <= 16384) {
       v["strategy"] = "block";
       v["threads"] = max_n <= 4096 ? "256" : "512";
       v["chunks"] = std::to_string(chunks_for(max_n, std::stoi(v["threads"])));

@@ -146,7 +146,7 @@ class pool_cpu final : public family {
         {"CBLOCK", v.at("channel_block")},
         {"EPILOGUE", epi},
         {"N_INPUTS", std::to_string(spec.inputs.size())},
-        {"XI", std::to_string(cpu_emit::input_index(spec, g->input))},
+        {"XI", std::to_string(input_index(spec, g->input))},
         {"RANK", std::to_string(g->rank)},
         {"X_DT", std::to_string(static_cast<int>(g->in_type))},
         {"OUT_DT", std::to_string(static_cast<int>(g->out_type))},

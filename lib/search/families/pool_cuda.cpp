@@ -18,13 +18,6 @@
 namespace kf {
 namespace {
 
-int input_index(const workload_spec& spec, const std::string& name) {
-  for (size_t i = 0; i < spec.inputs.size(); ++i)
-    if (spec.inputs[i].name == name) return static_cast<int>(i);
-  KF_ASSERT(false, "no input {}", name);
-}
-
-constexpr int64_t k_reference_sms = 132;  // an H200's SMs: the defaults aim to give each a block
 constexpr int k_flat_vectors = 4;         // small_direct=2: most 16-byte vectors a thread loads (k_flat_k)
 
 // Threads per block of the small-batch launches.
@@ -140,7 +133,7 @@ class pool_cuda final : public family {
         v["small_cl_threads"] = std::to_string(small_cl_threads_for(small_hw));
         v["small_threads"] = std::to_string(k_small_cl_block);
       }
-    } else if (max_planes / (256 / tpp) >= k_reference_sms) {
+    } else if (max_planes / (256 / tpp) >= cuda_emit::k_reference_sms) {
       v["threads"] = "256";
     }
     return v;

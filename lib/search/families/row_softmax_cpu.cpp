@@ -255,7 +255,7 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
       case elementwise_step::kind::cast: break;
       case elementwise_step::kind::add_mask: {
         auto mt = spec.find_input(st.mask)->type;
-        int mi = cpu_emit::input_index(spec, st.mask);
+        int mi = input_index(spec, st.mask);
         mask_types += fmt::format("typedef {} kf_m{}_t;\n", cpu_emit::storage_type(mt), nm);
         mask_params += fmt::format(", const kf_m{0}_t* m{0}, int64_t m{0}s", nm);
         mask_args += fmt::format("m{0}, m{0}s, ", nm);
@@ -293,7 +293,7 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
       {"EPILOGUE", epi},
       {"N_INPUTS", std::to_string(spec.inputs.size())},
       {"N_OUTPUTS", g->topk ? "2" : "1"},
-      {"XI", std::to_string(cpu_emit::input_index(spec, g->input))},
+      {"XI", std::to_string(input_index(spec, g->input))},
       {"RANK", std::to_string(g->rank)},
       {"X_DT", std::to_string(static_cast<int>(g->in_type))},
       {"OUT_DT", std::to_string(static_cast<int>(g->out_type))},

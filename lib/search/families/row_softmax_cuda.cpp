@@ -15,8 +15,6 @@
 namespace kf {
 namespace {
 
-constexpr int k_sms = 132;  // H200; only used to pick defaults
-
 struct shape_summary {
   int64_t max_n = 0, min_rows = 0, max_rows = 0;
 };
@@ -104,7 +102,7 @@ class row_softmax_cuda final : public family {
       v["strategy"] = "warp";
       v["threads"] = "128";
       v["chunks"] = fit_chunks(s.max_n, 32);
-    } else if (s.min_rows < 2 * k_sms && s.max_n >= 16384) {
+    } else if (s.min_rows < 2 * cuda_emit::k_reference_sms && s.max_n >= 16384) {
       // Few long rows: a cluster per row, as few CTAs as hold the row in registers (512 threads x 8 vectors).
       const int cl = std::max(2, pow2_at_least((s.max_n + 512 * 8 * per_vec - 1) / (512 * 8 * per_vec), 16));
       v["strategy"] = "cluster";
@@ -158,12 +156,6 @@ class row_softmax_cuda final : public family {
   }
 
  private:
-  static int input_index(const workload_spec& spec, const std::string& name) {
-    for (size_t i = 0; i < spec.inputs.size(); ++i)
-      if (spec.inputs[i].name == name) return static_cast<int>(i);
-    KF_ASSERT(false, "no input {}", name);
-  }
-
   std::string config(const workload_spec& spec, const softmax_graph& g, const knob_values& v) const {
     std::vector<std::string> masks;
     for (auto& st : g.prologue)
