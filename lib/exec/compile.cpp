@@ -108,25 +108,24 @@ std::string arch_number(const std::string& arch) {  // "sm_90a" -> "90a"
 
 }  // namespace
 
-// Candidates share one worker process (dlopen RTLD_LOCAL). GCC makes the function-local statics of templates and
-// inline functions STB_GNU_UNIQUE symbols, which the dynamic linker unifies across every loaded library whatever
-// the flags: a second candidate saw the first one's cached state (found on an H200: a launch cache in
-// group_norm_cuda's team launch skipped the second library's shared-memory opt-in, and its launch failed).
-// -fno-gnu-unique makes them plain weak symbols, and -Bsymbolic binds a candidate's references to its own.
 compiler::compiler(compile_options options) : m_options(std::move(options)) {
   m_nvcc = m_options.nvcc.empty() ? default_nvcc() : m_options.nvcc;
   m_cxx = m_options.cxx.empty() ? default_cxx() : m_options.cxx;
   if (m_options.include_dir.empty()) m_options.include_dir = abi_include_dir();
 }
 
+// Candidates share one worker process (dlopen RTLD_LOCAL). GCC makes the function-local statics of templates and
+// inline functions STB_GNU_UNIQUE symbols, which the dynamic linker unifies across every loaded library whatever
+// the flags: a second candidate saw the first one's cached state (found on an H200: a launch cache in
+// group_norm_cuda's team launch skipped the second library's shared-memory opt-in, and its launch failed).
+// -fno-gnu-unique makes them plain weak symbols, and -Bsymbolic binds a candidate's references to its own.
 std::vector<std::string> compiler::command(const compile_request& req, const std::string& src,
                                            const std::string& out) const {
   std::vector<std::string> cmd;
   if (req.device == device_kind::cuda) {
     std::string n = arch_number(req.arch);
     // -cudart shared: the candidate binds to the libcudart the worker (LibTorch) already loaded, so streams and
-    // the context are shared with the harness. -fno-gnu-unique and -Bsymbolic keep each candidate's globals its
-    // own (see compiler::compiler).
+    // the context are shared with the harness.
     cmd = {m_nvcc, "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC,-fno-gnu-unique", "-Xlinker", "-Bsymbolic",
            "-cudart", "shared", fmt::format("-gencode=arch=compute_{},code=sm_{}", n, n), "-Xptxas", "-v",
            "-I" + m_options.include_dir};

@@ -365,39 +365,37 @@ __global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int te
   }
 }
 
-// The team launch: as many blocks as fit on the device at once (k_team_kb KiB of shared memory each), split into
-// teams. A team takes rows one after another; each round costs its segment's bytes plus a fixed latency (a
-// barrier, the first bytes' round trip: ~32 KB of one SM's share of DRAM bandwidth), so few long rows get big teams
-// and many short rows get many small teams. -1 when the device cannot launch it (the caller falls back to a block
-// per row), 3 on a launch error.
-// The device the kernel was set up for, per vector width. At namespace scope with internal linkage: a template's
-// function-local static would be one object shared by every candidate library in the process (STB_GNU_UNIQUE).
+// The device the team kernel was set up for, per vector width. At namespace scope with internal linkage: a
+// template's function-local static would be one object shared by every candidate library in the process
+// (STB_GNU_UNIQUE).
 struct team_setup {
   int dev = -1, sms = 0, per_sm = 0;
 };
 static team_setup g_team_setup[2];
 
+// The team launch: as many blocks as fit on the device at once (k_team_kb KiB of shared memory each), split into
+// teams. A team takes rows one after another; each round costs its segment's bytes plus a fixed latency (a
+// barrier, the first bytes' round trip: ~32 KB of one SM's share of DRAM bandwidth), so few long rows get big teams
+// and many short rows get many small teams. -1 when the device cannot launch it (the caller falls back to a block
+// per row), 3 on a launch error.
 template <int V>
 int launch_team(norm_args a, cudaStream_t s) {
   team_setup& su = g_team_setup[V == 1 ? 0 : 1];
-  int& dev_cached = su.dev;
-  int& sms = su.sms;
-  int& per_sm = su.per_sm;
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return 3;
   const size_t want = (size_t)k_team_kb * 1024;
-  if (dev != dev_cached) {
+  if (dev != su.dev) {
     int coop = 0;
     if (cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&su.sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
         cudaFuncSetAttribute(team_kernel<V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)want) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, team_kernel<V>, NT, want) != cudaSuccess || !coop) {
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&su.per_sm, team_kernel<V>, NT, want) != cudaSuccess || !coop) {
       cudaGetLastError();
       return -1;
     }
-    dev_cached = dev;
+    su.dev = dev;
   }
-  const int64_t resident = min((int64_t)per_sm * sms, (int64_t)k_team_cap);
+  const int64_t resident = min((int64_t)su.per_sm * su.sms, (int64_t)k_team_cap);
   if (resident < 1) return -1;
   const int64_t es = sizeof(in_t), per_block = (int64_t)want / es;
   const int64_t t_min = (a.n + per_block - 1) / per_block;   // blocks whose shared memory holds a row
@@ -415,17 +413,11 @@ int launch_team(norm_args a, cudaStream_t s) {
   a.seg = ((a.n + tsize - 1) / tsize + V - 1) / V * V;
   const int64_t hold = min(a.seg, per_block / V * V);
   const size_t smem = (size_t)((hold * es + 15) / 16 * 16);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3((unsigned)(teams * tsize));
-  cfg.blockDim = dim3(NT);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeCooperative;  // co-residency guaranteed, or the launch fails: never a hang
-  attr[0].val.cooperative = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, team_kernel<V>, a, (int)tsize, (int)teams, hold) == cudaSuccess ? 0 : 3;
+  cudaLaunchAttribute coop = {};
+  coop.id = cudaLaunchAttributeCooperative;  // co-residency guaranteed, or the launch fails: never a hang
+  coop.val.cooperative = 1;
+  return launch_with(coop, team_kernel<V>, dim3((unsigned)(teams * tsize)), NT, smem, s, a, (int)tsize, (int)teams,
+                     hold);
 }
 
 template <int V>
