@@ -178,6 +178,53 @@ TEST(timing, cold_stops_with_a_converged_hot_series_when_asked) {
   EXPECT_LT(f[0].cold.samples_us.size(), r[0].cold.samples_us.size());
 }
 
+// A race against a known time: a slower implementation stops at min_samples instead of running to its timeout;
+// one within the margin, or faster, keeps going until it converges.
+TEST(timing, an_implementation_that_lost_the_race_stops_at_min_samples) {
+  timing_options o = quick();
+  o.stopping.timeout_s = 0.5;
+  o.race_s = 10e-6;
+  fake_sampler s;
+  s.durations = {{"slow", 11e-6}, {"close", 10.1e-6}, {"fast", 9e-6}};
+  o.stopping.min_seconds = 1e9;  // nothing converges: without the race everything runs to the timeout
+  auto r = time_interleaved(s, {make_impl(s, "slow"), make_impl(s, "close"), make_impl(s, "fast")}, o,
+                            [&] { return s.clock; });
+  EXPECT_EQ(r[0].cold.stop, "lost_race");
+  EXPECT_EQ(r[0].cold.samples_us.size(), 10u);
+  EXPECT_DOUBLE_EQ(r[0].cold.summary().median, 11);  // still a time for the tree, from min_samples
+  EXPECT_EQ(r[1].cold.stop, "timed_out");  // 1 % slower is inside the 3 % margin: a contender
+  EXPECT_EQ(r[2].cold.stop, "timed_out");
+  EXPECT_GT(r[2].cold.samples_us.size(), 10u);
+
+  // Judged on hot samples: the hot series decides, and both series stop.
+  timing_options h = quick(hot_mode::always);
+  h.stopping.timeout_s = 0.5;
+  h.stopping.min_seconds = 1e9;  // neither series can converge
+  h.race_s = 4e-6;
+  h.race_hot = true;
+  fake_sampler hs;
+  hs.durations = {{"slow", 5e-6}};
+  hs.cold_jitter = 0.3;
+  auto hr = time_interleaved(hs, {make_impl(hs, "slow")}, h, [&] { return hs.clock; });
+  ASSERT_TRUE(hr[0].hot.has_value());
+  EXPECT_EQ(hr[0].hot->stop, "lost_race");
+  EXPECT_EQ(hr[0].cold.stop, "lost_race");
+  EXPECT_EQ(hr[0].hot->samples_us.size(), 10u);
+}
+
+TEST(timing, race_of_a_case_from_the_stopping_object) {
+  nlohmann::json j = {{"min_samples", 5}, {"race", {{"N=1", {{"us", 12.5}, {"hot", true}}}}}};
+  timing_options base = timing_options_from_json(j);
+  EXPECT_EQ(base.race_s, 0);  // no case picked yet
+  timing_options c = race_for(base, j, "N=1");
+  EXPECT_DOUBLE_EQ(c.race_s, 12.5e-6);
+  EXPECT_TRUE(c.race_hot);
+  EXPECT_EQ(c.stopping.min_samples, 5);
+  EXPECT_EQ(race_for(base, j, "N=2").race_s, 0);
+  EXPECT_THROW(timing_options_from_json({{"race", 3}}), std::invalid_argument);
+  EXPECT_THROW(race_for(base, {{"race", {{"N=1", {{"us", "fast"}}}}}}, "N=1"), std::invalid_argument);
+}
+
 TEST(timing, options_from_json) {
   timing_options o = timing_options_from_json(
       {{"min_samples", 3}, {"max_noise", 0.02}, {"min_seconds", 0.1}, {"timeout_s", 5}, {"hot", "auto"}});

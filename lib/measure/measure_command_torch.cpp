@@ -203,8 +203,16 @@ nlohmann::json measure_command(const nlohmann::json& request, worker_context& ct
   }
 
   nlohmann::json results = nlohmann::json::array(), floors = nlohmann::json::object();
-  for (const case_spec* c : cases_to_time(spec, request.value("cases", nlohmann::json::array())))
-    for (auto& r : measure_case(spec, *c, impls, options, seed, st, ctx, floors)) results.push_back(std::move(r));
+  const nlohmann::json stopping = request.value("stopping", nlohmann::json());
+  for (const case_spec* c : cases_to_time(spec, request.value("cases", nlohmann::json::array()))) {
+    measure::timing_options co;
+    try {
+      co = measure::race_for(options, stopping, c->name);
+    } catch (const std::invalid_argument& e) {
+      throw user_error(std::string("measure: ") + e.what());
+    }
+    for (auto& r : measure_case(spec, *c, impls, co, seed, st, ctx, floors)) results.push_back(std::move(r));
+  }
 
   nlohmann::json env = worker_env(ctx);
   env.update(st.sampler->environment());

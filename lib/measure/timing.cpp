@@ -38,6 +38,8 @@ timing_options timing_options_from_json(const nlohmann::json& j) {
       throw std::invalid_argument("stopping.cold_follows_hot: expected true or false, got " + j["cold_follows_hot"].dump());
     o.cold_follows_hot = j["cold_follows_hot"].get<bool>();
   }
+  if (j.contains("race") && !j["race"].is_object())
+    throw std::invalid_argument("stopping.race: expected an object of case names, got " + j["race"].dump());
   if (j.contains("hot")) {
     const auto& h = j["hot"];
     if (h.is_boolean()) o.hot = h.get<bool>() ? hot_mode::always : hot_mode::never;
@@ -45,6 +47,19 @@ timing_options timing_options_from_json(const nlohmann::json& j) {
     else throw std::invalid_argument("stopping.hot: expected true, false or \"auto\", got " + h.dump());
   }
   return o;
+}
+
+timing_options race_for(timing_options options, const nlohmann::json& j, const std::string& case_name) {
+  if (!j.is_object() || !j.contains("race") || !j["race"].contains(case_name)) return options;
+  const auto& r = j["race"][case_name];
+  if (!r.is_object() || !r.contains("us") || !r["us"].is_number() || r["us"].get<double>() < 0 ||
+      (r.contains("hot") && !r["hot"].is_boolean()))
+    throw std::invalid_argument(
+        fmt::format("stopping.race.{}: expected {{\"us\": a number >= 0, \"hot\": true or false}}, got {}", case_name,
+                    r.dump()));
+  options.race_s = r["us"].get<double>() * 1e-6;
+  options.race_hot = r.value("hot", false);
+  return options;
 }
 
 namespace {
@@ -138,6 +153,18 @@ std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_im
     st.hot->out = &*st.result->hot;
   };
 
+  // The judged series is in (min_samples) and even its lower quartile is slower than the race: stop both.
+  auto race = [&](impl_state& st) {
+    track* judged = options.race_hot ? (st.hot ? &*st.hot : nullptr) : &st.cold;
+    if (!judged) return;
+    const auto& us = judged->out->samples_us;
+    if (static_cast<int>(us.size()) < options.stopping.min_samples ||
+        stats::summarize(us).q1 <= options.race_s * 1e6 * (1 + k_race_margin))
+      return;
+    for (track* t : {&st.cold, st.hot ? &*st.hot : nullptr})
+      if (t && !t->done) t->done = true, t->out->stop = "lost_race";
+  };
+
   const double t0 = now();
   for (;;) {
     bool any = false;
@@ -165,6 +192,7 @@ std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_im
         st.cold.done = true;
         st.result->cold.stop = "follows_hot";
       }
+      if (options.race_s > 0) race(st);
       if (!st.hot_decided && st.cold.done) {  // never got a kept cold sample before stopping
         st.hot_decided = true;
         if (st.result->hot_skipped.empty()) st.result->hot_skipped = "no kept cold sample to size the hot loop";

@@ -23,18 +23,28 @@ struct timing_options {
   // The cold series stops once the hot one converged and it has min_samples (stop "follows_hot"): for callers
   // that compare hot samples only (the search, when every baseline of a case is hot).
   bool cold_follows_hot = false;
+  // A race against the fastest time known for the case (per launch, in seconds; 0: no race): once the judged
+  // series (hot samples when race_hot, else cold) has min_samples and its lower quartile is above
+  // race_s x (1 + k_race_margin), the implementation cannot be the fastest, and its series stop (stop
+  // "lost_race") instead of converging. For the search, which needs precise numbers only for contenders.
+  double race_s = 0;
+  bool race_hot = false;
 };
+inline constexpr double k_race_margin = 0.03;
 
 // Reads the protocol's `stopping` object ({min_samples, max_noise, min_seconds, timeout_s, hot,
-// cold_follows_hot}); absent fields keep their defaults; `hot` is true, false or "auto". Throws
-// std::invalid_argument on a bad field.
+// cold_follows_hot, race}); absent fields keep their defaults; `hot` is true, false or "auto". `race` maps case
+// names to {"us": fastest known, "hot": judged on hot samples}; the caller picks a case's with race_for.
+// Throws std::invalid_argument on a bad field.
 timing_options timing_options_from_json(const nlohmann::json& j);
+// `options` with the race of case `case_name` from the stopping object `j` (unchanged when it names none).
+timing_options race_for(timing_options options, const nlohmann::json& j, const std::string& case_name);
 
 struct sample_set {
   std::vector<double> samples_us;  // kept samples, in order, per launch
   int discarded = 0;               // samples dropped for a low SM clock
   int launches_per_sample = 1;     // hot: launches in one timed pass
-  std::string stop;                // converged | timed_out | failed | follows_hot
+  std::string stop;                // converged | timed_out | failed | follows_hot | lost_race
   double sm_clock_min_mhz = 0, sm_clock_max_mhz = 0;  // over all samples (0: unknown)
   stats::summary summary() const { return stats::summarize(samples_us); }
 };

@@ -144,7 +144,7 @@ bool worker_evaluator::verify(const compile_result& cr, const std::vector<std::s
 }
 
 bool worker_evaluator::measure(const compile_result& cr, const nlohmann::json& stopping, eval_result& r,
-                               const char* stage) {
+                               const char* stage, bool race) {
   // When every gated case is judged on hot samples, the cold ones need not converge (only their count matters).
   nlohmann::json stop = stopping;
   const bool all_hot = !m_case_hot.empty() && std::all_of(m_gated.begin(), m_gated.end(), [&](const std::string& c) {
@@ -152,6 +152,8 @@ bool worker_evaluator::measure(const compile_result& cr, const nlohmann::json& s
     return it != m_case_hot.end() && it->second;
   });
   if (all_hot) stop["cold_follows_hot"] = true;
+  if (race && m_options.race)
+    for (auto& [c, us] : m_fastest_us) stop["race"][c] = {{"us", us}, {"hot", m_case_hot.count(c) && m_case_hot.at(c)}};
   nlohmann::json req = {{"cmd", "measure"}, {"spec", m_spec_json},
                         {"impls", {{{"kind", "kernel"}, {"name", "candidate"}, {"so", cr.so_path}}}},
                         {"cases", m_gated}, {"stopping", stop}};
@@ -169,6 +171,8 @@ bool worker_evaluator::measure(const compile_result& cr, const nlohmann::json& s
       double t = result_us(res, &kind, hot == m_case_hot.end() || hot->second);
       if (!std::isfinite(t) || t <= 0) continue;
       r.case_us[c] = t;
+      const std::string judged = hot == m_case_hot.end() || hot->second ? "hot" : "cold";
+      if (res.contains(judged) && res[judged].value("stop", "") == "lost_race") e.detail["lost_race"].push_back(c);
       for (const char* k : {"cold", "hot"}) {
         auto s = samples(res.value(k, nlohmann::json()));
         if (!s.empty()) e.samples.push_back({"candidate", res.value("case", "?"), k, s});
@@ -182,6 +186,11 @@ bool worker_evaluator::measure(const compile_result& cr, const nlohmann::json& s
   }
   e.ok = r.case_us.size() == m_gated.size();
   if (!e.ok && r.detail.empty()) r.detail = "not every gated case was timed";
+  if (e.ok && std::string_view(stage) == "measure")  // a full measurement: the times later candidates race
+    for (auto& [c, us] : r.case_us) {
+      auto [it, fresh] = m_fastest_us.try_emplace(c, us);
+      if (!fresh) it->second = std::min(it->second, us);
+    }
   e.detail["case_us"] = r.case_us;
   r.stages.push_back(std::move(e));
   // A kernel that verified but crashes or errs while timed is not a winner either.
@@ -217,7 +226,7 @@ eval_result worker_evaluator::after_compile(const candidate& c, const compile_re
   r.results["screen_us"] = r.case_us;
   if (!(geomean_us(r.case_us) < full_below_us)) return r;
   if (!verify(cr, m_all, r, "verify", m_options.seeds)) return r;
-  if (!measure(cr, m_options.full_stopping, r, "measure")) return r;
+  if (!measure(cr, m_options.full_stopping, r, "measure", true)) return r;
   r.status = node_status::measured;
   return r;
 }

@@ -32,6 +32,9 @@ struct worker_evaluator_options {
   // kernel reaches only after ~150 000 cold samples.
   nlohmann::json screen_stopping = {{"min_samples", 10}, {"max_noise", 0.03}, {"min_seconds", 0.001}, {"timeout_s", 0.3}};
   nlohmann::json full_stopping = {{"min_samples", 20}, {"max_noise", 0.01}, {"min_seconds", 0.01}, {"timeout_s", 1.0}};
+  // The full stage races each case against the fastest candidate measured so far: a candidate whose lower
+  // quartile is 3 % slower after min_samples stops there (measure/timing.h); contenders still converge.
+  bool race = true;
 };
 
 class worker_evaluator final : public evaluator {
@@ -61,8 +64,10 @@ class worker_evaluator final : public evaluator {
   bool scan(const candidate& c, eval_result& r);
   // Runs verify; false (with the stage recorded and r set to verify_failed) when it does not pass.
   bool verify(const compile_result& cr, const std::vector<std::string>& cases, eval_result& r, const char* stage, int seeds);
-  // Runs measure of the kernel on the gated cases; false when it could not be timed.
-  bool measure(const compile_result& cr, const nlohmann::json& stopping, eval_result& r, const char* stage);
+  // Runs measure of the kernel on the gated cases; false when it could not be timed. `race`: against the
+  // fastest times measured so far (m_fastest_us), which a full measurement updates.
+  bool measure(const compile_result& cr, const nlohmann::json& stopping, eval_result& r, const char* stage,
+               bool race = false);
   worker_outcome request(nlohmann::json req, std::chrono::seconds timeout);
 
   const workload_spec& m_spec;
@@ -74,6 +79,7 @@ class worker_evaluator final : public evaluator {
   std::vector<std::string> m_gated, m_all;
   nlohmann::json m_env;
   std::map<std::string, double> m_verify_steps;
+  std::map<std::string, double> m_fastest_us;  // per gated case: the fastest full measurement of a candidate
 };
 
 }  // namespace kf
