@@ -24,7 +24,7 @@ const family& cuda_family(const std::string& name) {
 }
 
 // Knob sets in which knob k takes values[i % n_k] in set i, so that every value of every knob appears; a set
-// the family rejects is repaired by resetting knobs to the default, one at a time.
+// the family rejects is repaired by resetting knobs to the default, one at a time from the last.
 std::vector<knob_values> covering_sets(const family& f, const workload_spec& spec) {
   auto ks = f.knobs();
   size_t most = 0;
@@ -34,9 +34,9 @@ std::vector<knob_values> covering_sets(const family& f, const workload_spec& spe
   for (size_t i = 0; i < most; ++i) {
     knob_values v;
     for (auto& k : ks) v[k.name] = k.values[i % k.values.size()];
-    for (auto& k : ks) {
+    for (auto k = ks.rbegin(); k != ks.rend(); ++k) {  // the first knobs (strategies) are kept longest
       if (f.valid(v, spec, nullptr)) break;
-      v[k.name] = def.at(k.name);
+      v[k->name] = def.at(k->name);
     }
     if (f.valid(v, spec, nullptr)) out.push_back(v);
   }
@@ -81,6 +81,11 @@ std::vector<family_case> cases() {
   for (auto t : {dtype::float32, dtype::float64, dtype::bfloat16})
     out.back().extra.push_back(
         {pool_spec("contiguous", t), {{"small_threads", "64"}, {"small_direct", "2"}, {"small_tpp", "8"}}});
+  // group_norm_cuda's stream strategy on further graphs and item sizes.
+  auto& gn = out[1].extra;
+  gn.push_back({group_norm_spec(), {{"strategy", "stream"}, {"seg_kb", "8"}, {"lag_mb", "16"}, {"stats", "sumsq"}}});
+  gn.push_back({row_norm_spec(true), {{"strategy", "stream"}, {"seg_kb", "64"}, {"lag_mb", "1"}, {"threads", "1024"}}});
+  gn.push_back({group_norm_spec(false, dtype::float32), {{"strategy", "stream"}, {"seg_kb", "16"}, {"vec", "1"}}});
   // Each seed workload's default joins its family's translation unit.
   for (auto& s : seeds())
     for (auto* f : covering_families(s, device_kind::cuda))
@@ -137,11 +142,11 @@ TEST(families_cuda, defaults_are_valid_and_follow_the_shape) {
   EXPECT_EQ(v.at("strategy"), "cluster");
   EXPECT_EQ(v.at("cluster"), "8");
   EXPECT_EQ(cuda_family("row_softmax_cuda").default_variant(test::softmax_spec(false, false, 4)).at("strategy"), "warp");
-  // A GroupNorm of 32 big groups (SD3.5 VAE) gives each group a team of blocks.
+  // A GroupNorm of 32 big groups (SD3.5 VAE) streams segments of them, the apply step trailing the statistics.
   auto gn = test::group_norm_spec();
   gn.inputs[0].shape = {test::lit(1), test::lit(32), test::lit(512), test::lit(512)};
   gn.cases = {test::make_case({}, true)};
-  EXPECT_EQ(cuda_family("group_norm_cuda").default_variant(gn).at("strategy"), "team");
+  EXPECT_EQ(cuda_family("group_norm_cuda").default_variant(gn).at("strategy"), "stream");
 }
 
 TEST(families_cuda, valid_rejects_impossible_combinations) {
@@ -166,6 +171,8 @@ TEST(families_cuda, valid_rejects_impossible_combinations) {
   EXPECT_FALSE(gn.valid(g, test::group_norm_spec(), &why));
   EXPECT_NE(why.find("twopass"), std::string::npos) << why;
   g["strategy"] = "team";  // the team's blocks meet once per row: one-pass statistics only
+  EXPECT_FALSE(gn.valid(g, test::group_norm_spec(), &why));
+  g["strategy"] = "stream";  // so do the stream's statistics items
   EXPECT_FALSE(gn.valid(g, test::group_norm_spec(), &why));
   g["stats"] = "shifted";
   EXPECT_TRUE(gn.valid(g, test::group_norm_spec(), &why)) << why;

@@ -4,8 +4,9 @@
 // blocks per row writing partials to a fixed device buffer, then an apply kernel (optionally in reverse block
 // order, to start on what is still in L2), or `team`: co-resident blocks (a cooperative launch), a team of them
 // per row, each keeping its segment of the row in shared memory from the statistics to the apply step, so rows
-// far larger than one SM still read x from DRAM once. Statistics: sums shifted by the row's first element, plain
-// sums, or two passes.
+// far larger than one SM still read x from DRAM once, or `stream`: statistics and apply items over segments in
+// ticket order, the apply step a few MiB behind the statistics so it reads x back from L2. Statistics: sums
+// shifted by the row's first element, plain sums, or two passes.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -46,7 +47,7 @@ class group_norm_cuda final : public family {
 
   std::vector<knob> knobs() const override {
     return {
-        {"strategy", {"warp", "block", "cluster", "split", "team"}, "threads per row (a group or a normalized slice)"},
+        {"strategy", {"warp", "block", "cluster", "split", "team", "stream"}, "threads per row (a group or a normalized slice)"},
         {"threads", {"64", "128", "256", "512", "1024"}, "threads per block"},
         {"vec", {"1", "2", "4", "8"}, "elements per access (16-byte loads at 8 x 16-bit)"},
         {"chunks", {"1", "2", "4", "8", "16"}, "vectors per thread kept in registers (the row cache)"},
@@ -56,6 +57,9 @@ class group_norm_cuda final : public family {
         {"reverse", {"0", "1"}, "strategy=split: apply pass in reverse order (L2 hits)"},
         {"team_kb", {"48", "96", "144", "192", "224"},
          "strategy=team: KiB of shared memory per block holding its segment (fewer KiB: more blocks per SM)"},
+        {"seg_kb", {"8", "16", "32", "64"}, "strategy=stream: KiB of x per work item"},
+        {"lag_mb", {"1", "2", "4", "8", "16"},
+         "strategy=stream: MiB by which the apply step trails the statistics, past a row and the grid (x stays in L2)"},
         {"unroll", {"1", "2", "4"}, "unrolling of the streaming loops"},
         {"stream_store", {"0", "1"}, "evict-first stores of the output (keeps x in L2)"},
     };
@@ -64,7 +68,8 @@ class group_norm_cuda final : public family {
   knob_values default_variant(const workload_spec& spec) const override {
     knob_values v{{"strategy", "block"}, {"threads", "512"}, {"vec", "8"},     {"chunks", "4"},
                   {"cluster", "8"},      {"splits", "64"},   {"stats", "shifted"}, {"reverse", "1"},
-                  {"team_kb", "192"},   {"unroll", "2"},     {"stream_store", "1"}};
+                  {"team_kb", "192"},   {"seg_kb", "32"},      {"lag_mb", "4"},
+                  {"unroll", "2"},       {"stream_store", "1"}};
     auto g = match_norm(spec, nullptr);
     if (!g) return v;
     const int vec = std::max<int>(1, std::min<int>(8, static_cast<int>(16 / dtype_size(g->in_type))));
@@ -102,11 +107,13 @@ class group_norm_cuda final : public family {
       v["threads"] = max_n <= 4096 ? "256" : "512";
       v["chunks"] = std::to_string(chunks_for(max_n, std::stoi(v["threads"])));
     } else {
-      // Few or long rows: a team of co-resident blocks per row, each holding its segment in shared memory, so
-      // x is read from DRAM once (split, the runner-up, reads it twice when the tensor is larger than L2; a
-      // cluster per row measured slower on an H200: 16-CTA clusters schedule a few at a time).
-      v["strategy"] = "team";
-      v["threads"] = "512";
+      // Few or long rows: segments of the rows in ticket order, the apply step trailing the statistics by a few
+      // MiB so x comes back from L2 (DRAM sees it once, as with `team`, which holds it in shared memory but
+      // serializes load, barrier and store; split reads it twice when the tensor is larger than L2; a cluster per
+      // row measured slower on an H200: 16-CTA clusters schedule a few at a time).
+      v["strategy"] = "stream";
+      v["threads"] = "256";
+      v["unroll"] = "4";
       const int splits = pow2_at_least((512 + min_rows - 1) / std::max<int64_t>(min_rows, 1), 256);
       v["splits"] = std::to_string(std::max(splits, 8));
     }
@@ -123,7 +130,8 @@ class group_norm_cuda final : public family {
     (void)spec;
     if (knob_int(v, "chunks") * knob_int(v, "vec") > 64)
       return fail("chunks x vec > 64 floats per thread would spill registers");
-    if ((v.at("strategy") == "split" || v.at("strategy") == "team") && v.at("stats") == "twopass")
+    const auto& st = v.at("strategy");
+    if ((st == "split" || st == "team" || st == "stream") && v.at("stats") == "twopass")
       return fail("strategy=" + v.at("strategy") + " accumulates in one pass: stats=shifted or sumsq, not twopass");
     if (v.at("strategy") == "cluster" && knob_int(v, "threads") < 128)
       return fail("strategy=cluster wants at least 128 threads per CTA");
@@ -139,7 +147,9 @@ class group_norm_cuda final : public family {
     if (st != "cluster") shown.erase("cluster");
     if (st != "split") shown.erase("splits"), shown.erase("reverse");
     if (st != "team") shown.erase("team_kb");
-    return cuda_emit::prelude(name(), shown, g->describe()) + config(spec, *g, v) + group_norm_cuda_body() +
+    if (st != "stream") shown.erase("seg_kb"), shown.erase("lag_mb");
+    return cuda_emit::prelude(name(), shown, g->describe()) + config(spec, *g, v) + group_norm_cuda_rows() +
+           group_norm_cuda_grid() + group_norm_cuda_launch() +
            cuda_emit::epilogue();
   }
 
@@ -164,11 +174,12 @@ class group_norm_cuda final : public family {
                      cuda_emit::c_type(g.in_type), cuda_emit::c_type(g.out_type),
                      has_w ? cuda_emit::c_type(g.weight_type) : "float", has_b ? cuda_emit::c_type(g.bias_type) : "float");
     s += fmt::format(
-        "constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_split = 3, s_team = 4;\n"
+        "constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_split = 3, s_team = 4, s_stream = 5;\n"
         "constexpr int st_shifted = 0, st_sumsq = 1, st_twopass = 2;\n"
         "constexpr int k_strategy = s_{};\nconstexpr int k_stats = st_{};\n"
         "constexpr int NT = {};\nconstexpr int k_vec = {};\nconstexpr int k_chunks = {};\nconstexpr int k_cluster = {};\n"
         "constexpr int k_splits = {};\nconstexpr bool k_reverse = {};\nconstexpr int k_team_kb = {};\n"
+        "constexpr int k_seg_kb = {};\nconstexpr int k_lag_mb = {};\n"
         "constexpr int k_unroll = {};\n"
         "constexpr bool k_stream_store = {};\n"
         "constexpr bool k_group = {};\nconstexpr bool k_rms = {};\nconstexpr int k_num_groups = {};\n"
@@ -177,7 +188,7 @@ class group_norm_cuda final : public family {
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\nconstexpr int k_w_input = {};\n"
         "constexpr int k_b_input = {};\n",
         v.at("strategy"), v.at("stats"), v.at("threads"), v.at("vec"), v.at("chunks"), v.at("cluster"),
-        v.at("splits"), v.at("reverse") == "1", v.at("team_kb"), v.at("unroll"), v.at("stream_store") == "1", group,
+        v.at("splits"), v.at("reverse") == "1", v.at("team_kb"), v.at("seg_kb"), v.at("lag_mb"), v.at("unroll"), v.at("stream_store") == "1", group,
         g.what == norm_graph::kind::rms_norm, g.num_groups, g.normalized_dims, cuda_emit::float_literal(g.eps), has_w,
         has_b, spec.inputs.size(), input_index(spec, g.input), has_w ? input_index(spec, g.weight) : -1,
         has_b ? input_index(spec, g.bias) : -1);
@@ -189,7 +200,7 @@ struct norm_args {
   out_t* y;
   int64_t rows, n;          // rows of n elements: (sample, group) pairs, or normalized slices
   int64_t groups, cpg, hw;  // GroupNorm: groups, channels per group, elements per channel
-  int64_t seg;              // cluster / split: elements per CTA
+  int64_t seg;              // cluster / split / team / stream: elements per CTA or work item
   int splits;
   float eps;
 };

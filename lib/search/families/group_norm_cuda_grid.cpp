@@ -1,0 +1,412 @@
+// The group_norm_cuda kernels that span the grid, each reading x from DRAM once however long a row is:
+// `team` (co-resident blocks per row, the row held in shared memory, one cooperative launch) and `stream` (the
+// apply step trailing the statistics by a few MiB, reading x back from L2, blocks taking work in ticket order).
+// Emitted after the per-row kernels (group_norm_cuda_body.cpp), whose statistics helpers they use.
+#include "search/families/group_norm_cuda_body.h"
+
+namespace kf {
+
+const char* group_norm_cuda_grid() {
+  return R"CUDA(
+// ---- team: co-resident blocks (one cooperative launch), `tsize` of them per row. Each block keeps the first
+// `hold` elements of its segment in shared memory from the statistics to the apply step, so a row far larger than
+// one SM is read from DRAM once; the blocks of a team meet at a barrier in global memory once per row. ----
+constexpr int k_team_cap = 8192;  // blocks of one launch
+__device__ f3 g_team_part[2][k_team_cap];        // partial records by row parity: a block is at most one row ahead
+__device__ unsigned g_team_arrived[k_team_cap];  // per team: arrivals, counting up across its rows
+__device__ unsigned g_team_left[k_team_cap];     // per team: blocks done; the last resets both for the next launch
+
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Loads V elements of x, keeps a raw copy at `kept` (shared memory) and returns them as floats (before the prologue).
+template <int V>
+__device__ __forceinline__ void load_keep(const in_t* src, in_t* kept, float* x) {
+  constexpr int B = V * (int)sizeof(in_t);
+  if constexpr (B > 16) {
+    load_keep<V / 2>(src, kept, x);
+    load_keep<V / 2>(src + V / 2, kept + V / 2, x + V / 2);
+  } else if constexpr (V == 1) {
+    const in_t r = *src;
+    *kept = r;
+    x[0] = to_f(r);
+  } else {
+    using R = typename raw_bits<B>::type;
+    const R r = *reinterpret_cast<const R*>(src);
+    *reinterpret_cast<R*>(kept) = r;
+    const in_t* t = reinterpret_cast<const in_t*>(&r);
+#pragma unroll
+    for (int v = 0; v < V; ++v) x[v] = to_f(t[v]);
+  }
+}
+
+// ---- the Hopper bulk copy (TMA, 1-D): global -> shared memory, completion counted in bytes on an mbarrier ----
+__device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void mbar_init(uint64_t* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_expect(uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
+  asm volatile(
+      "{\n .reg .pred p;\n waiting:\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      " @!p bra waiting;\n}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   smem_addr(dst)),
+               "l"(src), "r"(bytes), "r"(smem_addr(bar))
+               : "memory");
+}
+
+// The kept part of a segment arrives in up to k_team_parts bulk copies, each with its own mbarrier, so the
+// statistics start on the first part while the others are still in flight.
+constexpr int k_team_parts = 8;
+
+template <int V>
+__global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int teams, int64_t hold) {
+  extern __shared__ __align__(128) unsigned char team_smem[];
+  in_t* kept = reinterpret_cast<in_t*>(team_smem);
+  __shared__ f3 scratch[NT / 32];
+  __shared__ float2 row_stats;
+  __shared__ __align__(8) uint64_t bars[k_team_parts];
+  const int team = blockIdx.x / tsize, b = blockIdx.x % tsize;
+  const int64_t lo = min(a.n, (int64_t)b * a.seg), hi = min(a.n, lo + a.seg), kept_hi = min(hi, lo + hold);
+  // Bulk copies move 16-byte units between 16-byte aligned addresses: whole vectors of V elements when V
+  // elements are 16 bytes (the launch checked x's alignment and n % V for this V).
+  constexpr bool k_bulk = V * sizeof(in_t) == 16;
+  const int64_t kept_n = kept_hi - lo;
+  const int parts = (int)min((int64_t)k_team_parts, max((int64_t)1, kept_n * (int64_t)sizeof(in_t) / 16384));
+  const int64_t part_n = ((kept_n + parts - 1) / parts + V - 1) / V * V;
+  if (k_bulk && threadIdx.x == 0) {
+    for (int p = 0; p < k_team_parts; ++p) mbar_init(&bars[p]);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  unsigned round = 0;
+  for (int64_t row = team; row < a.rows; row += teams, ++round) {
+    const int64_t base = row * a.n;
+    moments mo;
+    mo.shift = row_shift<V>(a, base);
+    if constexpr (k_bulk) {
+      __syncthreads();  // every thread is done reading the previous row's kept part
+      if (threadIdx.x == 0 && kept_n > 0) {
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        for (int p = 0; p < parts; ++p) {
+          const int64_t p_lo = min(kept_n, (int64_t)p * part_n), p_n = min(kept_n, p_lo + part_n) - p_lo;
+          const unsigned bytes = (unsigned)(p_n * (int64_t)sizeof(in_t));
+          mbar_expect(&bars[p], bytes);
+          if (bytes) bulk_load(kept + p_lo, a.x + base + lo + p_lo, bytes, &bars[p]);
+        }
+      }
+      for (int p = 0; p < parts && kept_n > 0; ++p) {
+        const int64_t p_lo = min(kept_n, (int64_t)p * part_n), p_hi = min(kept_n, p_lo + part_n);
+        mbar_wait(&bars[p], round & 1);
+#pragma unroll k_unroll
+        for (int64_t j = p_lo + (int64_t)threadIdx.x * V; j < p_hi; j += (int64_t)NT * V) {
+          float x[V];
+          load_vec<in_t, V>(kept + j, x);
+          prologue_x<V>(x);
+          mo.add<V>(x);
+        }
+      }
+    } else {
+#pragma unroll k_unroll
+      for (int64_t i = lo + (int64_t)threadIdx.x * V; i < kept_hi; i += (int64_t)NT * V) {
+        float x[V];
+        load_keep<V>(a.x + base + i, kept + (i - lo), x);
+        prologue_x<V>(x);
+        mo.add<V>(x);
+      }
+    }
+    // What does not fit in shared memory is read twice (the second time likely from L2).
+#pragma unroll k_unroll
+    for (int64_t i = kept_hi + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
+      float x[V];
+      load_x<V>(a, base + i, x);
+      mo.add<V>(x);
+    }
+    const f3 t = block_reduce<NT>(mo.record(), comb_add, scratch);
+    if (threadIdx.x == 0) {
+      g_team_part[round & 1][blockIdx.x] = t;
+      __threadfence();
+      atomicAdd(&g_team_arrived[team], 1u);
+      const unsigned target = (round + 1) * (unsigned)tsize;
+      while ((int)(ld_acquire(&g_team_arrived[team]) - target) < 0) __nanosleep(32);
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) {  // the row's statistics from the team's records (read from L2, not L1)
+      f3 p{0.f, 0.f, 0.f};
+      for (int j = threadIdx.x; j < tsize; j += 32) {
+        const f3* q = &g_team_part[round & 1][team * tsize + j];
+        p = comb_add(p, f3{__ldcg(&q->a), __ldcg(&q->b), __ldcg(&q->c)});
+      }
+      p = warp_reduce(p, comb_add);
+      if (threadIdx.x == 0) row_stats = finish_stats(p, mo.shift, a.eps);
+    }
+    __syncthreads();
+    const float2 mr = row_stats;  // rewritten only after the next row's block_reduce, which every thread reaches
+#pragma unroll k_unroll
+    for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
+      float x[V];  // the kept part is complete: every thread waited for it (bulk) or wrote its own (else)
+      if (i < kept_hi) load_vec<in_t, V>(kept + (i - lo), x), prologue_x<V>(x);
+      else load_x<V>(a, base + i, x);
+      apply<V>(a, row, i, mr.x, mr.y, x);
+      store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
+    }
+  }
+  if (threadIdx.x == 0) {  // every block of the team is past its last barrier once all have counted themselves out
+    __threadfence();
+    if (atomicAdd(&g_team_left[team], 1u) == (unsigned)tsize - 1) {
+      g_team_arrived[team] = 0;
+      g_team_left[team] = 0;
+      __threadfence();
+    }
+  }
+}
+
+// The device the team kernel was set up for, per vector width. At namespace scope with internal linkage: a
+// template's function-local static would be one object shared by every candidate library in the process
+// (STB_GNU_UNIQUE).
+struct team_setup {
+  int dev = -1, sms = 0, per_sm = 0;
+};
+static team_setup g_team_setup[2];
+
+// The team launch: as many blocks as fit on the device at once (k_team_kb KiB of shared memory each), split into
+// teams. A team takes rows one after another; each round costs its segment's bytes plus a fixed latency (a
+// barrier, the first bytes' round trip: ~32 KB of one SM's share of DRAM bandwidth), so few long rows get big teams
+// and many short rows get many small teams. -1 when the device cannot launch it (the caller falls back to a block
+// per row), 3 on a launch error.
+template <int V>
+int launch_team(norm_args a, cudaStream_t s) {
+  team_setup& su = g_team_setup[V == 1 ? 0 : 1];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 3;
+  const size_t want = (size_t)k_team_kb * 1024;
+  if (dev != su.dev) {
+    int coop = 0;
+    if (cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&su.sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaFuncSetAttribute(team_kernel<V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)want) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&su.per_sm, team_kernel<V>, NT, want) != cudaSuccess || !coop) {
+      cudaGetLastError();
+      return -1;
+    }
+    su.dev = dev;
+  }
+  const int64_t resident = min((int64_t)su.per_sm * su.sms, (int64_t)k_team_cap);
+  if (resident < 1) return -1;
+  const int64_t es = sizeof(in_t), per_block = (int64_t)want / es;
+  const int64_t t_min = (a.n + per_block - 1) / per_block;   // blocks whose shared memory holds a row
+  const int64_t t_max = max((int64_t)1, (a.n + (int64_t)NT * V - 1) / ((int64_t)NT * V));  // a vector per thread
+  int64_t teams = 1;
+  double best = 0.0;
+  for (int64_t k = 1; k <= min(a.rows, resident); ++k) {
+    const int64_t t = min(resident / k, t_max);
+    if (t < min(t_min, t_max)) break;
+    const double rounds = (double)((a.rows + k - 1) / k), seg_bytes = (double)((a.n + t - 1) / t * es);
+    const double cost = rounds * (seg_bytes + 32768.0);
+    if (k == 1 || cost < best * (1.0 - 1e-9)) best = cost, teams = k;
+  }
+  const int64_t tsize = min(resident / teams, t_max);
+  a.seg = ((a.n + tsize - 1) / tsize + V - 1) / V * V;
+  const int64_t hold = min(a.seg, per_block / V * V);
+  const size_t smem = (size_t)((hold * es + 15) / 16 * 16);
+  cudaLaunchAttribute coop = {};
+  coop.id = cudaLaunchAttributeCooperative;  // co-residency guaranteed, or the launch fails: never a hang
+  coop.val.cooperative = 1;
+  return launch_with(coop, team_kernel<V>, dim3((unsigned)(teams * tsize)), NT, smem, s, a, (int)tsize, (int)teams,
+                     hold);
+}
+
+// ---- stream: the row cut into segments of k_seg_kb KiB; a statistics item per segment, then an apply item per
+// segment trailing the statistics by `lag` segments (a row, the grid, plus k_lag_mb MiB), so the apply step reads x
+// back from L2 and DRAM sees x once. Blocks take items in ticket order from one counter: statistics items never
+// wait, an apply item waits only for its row's statistics, whose items all hold earlier tickets. A block holds its
+// current ticket and the next one (fetched, and its segment's bulk copy started, while the current item runs); a
+// held ticket is always later than its holder's current one, so the earliest current item never waits on an
+// unfinished ticket: the launch cannot hang whatever the grid or the scheduler. The row's last statistics item
+// finishes the row's (mean, rstd) for its apply items; the last block out resets the counters for the next launch.
+__device__ float2 g_row_mr[k_part_cap];
+__device__ unsigned g_row_done[k_part_cap];   // statistics items done, per row
+__device__ unsigned g_row_ready[k_part_cap];  // 1 once g_row_mr holds the row's statistics
+__device__ unsigned g_stream_ticket, g_stream_out;
+
+__device__ __forceinline__ void st_release(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+// Ticket t -> (statistics?, segment): `lag` statistics items, then apply and statistics alternating, then the
+// last `lag` apply items: the apply item of segment g comes right before the statistics item of segment g + lag.
+__device__ __forceinline__ int64_t stream_item(int64_t t, int64_t total, int64_t lag, bool* stats) {
+  if (t < lag) return *stats = true, t;
+  const int64_t u = t - lag;
+  if (u < 2 * (total - lag)) return *stats = (u & 1), (u & 1) ? lag + u / 2 : u / 2;
+  return *stats = false, total - lag + (u - 2 * (total - lag));
+}
+
+// With 16-byte vectors each segment comes into shared memory in one bulk copy (two stages: the next item's copy
+// runs while this one is reduced or applied); otherwise the threads load x themselves.
+template <int V>
+__global__ void __launch_bounds__(NT) stream_kernel(norm_args a, int64_t lag) {
+  constexpr bool k_bulk = V * sizeof(in_t) == 16;
+  extern __shared__ __align__(128) unsigned char stream_smem[];
+  __shared__ f3 scratch[NT / 32];
+  __shared__ unsigned tickets[2];
+  __shared__ __align__(8) uint64_t bars[2];
+  __shared__ bool last;
+  __shared__ float2 row_stats;
+  const int64_t segs = a.splits, total = a.rows * segs, end = 2 * total;
+  in_t* const stages = reinterpret_cast<in_t*>(stream_smem);  // stage k at stages + k * a.seg
+  // Thread 0: take a ticket into slot k and start the copy of its segment.
+  auto take = [&](int k) {
+    const unsigned t = atomicAdd(&g_stream_ticket, 1u);
+    tickets[k] = t;
+    if (!k_bulk || t >= end) return;
+    bool st;
+    const int64_t g = stream_item(t, total, lag, &st), lo = min(a.n, (g % segs) * a.seg);
+    const unsigned bytes = (unsigned)((min(a.n, lo + a.seg) - lo) * (int64_t)sizeof(in_t));
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // earlier reads of the stage come first
+    mbar_expect(&bars[k], bytes);
+    bulk_load(stages + k * a.seg, a.x + (g / segs) * a.n + lo, bytes, &bars[k]);
+  };
+  if (threadIdx.x == 0) {
+    if (k_bulk) {
+      mbar_init(&bars[0]), mbar_init(&bars[1]);
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    take(0);
+  }
+  __syncthreads();
+  for (unsigned it = 0;; ++it) {
+    const int k = it & 1;
+    const int64_t t = tickets[k];
+    if (t >= end) break;
+    if (threadIdx.x == 0) take(k ^ 1);  // its stage was released by the barrier that ended the last item
+    bool stats;
+    const int64_t g = stream_item(t, total, lag, &stats);
+    const int64_t row = g / segs, lo = min(a.n, (g % segs) * a.seg), hi = min(a.n, lo + a.seg), base = row * a.n;
+    if (k_bulk) mbar_wait(&bars[k], (it >> 1) & 1);
+    // Element i of the segment, from the stage or from x.
+    auto load = [&](int64_t i, float* x) {
+      if constexpr (k_bulk) load_vec<in_t, V>(stages + k * a.seg + (i - lo), x), prologue_x<V>(x);
+      else load_x<V>(a, base + i, x);
+    };
+    if (stats) {
+      moments mo;
+      mo.shift = row_shift<V>(a, base);
+#pragma unroll k_unroll
+      for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
+        float x[V];
+        load(i, x);
+        mo.add<V>(x);
+      }
+      const f3 p = block_reduce<NT>(mo.record(), comb_add, scratch);
+      if (threadIdx.x == 0) {
+        g_part[g] = p;
+        __threadfence();
+        last = atomicAdd(&g_row_done[row], 1u) == (unsigned)segs - 1;
+      }
+      __syncthreads();
+      if (last && threadIdx.x < 32) {  // the row's last statistics item: every record of the row is written
+        __threadfence();
+        f3 q{0.f, 0.f, 0.f};
+        for (int64_t j = threadIdx.x; j < segs; j += 32) {
+          const f3* r = &g_part[row * segs + j];
+          q = comb_add(q, f3{__ldcg(&r->a), __ldcg(&r->b), __ldcg(&r->c)});
+        }
+        q = warp_reduce(q, comb_add);
+        if (threadIdx.x == 0) {
+          g_row_mr[row] = finish_stats(q, mo.shift, a.eps);
+          __threadfence();
+          st_release(&g_row_ready[row], 1u);
+        }
+      }
+    } else {
+      if (threadIdx.x == 0) {
+        while (ld_acquire(&g_row_ready[row]) == 0) __nanosleep(64);
+        row_stats = __ldcg(&g_row_mr[row]);
+      }
+      __syncthreads();
+      const float2 mr = row_stats;  // rewritten only by a later apply item, after two barriers
+#pragma unroll k_unroll
+      for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
+        float x[V];
+        load(i, x);
+        apply<V>(a, row, i, mr.x, mr.y, x);
+        store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
+      }
+    }
+    __syncthreads();  // the stage is free again, and the next ticket is in
+  }
+  if (threadIdx.x == 0) {  // every block took its last ticket before counting itself out
+    __threadfence();
+    last = atomicAdd(&g_stream_out, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (last) {
+    for (int64_t r = threadIdx.x; r < a.rows; r += NT) g_row_done[r] = 0, g_row_ready[r] = 0;
+    if (threadIdx.x == 0) g_stream_ticket = 0, g_stream_out = 0;
+    __threadfence();
+  }
+}
+
+// Per vector width and device: the blocks that fit an SM with two stages of a segment each (namespace scope,
+// internal linkage: see team_setup).
+struct stream_setup {
+  int dev = -1, sms = 0, per_sm = 0;
+  size_t smem = 0;
+};
+static stream_setup g_stream_setup[2];
+
+// As many blocks as run at once (more would only queue for tickets). -1 when the shape does not fit the counters
+// or the device cannot run the kernel (the caller falls back to a block per row), 3 on a launch error.
+template <int V>
+int launch_stream(norm_args a, cudaStream_t s) {
+  constexpr bool k_bulk = V * sizeof(in_t) == 16;
+  if (a.rows > k_part_cap) return -1;
+  const int64_t es = sizeof(in_t);
+  int64_t seg = max((int64_t)V, (int64_t)k_seg_kb * 1024 / es / V * V);
+  int64_t segs = (a.n + seg - 1) / seg;
+  if (a.rows * segs > k_part_cap) {  // fewer, longer segments
+    seg = ((a.n + k_part_cap / a.rows - 1) / (k_part_cap / a.rows) + V - 1) / V * V;
+    segs = (a.n + seg - 1) / seg;
+  }
+  const size_t smem = k_bulk ? (size_t)(2 * seg * es) : 0;
+  stream_setup& su = g_stream_setup[V == 1 ? 0 : 1];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 3;
+  if (dev != su.dev || smem != su.smem) {
+    if (cudaDeviceGetAttribute(&su.sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaFuncSetAttribute(stream_kernel<V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&su.per_sm, stream_kernel<V>, NT, smem) != cudaSuccess ||
+        su.per_sm < 1) {
+      cudaGetLastError();
+      su.dev = -1;
+      return -1;
+    }
+    su.dev = dev;
+    su.smem = smem;
+  }
+  a.seg = seg;
+  a.splits = (int)segs;
+  const int64_t total = a.rows * segs;
+  const int64_t blocks = min(2 * total, (int64_t)su.per_sm * su.sms);
+  // The apply item of segment g is taken `lag` statistics tickets after segment g's: past a whole row, past the
+  // statistics items still running (about one a block), plus k_lag_mb MiB of slack, so it rarely waits.
+  const int64_t lag = min(total, segs + blocks + ((int64_t)k_lag_mb << 20) / (seg * es));
+  stream_kernel<V><<<(unsigned)blocks, NT, smem, s>>>(a, lag);
+  return cudaGetLastError() == cudaSuccess ? 0 : 3;
+}
+)CUDA";
+}
+
+}  // namespace kf

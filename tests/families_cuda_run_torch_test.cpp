@@ -1,0 +1,143 @@
+// group_norm_cuda's strategies that keep state in device memory across blocks (split, team, stream), compiled by
+// kforge's compiler and run through the worker's kernel impl on a real GPU (skipped without one): results against
+// LibTorch in float64 on shapes that leave partial segments and odd vector widths, launches of different shapes
+// one after another (the counters a launch leaves must not leak into the next), and launches replayed from a CUDA
+// graph, as hot timing runs them.
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime.h>
+
+#include <gtest/gtest.h>
+
+#include "exec/compile.h"
+#include "exec/impl_torch.h"
+#include "search/family.h"
+#include "search_test_specs.h"
+
+namespace kf {
+namespace {
+
+bool have_gpu() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+#define REQUIRE_GPU() if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU: these kernels run on one"
+
+struct variant {
+  std::string label;
+  knob_values knobs;
+};
+
+// GroupNorm(8 groups of 32 channels) -> SiLU in float64, the way the spec defines it.
+at::Tensor group_norm_silu_ref(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  auto y = at::group_norm(x.to(at::kDouble), 8, w.to(at::kDouble), b.to(at::kDouble), 1e-6);
+  return y * at::sigmoid(y);
+}
+
+// Compiles every variant of `spec` in one batch (into the default compile cache); the impls load them as the
+// worker does. No temp_dir here: libtorch.so exports its own std::filesystem::remove_all, which binds ahead of
+// libstdc++'s in this binary and crashed on its first call (a null function pointer) on the GPU runner.
+std::vector<std::unique_ptr<impl>> build(const workload_spec& spec, const std::vector<variant>& vs) {
+  const family* f = find_family("group_norm_cuda", device_kind::cuda);
+  std::vector<compile_request> reqs;
+  for (auto& v : vs) {
+    knob_values k = f->default_variant(spec);
+    for (auto& [name, val] : v.knobs) k[name] = val;
+    std::string why;
+    EXPECT_TRUE(f->valid(k, spec, &why)) << v.label << ": " << why;
+    reqs.push_back({f->emit(spec, k), device_kind::cuda, "sm_90a", {}, v.label});
+  }
+  auto results = compiler().compile_batch(reqs);
+  std::vector<std::unique_ptr<impl>> out;
+  for (size_t i = 0; i < vs.size(); ++i) {
+    EXPECT_TRUE(results[i].ok) << vs[i].label << ": " << results[i].log.substr(0, 4000);
+    out.push_back(results[i].ok ? make_impl({{"kind", "kernel"}, {"name", vs[i].label}, {"so", results[i].so_path}},
+                                            spec, device_id{device_kind::cuda, 0})
+                                : nullptr);
+  }
+  return out;
+}
+
+const std::vector<variant>& grid_variants() {
+  static const std::vector<variant> vs = {
+      {"stream", {{"strategy", "stream"}}},
+      {"stream_small_items", {{"strategy", "stream"}, {"seg_kb", "8"}, {"lag_mb", "1"}, {"threads", "128"}}},
+      {"stream_sumsq", {{"strategy", "stream"}, {"seg_kb", "64"}, {"lag_mb", "16"}, {"stats", "sumsq"}}},
+      {"team", {{"strategy", "team"}}},
+      {"team_96", {{"strategy", "team"}, {"team_kb", "96"}, {"threads", "256"}}},
+      {"split", {{"strategy", "split"}, {"splits", "32"}}},
+  };
+  return vs;
+}
+
+// The largest |got - want| over |want| + 1 (an absolute error near zero, a relative one elsewhere).
+double worst_error(const at::Tensor& got, const at::Tensor& want) {
+  return ((got.to(at::kDouble) - want).abs() / (want.abs() + 1.0)).max().item<double>();
+}
+
+TEST(families_cuda_run, grid_strategies_match_torch_across_shapes_launch_after_launch) {
+  REQUIRE_GPU();
+  const auto spec = test::group_norm_spec();  // x [N, 32, H, W] bfloat16, 8 groups, float32 affine, SiLU
+  auto impls = build(spec, grid_variants());
+  c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(false, 0);
+  c10::cuda::CUDAStreamGuard guard(stream);
+  auto opt = at::TensorOptions().device(at::kCUDA);
+  // Long rows (2 MiB groups: many segments and team members), a row shorter than one segment, odd H*W (the
+  // scalar path, partial last segments), then the first shape again: each launch must start from clean counters.
+  const std::vector<std::vector<int64_t>> shapes = {
+      {1, 32, 512, 512}, {2, 32, 8, 8}, {3, 32, 37, 29}, {1, 32, 512, 512}, {4, 32, 96, 160}};
+  at::manual_seed(7);
+  for (size_t i = 0; i < impls.size(); ++i) {
+    if (!impls[i]) continue;
+    for (auto& shape : shapes) {
+      auto x = (at::randn(shape, opt) * 3 + 1).to(at::kBFloat16);
+      auto w = at::randn({32}, opt), b = at::randn({32}, opt);
+      auto y = at::full(shape, std::nan(""), opt.dtype(at::kBFloat16));
+      std::vector<at::Tensor> out{y};
+      ASSERT_EQ(impls[i]->launch({x, w, b}, out, stream.stream()), 0) << grid_variants()[i].label;
+      ASSERT_EQ(cudaStreamSynchronize(stream.stream()), cudaSuccess) << grid_variants()[i].label;
+      EXPECT_LT(worst_error(y, group_norm_silu_ref(x, w, b)), 2e-2)
+          << grid_variants()[i].label << " on " << at::IntArrayRef(shape);
+    }
+  }
+}
+
+// Hot timing replays launches from a CUDA graph: the cooperative team launch and the stream kernel's ticket
+// counters must work there too, launch after launch.
+TEST(families_cuda_run, grid_strategies_replay_from_a_cuda_graph) {
+  REQUIRE_GPU();
+  const auto spec = test::group_norm_spec();
+  auto impls = build(spec, grid_variants());
+  c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(false, 0);
+  c10::cuda::CUDAStreamGuard guard(stream);
+  auto opt = at::TensorOptions().device(at::kCUDA);
+  const std::vector<int64_t> shape = {1, 32, 256, 384};
+  at::manual_seed(11);
+  auto x = at::randn(shape, opt).to(at::kBFloat16);
+  auto w = at::randn({32}, opt), b = at::randn({32}, opt);
+  const auto want = group_norm_silu_ref(x, w, b);
+  for (size_t i = 0; i < impls.size(); ++i) {
+    if (!impls[i]) continue;
+    const std::string& label = grid_variants()[i].label;
+    auto y = at::full(shape, std::nan(""), opt.dtype(at::kBFloat16));
+    std::vector<at::Tensor> out{y};
+    ASSERT_EQ(impls[i]->launch({x, w, b}, out, stream.stream()), 0) << label;  // set up outside the capture
+    ASSERT_EQ(cudaStreamSynchronize(stream.stream()), cudaSuccess) << label;
+    y.fill_(std::nan(""));
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(stream.stream(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    for (int k = 0; k < 3; ++k) EXPECT_EQ(impls[i]->launch({x, w, b}, out, stream.stream()), 0) << label;
+    ASSERT_EQ(cudaStreamEndCapture(stream.stream(), &graph), cudaSuccess) << label;
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess) << label;
+    for (int r = 0; r < 2; ++r) ASSERT_EQ(cudaGraphLaunch(exec, stream.stream()), cudaSuccess) << label;
+    ASSERT_EQ(cudaStreamSynchronize(stream.stream()), cudaSuccess) << label;
+    EXPECT_LT(worst_error(y, want), 2e-2) << label;
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  }
+}
+
+}  // namespace
+}  // namespace kf
