@@ -1,12 +1,12 @@
 // kforge winner: sd35-vae-groupnorm on sm90-nvidia-h200
-// kforge winner for sd35-vae-groupnorm on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T12:11:55Z
+// kforge winner for sd35-vae-groupnorm on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T14:05:58Z
 // family: group_norm_cuda
-// knobs: chunks=4 cluster=8 reverse=1 splits=16 stats=shifted strategy=team stream_store=0 team_kb=192 threads=512 unroll=2 vec=8
+// knobs: chunks=4 cluster=8 lag_mb=4 reverse=1 seg_kb=32 splits=16 stats=shifted strategy=stream stream_store=0 team_kb=192 threads=256 unroll=4 vec=8
 // lineage: default -> template: stream_store 1->0
-// measured: 81.86 us (geometric mean over gated cases), 14.30x eager
+// measured: 78.64 us (geometric mean over gated cases), 15.32x eager
 
 // kforge candidate: family group_norm_cuda (cuda), emitted by the template proposer.
-// knobs: chunks=4 stats=shifted strategy=team stream_store=0 team_kb=192 threads=512 unroll=2 vec=8
+// knobs: chunks=4 lag_mb=4 seg_kb=32 stats=shifted strategy=stream stream_store=0 threads=256 unroll=4 vec=8
 // computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06)
 
 #include "kf_abi.h"
@@ -188,24 +188,32 @@ __device__ __forceinline__ T cluster_reduce(T v, F comb, T* scratch, T* slot) {
   return r;
 }
 
-// Launches `kernel` on a grid of clusters of `cl` CTAs along x. Non-zero when the device refuses.
+// Launches `kernel` with one launch attribute (a cluster shape, a cooperative launch). Non-zero when the device
+// refuses.
 template <typename K, typename... A>
-inline int launch_clusters(K kernel, int cl, dim3 grid, int threads, size_t smem, cudaStream_t s, A... args) {
-  if (cl > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
-    return 3;
+inline int launch_with(cudaLaunchAttribute attr, K kernel, dim3 grid, int threads, size_t smem, cudaStream_t s,
+                       A... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(threads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = cl;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
+  cfg.attrs = &attr;
   cfg.numAttrs = 1;
   return cudaLaunchKernelEx(&cfg, kernel, args...) == cudaSuccess ? 0 : 3;
+}
+
+// Launches `kernel` on a grid of clusters of `cl` CTAs along x. Non-zero when the device refuses.
+template <typename K, typename... A>
+inline int launch_clusters(K kernel, int cl, dim3 grid, int threads, size_t smem, cudaStream_t s, A... args) {
+  if (cl > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+    return 3;
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = cl;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  return launch_with(attr, kernel, grid, threads, smem, s, args...);
 }
 
 // Whether a tensor has the standard row-major strides of its shape (size-1 dims may have any stride).
@@ -228,18 +236,20 @@ using in_t = __nv_bfloat16;
 using out_t = __nv_bfloat16;
 using w_t = __nv_bfloat16;
 using b_t = __nv_bfloat16;
-constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_split = 3, s_team = 4;
+constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_split = 3, s_team = 4, s_stream = 5;
 constexpr int st_shifted = 0, st_sumsq = 1, st_twopass = 2;
-constexpr int k_strategy = s_team;
+constexpr int k_strategy = s_stream;
 constexpr int k_stats = st_shifted;
-constexpr int NT = 512;
+constexpr int NT = 256;
 constexpr int k_vec = 8;
 constexpr int k_chunks = 4;
 constexpr int k_cluster = 8;
 constexpr int k_splits = 16;
 constexpr bool k_reverse = true;
 constexpr int k_team_kb = 192;
-constexpr int k_unroll = 2;
+constexpr int k_seg_kb = 32;
+constexpr int k_lag_mb = 4;
+constexpr int k_unroll = 4;
 constexpr bool k_stream_store = false;
 constexpr bool k_group = true;
 constexpr bool k_rms = false;
@@ -260,7 +270,7 @@ struct norm_args {
   out_t* y;
   int64_t rows, n;          // rows of n elements: (sample, group) pairs, or normalized slices
   int64_t groups, cpg, hw;  // GroupNorm: groups, channels per group, elements per channel
-  int64_t seg;              // cluster / split: elements per CTA
+  int64_t seg;              // cluster / split / team / stream: elements per CTA or work item
   int splits;
   float eps;
 };
@@ -496,6 +506,7 @@ __global__ void __launch_bounds__(NT) apply_kernel(norm_args a) {
   }
 }
 
+
 // ---- team: co-resident blocks (one cooperative launch), `tsize` of them per row. Each block keeps the first
 // `hold` elements of its segment in shared memory from the statistics to the apply step, so a row far larger than
 // one SM is read from DRAM once; the blocks of a team meet at a barrier in global memory once per row. ----
@@ -660,39 +671,37 @@ __global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int te
   }
 }
 
-// The team launch: as many blocks as fit on the device at once (k_team_kb KiB of shared memory each), split into
-// teams. A team takes rows one after another; each round costs its segment's bytes plus a fixed latency (a
-// barrier, the first bytes' round trip: ~32 KB of one SM's share of DRAM bandwidth), so few long rows get big teams
-// and many short rows get many small teams. -1 when the device cannot launch it (the caller falls back to a block
-// per row), 3 on a launch error.
-// The device the kernel was set up for, per vector width. At namespace scope with internal linkage: a template's
-// function-local static would be one object shared by every candidate library in the process (STB_GNU_UNIQUE).
+// The device the team kernel was set up for, per vector width. At namespace scope with internal linkage: a
+// template's function-local static would be one object shared by every candidate library in the process
+// (STB_GNU_UNIQUE).
 struct team_setup {
   int dev = -1, sms = 0, per_sm = 0;
 };
 static team_setup g_team_setup[2];
 
+// The team launch: as many blocks as fit on the device at once (k_team_kb KiB of shared memory each), split into
+// teams. A team takes rows one after another; each round costs its segment's bytes plus a fixed latency (a
+// barrier, the first bytes' round trip: ~32 KB of one SM's share of DRAM bandwidth), so few long rows get big teams
+// and many short rows get many small teams. -1 when the device cannot launch it (the caller falls back to a block
+// per row), 3 on a launch error.
 template <int V>
 int launch_team(norm_args a, cudaStream_t s) {
   team_setup& su = g_team_setup[V == 1 ? 0 : 1];
-  int& dev_cached = su.dev;
-  int& sms = su.sms;
-  int& per_sm = su.per_sm;
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return 3;
   const size_t want = (size_t)k_team_kb * 1024;
-  if (dev != dev_cached) {
+  if (dev != su.dev) {
     int coop = 0;
     if (cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&su.sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
         cudaFuncSetAttribute(team_kernel<V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)want) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, team_kernel<V>, NT, want) != cudaSuccess || !coop) {
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&su.per_sm, team_kernel<V>, NT, want) != cudaSuccess || !coop) {
       cudaGetLastError();
       return -1;
     }
-    dev_cached = dev;
+    su.dev = dev;
   }
-  const int64_t resident = min((int64_t)per_sm * sms, (int64_t)k_team_cap);
+  const int64_t resident = min((int64_t)su.per_sm * su.sms, (int64_t)k_team_cap);
   if (resident < 1) return -1;
   const int64_t es = sizeof(in_t), per_block = (int64_t)want / es;
   const int64_t t_min = (a.n + per_block - 1) / per_block;   // blocks whose shared memory holds a row
@@ -710,17 +719,191 @@ int launch_team(norm_args a, cudaStream_t s) {
   a.seg = ((a.n + tsize - 1) / tsize + V - 1) / V * V;
   const int64_t hold = min(a.seg, per_block / V * V);
   const size_t smem = (size_t)((hold * es + 15) / 16 * 16);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3((unsigned)(teams * tsize));
-  cfg.blockDim = dim3(NT);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeCooperative;  // co-residency guaranteed, or the launch fails: never a hang
-  attr[0].val.cooperative = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, team_kernel<V>, a, (int)tsize, (int)teams, hold) == cudaSuccess ? 0 : 3;
+  cudaLaunchAttribute coop = {};
+  coop.id = cudaLaunchAttributeCooperative;  // co-residency guaranteed, or the launch fails: never a hang
+  coop.val.cooperative = 1;
+  return launch_with(coop, team_kernel<V>, dim3((unsigned)(teams * tsize)), NT, smem, s, a, (int)tsize, (int)teams,
+                     hold);
+}
+
+// ---- stream: the row cut into segments of k_seg_kb KiB; a statistics item per segment, then an apply item per
+// segment trailing the statistics by `lag` segments (a row, the grid, plus k_lag_mb MiB), so the apply step reads x
+// back from L2 and DRAM sees x once. Blocks take items in ticket order from one counter: statistics items never
+// wait, an apply item waits only for its row's statistics, whose items all hold earlier tickets. A block holds its
+// current ticket and the next one (fetched, and its segment's bulk copy started, while the current item runs); a
+// held ticket is always later than its holder's current one, so the earliest current item never waits on an
+// unfinished ticket: the launch cannot hang whatever the grid or the scheduler. The row's last statistics item
+// finishes the row's (mean, rstd) for its apply items; the last block out resets the counters for the next launch.
+__device__ float2 g_row_mr[k_part_cap];
+__device__ unsigned g_row_done[k_part_cap];   // statistics items done, per row
+__device__ unsigned g_row_ready[k_part_cap];  // 1 once g_row_mr holds the row's statistics
+__device__ unsigned g_stream_ticket, g_stream_out;
+
+__device__ __forceinline__ void st_release(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+// Ticket t -> (statistics?, segment): `lag` statistics items, then apply and statistics alternating, then the
+// last `lag` apply items: the apply item of segment g comes right before the statistics item of segment g + lag.
+__device__ __forceinline__ int64_t stream_item(int64_t t, int64_t total, int64_t lag, bool* stats) {
+  if (t < lag) return *stats = true, t;
+  const int64_t u = t - lag;
+  if (u < 2 * (total - lag)) return *stats = (u & 1), (u & 1) ? lag + u / 2 : u / 2;
+  return *stats = false, total - lag + (u - 2 * (total - lag));
+}
+
+// With 16-byte vectors each segment comes into shared memory in one bulk copy (two stages: the next item's copy
+// runs while this one is reduced or applied); otherwise the threads load x themselves.
+template <int V>
+__global__ void __launch_bounds__(NT) stream_kernel(norm_args a, int64_t lag) {
+  constexpr bool k_bulk = V * sizeof(in_t) == 16;
+  extern __shared__ __align__(128) unsigned char stream_smem[];
+  __shared__ f3 scratch[NT / 32];
+  __shared__ unsigned tickets[2];
+  __shared__ __align__(8) uint64_t bars[2];
+  __shared__ bool last;
+  __shared__ float2 row_stats;
+  const int64_t segs = a.splits, total = a.rows * segs, end = 2 * total;
+  in_t* const stages = reinterpret_cast<in_t*>(stream_smem);  // stage k at stages + k * a.seg
+  // Thread 0: take a ticket into slot k and start the copy of its segment.
+  auto take = [&](int k) {
+    const unsigned t = atomicAdd(&g_stream_ticket, 1u);
+    tickets[k] = t;
+    if (!k_bulk || t >= end) return;
+    bool st;
+    const int64_t g = stream_item(t, total, lag, &st), lo = min(a.n, (g % segs) * a.seg);
+    const unsigned bytes = (unsigned)((min(a.n, lo + a.seg) - lo) * (int64_t)sizeof(in_t));
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // earlier reads of the stage come first
+    mbar_expect(&bars[k], bytes);
+    bulk_load(stages + k * a.seg, a.x + (g / segs) * a.n + lo, bytes, &bars[k]);
+  };
+  if (threadIdx.x == 0) {
+    if (k_bulk) {
+      mbar_init(&bars[0]), mbar_init(&bars[1]);
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    take(0);
+  }
+  __syncthreads();
+  for (unsigned it = 0;; ++it) {
+    const int k = it & 1;
+    const int64_t t = tickets[k];
+    if (t >= end) break;
+    if (threadIdx.x == 0) take(k ^ 1);  // its stage was released by the barrier that ended the last item
+    bool stats;
+    const int64_t g = stream_item(t, total, lag, &stats);
+    const int64_t row = g / segs, lo = min(a.n, (g % segs) * a.seg), hi = min(a.n, lo + a.seg), base = row * a.n;
+    if (k_bulk) mbar_wait(&bars[k], (it >> 1) & 1);
+    // Element i of the segment, from the stage or from x.
+    auto load = [&](int64_t i, float* x) {
+      if constexpr (k_bulk) load_vec<in_t, V>(stages + k * a.seg + (i - lo), x), prologue_x<V>(x);
+      else load_x<V>(a, base + i, x);
+    };
+    if (stats) {
+      moments mo;
+      mo.shift = row_shift<V>(a, base);
+#pragma unroll k_unroll
+      for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
+        float x[V];
+        load(i, x);
+        mo.add<V>(x);
+      }
+      const f3 p = block_reduce<NT>(mo.record(), comb_add, scratch);
+      if (threadIdx.x == 0) {
+        g_part[g] = p;
+        __threadfence();
+        last = atomicAdd(&g_row_done[row], 1u) == (unsigned)segs - 1;
+      }
+      __syncthreads();
+      if (last && threadIdx.x < 32) {  // the row's last statistics item: every record of the row is written
+        __threadfence();
+        f3 q{0.f, 0.f, 0.f};
+        for (int64_t j = threadIdx.x; j < segs; j += 32) {
+          const f3* r = &g_part[row * segs + j];
+          q = comb_add(q, f3{__ldcg(&r->a), __ldcg(&r->b), __ldcg(&r->c)});
+        }
+        q = warp_reduce(q, comb_add);
+        if (threadIdx.x == 0) {
+          g_row_mr[row] = finish_stats(q, mo.shift, a.eps);
+          __threadfence();
+          st_release(&g_row_ready[row], 1u);
+        }
+      }
+    } else {
+      if (threadIdx.x == 0) {
+        while (ld_acquire(&g_row_ready[row]) == 0) __nanosleep(64);
+        row_stats = __ldcg(&g_row_mr[row]);
+      }
+      __syncthreads();
+      const float2 mr = row_stats;  // rewritten only by a later apply item, after two barriers
+#pragma unroll k_unroll
+      for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
+        float x[V];
+        load(i, x);
+        apply<V>(a, row, i, mr.x, mr.y, x);
+        store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
+      }
+    }
+    __syncthreads();  // the stage is free again, and the next ticket is in
+  }
+  if (threadIdx.x == 0) {  // every block took its last ticket before counting itself out
+    __threadfence();
+    last = atomicAdd(&g_stream_out, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (last) {
+    for (int64_t r = threadIdx.x; r < a.rows; r += NT) g_row_done[r] = 0, g_row_ready[r] = 0;
+    if (threadIdx.x == 0) g_stream_ticket = 0, g_stream_out = 0;
+    __threadfence();
+  }
+}
+
+// Per vector width and device: the blocks that fit an SM with two stages of a segment each (namespace scope,
+// internal linkage: see team_setup).
+struct stream_setup {
+  int dev = -1, sms = 0, per_sm = 0;
+  size_t smem = 0;
+};
+static stream_setup g_stream_setup[2];
+
+// As many blocks as run at once (more would only queue for tickets). -1 when the shape does not fit the counters
+// or the device cannot run the kernel (the caller falls back to a block per row), 3 on a launch error.
+template <int V>
+int launch_stream(norm_args a, cudaStream_t s) {
+  constexpr bool k_bulk = V * sizeof(in_t) == 16;
+  if (a.rows > k_part_cap) return -1;
+  const int64_t es = sizeof(in_t);
+  int64_t seg = max((int64_t)V, (int64_t)k_seg_kb * 1024 / es / V * V);
+  int64_t segs = (a.n + seg - 1) / seg;
+  if (a.rows * segs > k_part_cap) {  // fewer, longer segments
+    seg = ((a.n + k_part_cap / a.rows - 1) / (k_part_cap / a.rows) + V - 1) / V * V;
+    segs = (a.n + seg - 1) / seg;
+  }
+  const size_t smem = k_bulk ? (size_t)(2 * seg * es) : 0;
+  stream_setup& su = g_stream_setup[V == 1 ? 0 : 1];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 3;
+  if (dev != su.dev || smem != su.smem) {
+    if (cudaDeviceGetAttribute(&su.sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaFuncSetAttribute(stream_kernel<V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&su.per_sm, stream_kernel<V>, NT, smem) != cudaSuccess ||
+        su.per_sm < 1) {
+      cudaGetLastError();
+      su.dev = -1;
+      return -1;
+    }
+    su.dev = dev;
+    su.smem = smem;
+  }
+  a.seg = seg;
+  a.splits = (int)segs;
+  const int64_t total = a.rows * segs;
+  const int64_t blocks = min(2 * total, (int64_t)su.per_sm * su.sms);
+  // The apply item of segment g is taken `lag` statistics tickets after segment g's: past a whole row, past the
+  // statistics items still running (about one a block), plus k_lag_mb MiB of slack, so it rarely waits.
+  const int64_t lag = min(total, segs + blocks + ((int64_t)k_lag_mb << 20) / (seg * es));
+  stream_kernel<V><<<(unsigned)blocks, NT, smem, s>>>(a, lag);
+  return cudaGetLastError() == cudaSuccess ? 0 : 3;
 }
 
 template <int V>
@@ -728,6 +911,10 @@ int run(norm_args a, cudaStream_t s) {
   const int64_t k_grid_cap = 1 << 22;
   if constexpr (k_strategy == s_team) {
     const int rc = launch_team<V>(a, s);
+    if (rc >= 0) return rc;
+  }
+  if constexpr (k_strategy == s_stream) {
+    const int rc = launch_stream<V>(a, s);
     if (rc >= 0) return rc;
   }
   if constexpr (k_strategy == s_split) {
