@@ -37,7 +37,7 @@ at::Tensor group_norm_silu_ref(const at::Tensor& x, const at::Tensor& w, const a
 
 // Compiles every variant of `spec` in one batch (into the default compile cache); the impls load them as the
 // worker does. No temp_dir here: libtorch.so exports its own std::filesystem::remove_all, which binds ahead of
-// libstdc++'s in this binary and crashed on its first call (a null function pointer) on the GPU runner.
+// libstdc++'s in this binary and crashed on an existing folder (a null function pointer) on the GPU runner.
 std::vector<std::unique_ptr<impl>> build(const workload_spec& spec, const std::vector<variant>& vs) {
   const family* f = find_family("group_norm_cuda", device_kind::cuda);
   std::vector<compile_request> reqs;
