@@ -1,5 +1,6 @@
 // A full small search on the cpu device: real compiles, a real kforge-worker verifying against LibTorch and
 // timing, a real search db. Starts from a deliberately slow root so the search has somewhere to go.
+#include <algorithm>
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -66,6 +67,42 @@ TEST(search_cpu, small_search_ends_with_a_verified_winner_no_worse_than_its_root
   for (auto& e : db.load_evaluations(out.winner->id)) verified = verified || (e.stage == "verify" && e.ok);
   EXPECT_TRUE(verified);
   EXPECT_FALSE(out.baselines.empty()) << "eager was not timed";
+}
+
+// The full stage races each case against the fastest candidate measured so far: a candidate several times slower
+// stops at min_samples (its stage says which cases lost) and still gets a time; the fastest one never loses.
+TEST(search_cpu, a_slow_candidate_loses_the_race_and_stops_at_min_samples) {
+  auto spec = small_softmax();
+  temp_dir dir("kf-search-race");
+  worker_evaluator_options eo;
+  eo.device = device_id{device_kind::cpu, 0};
+  eo.gpu_key = "cpu-test";
+  eo.cache_root = dir.path() / "cache";
+  eo.baselines = {"eager"};
+  eo.screen_stopping = {{"min_samples", 3}, {"max_noise", 0.5}, {"min_seconds", 0.0}, {"timeout_s", 2}};
+  // A noise target no cpu run reaches: without the race every full measurement runs to its timeout.
+  eo.full_stopping = {{"min_samples", 8}, {"max_noise", 0.0}, {"min_seconds", 0.0}, {"timeout_s", 4}};
+  worker_evaluator ev(spec, eo);
+  auto* f = find_family("row_softmax_cpu", device_kind::cpu);
+  knob_values slow = f->default_variant(spec);
+  slow["threads"] = "1";
+  slow["vector_width"] = "1";
+  auto fast = ev.evaluate({family_candidate(*f, spec, f->default_variant(spec), "default")}, 1e30);
+  ASSERT_EQ(fast.at(0).status, node_status::measured) << fast.at(0).detail;
+  auto lost = ev.evaluate({family_candidate(*f, spec, slow, "slow")}, 1e30);
+  ASSERT_EQ(lost.at(0).status, node_status::measured) << lost.at(0).detail;
+  const auto& full = lost.at(0).stages.back();
+  ASSERT_EQ(full.stage, "measure");
+  ASSERT_TRUE(full.detail.contains("lost_race")) << full.detail.dump();
+  EXPECT_EQ(full.detail["lost_race"], nlohmann::json::array({"R=256,D=1000"}));
+  // Stopped at min_samples (8) rather than running to the timeout: no series of the case holds more.
+  size_t most = 0;
+  for (auto& sr : full.samples)
+    if (sr.case_name == "R=256,D=1000") most = std::max(most, sr.values_us.size());
+  EXPECT_EQ(most, 8u);
+  EXPECT_GT(lost.at(0).case_us.at("R=256,D=1000"), fast.at(0).case_us.at("R=256,D=1000"));
+  EXPECT_EQ(ev.full_measures(), 2);
+  EXPECT_EQ(ev.lost_races(), 1);
 }
 
 }  // namespace

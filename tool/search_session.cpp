@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "measure/timing.h"
 #include "search/family.h"
 #include "search/graph_match.h"
 #include "search/interrupt.h"
@@ -139,6 +140,9 @@ session_result run_search_session(const workload_spec& spec, const session_setti
   std::string steps;
   for (auto& [step, s] : ev.verify_step_seconds()) steps += fmt::format("{}{} {:.1f} s", steps.empty() ? "" : ", ", step, s);
   if (!steps.empty()) term::say("  verify by step (this run): {}", steps);
+  if (ev.lost_races() > 0)
+    term::say("  racing (this run): {} of {} full measurements stopped early, a case {:.0f} % slower than the fastest so far",
+              ev.lost_races(), ev.full_measures(), measure::k_race_margin * 100);
   if (o.baselines.empty())
     term::say("  {}", term::yellow("no baseline could be timed: rewards rank candidates by time alone"));
   if (o.best_root && o.best_root->time_us)

@@ -171,8 +171,8 @@ bool worker_evaluator::measure(const compile_result& cr, const nlohmann::json& s
       double t = result_us(res, &kind, hot == m_case_hot.end() || hot->second);
       if (!std::isfinite(t) || t <= 0) continue;
       r.case_us[c] = t;
-      const std::string judged = hot == m_case_hot.end() || hot->second ? "hot" : "cold";
-      if (res.contains(judged) && res[judged].value("stop", "") == "lost_race") e.detail["lost_race"].push_back(c);
+      auto lost = [&](const char* k) { return res.contains(k) && res[k].value("stop", "") == "lost_race"; };
+      if (lost("cold") || lost("hot")) e.detail["lost_race"].push_back(c);
       for (const char* k : {"cold", "hot"}) {
         auto s = samples(res.value(k, nlohmann::json()));
         if (!s.empty()) e.samples.push_back({"candidate", res.value("case", "?"), k, s});
@@ -186,6 +186,7 @@ bool worker_evaluator::measure(const compile_result& cr, const nlohmann::json& s
   }
   e.ok = r.case_us.size() == m_gated.size();
   if (!e.ok && r.detail.empty()) r.detail = "not every gated case was timed";
+  if (std::string_view(stage) == "measure") m_full_measures++, m_lost_races += e.detail.contains("lost_race");
   if (e.ok && std::string_view(stage) == "measure")  // a full measurement: the times later candidates race
     for (auto& [c, us] : r.case_us) {
       auto [it, fresh] = m_fastest_us.try_emplace(c, us);

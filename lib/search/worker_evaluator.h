@@ -57,6 +57,9 @@ class worker_evaluator final : public evaluator {
 
   // Seconds of verification by step (inputs, launch, reference, compare), summed over this evaluator's verifies.
   const std::map<std::string, double>& verify_step_seconds() const { return m_verify_steps; }
+  // Full measurements taken, and those stopped early on some case by the race (worker_evaluator_options::race).
+  int full_measures() const { return m_full_measures; }
+  int lost_races() const { return m_lost_races; }
 
  private:
   eval_result after_compile(const candidate& c, const compile_result& cr, double full_below_us);
@@ -80,6 +83,7 @@ class worker_evaluator final : public evaluator {
   nlohmann::json m_env;
   std::map<std::string, double> m_verify_steps;
   std::map<std::string, double> m_fastest_us;  // per gated case: the fastest full measurement of a candidate
+  int m_full_measures = 0, m_lost_races = 0;
 };
 
 }  // namespace kf
