@@ -33,17 +33,22 @@ void to_kf_tensor(const at::Tensor& t, kf_tensor* out) {
   }
 }
 
+kf_launch_fn load_candidate(const std::string& so) {
+  void* handle = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* e = ::dlerror();
+    throw impl_load_error(fmt::format("cannot load {}: {}", so, e ? e : "unknown error"));
+  }
+  auto fn = reinterpret_cast<kf_launch_fn>(::dlsym(handle, "kf_launch"));
+  if (!fn) throw impl_load_error(fmt::format("{} does not export kf_launch (extern \"C\")", so));
+  return fn;
+}
+
 namespace {
 
 class kernel_impl : public impl {
  public:
-  kernel_impl(std::string name, const std::string& so) : m_name(std::move(name)) {
-    // Never dlclosed: a candidate's code may still be referenced by work in flight or by its own statics.
-    m_handle = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!m_handle) throw impl_load_error(fmt::format("dlopen {}: {}", so, ::dlerror()));
-    m_launch = reinterpret_cast<kf_launch_fn>(::dlsym(m_handle, "kf_launch"));
-    if (!m_launch) throw impl_load_error(fmt::format("{} does not export kf_launch (extern \"C\")", so));
-  }
+  kernel_impl(std::string name, const std::string& so) : m_name(std::move(name)), m_launch(load_candidate(so)) {}
   std::string name() const override { return m_name; }
   int launch(const std::vector<at::Tensor>& in, std::vector<at::Tensor>& out, void* stream) override {
     std::vector<kf_tensor> a(in.size()), b(out.size());
@@ -54,7 +59,6 @@ class kernel_impl : public impl {
 
  private:
   std::string m_name;
-  void* m_handle = nullptr;
   kf_launch_fn m_launch = nullptr;
 };
 

@@ -52,4 +52,9 @@ c10::Device torch_device(const device_id& d);
 // The ABI's view of a tensor: data pointer, dtype code, shape and strides in elements (kf_abi.h).
 void to_kf_tensor(const at::Tensor& t, ::kf_tensor* out);
 
+// A compiled candidate's kf_launch, loaded once for verify and measure alike (RTLD_LOCAL) and never unloaded:
+// work in flight or the candidate's own statics may still refer to its code. Throws impl_load_error when the
+// library does not load or does not export kf_launch.
+kf_launch_fn load_candidate(const std::string& so);
+
 }  // namespace kf
