@@ -86,6 +86,7 @@ std::vector<family_case> cases() {
   gn.push_back({group_norm_spec(), {{"strategy", "stream"}, {"seg_kb", "8"}, {"lag_mb", "16"}, {"stats", "sumsq"}}});
   gn.push_back({row_norm_spec(true), {{"strategy", "stream"}, {"seg_kb", "64"}, {"lag_mb", "1"}, {"threads", "1024"}}});
   gn.push_back({group_norm_spec(false, dtype::float32), {{"strategy", "stream"}, {"seg_kb", "16"}, {"vec", "1"}}});
+  gn.push_back({row_norm_spec(false), {{"strategy", "stream"}, {"team_l2", "50"}, {"team_kb", "48"}}});
   // Each seed workload's default joins its family's translation unit.
   for (auto& s : seeds())
     for (auto* f : covering_families(s, device_kind::cuda))

@@ -60,6 +60,8 @@ class group_norm_cuda final : public family {
         {"seg_kb", {"8", "16", "32", "64"}, "strategy=stream: KiB of x per work item"},
         {"lag_mb", {"1", "2", "4", "8", "16"},
          "strategy=stream: MiB by which the apply step trails the statistics, past a row and the grid (x stays in L2)"},
+        {"team_l2", {"0", "25", "50", "100"},
+         "strategy=stream: a tensor within this % of L2 runs the team kernel instead (0: never)"},
         {"unroll", {"1", "2", "4"}, "unrolling of the streaming loops"},
         {"stream_store", {"0", "1"}, "evict-first stores of the output (keeps x in L2)"},
     };
@@ -68,7 +70,7 @@ class group_norm_cuda final : public family {
   knob_values default_variant(const workload_spec& spec) const override {
     knob_values v{{"strategy", "block"}, {"threads", "512"}, {"vec", "8"},     {"chunks", "4"},
                   {"cluster", "8"},      {"splits", "64"},   {"stats", "shifted"}, {"reverse", "1"},
-                  {"team_kb", "192"},   {"seg_kb", "32"},      {"lag_mb", "4"},
+                  {"team_kb", "192"},   {"seg_kb", "32"},      {"lag_mb", "4"},        {"team_l2", "0"},
                   {"unroll", "2"},       {"stream_store", "1"}};
     auto g = match_norm(spec, nullptr);
     if (!g) return v;
@@ -146,8 +148,8 @@ class group_norm_cuda final : public family {
     const auto& st = v.at("strategy");
     if (st != "cluster") shown.erase("cluster");
     if (st != "split") shown.erase("splits"), shown.erase("reverse");
-    if (st != "team") shown.erase("team_kb");
-    if (st != "stream") shown.erase("seg_kb"), shown.erase("lag_mb");
+    if (st != "team" && !(st == "stream" && v.at("team_l2") != "0")) shown.erase("team_kb");
+    if (st != "stream") shown.erase("seg_kb"), shown.erase("lag_mb"), shown.erase("team_l2");
     return cuda_emit::prelude(name(), shown, g->describe()) + config(spec, *g, v) + group_norm_cuda_rows() +
            group_norm_cuda_grid() + group_norm_cuda_launch() +
            cuda_emit::epilogue();
@@ -179,7 +181,7 @@ class group_norm_cuda final : public family {
         "constexpr int k_strategy = s_{};\nconstexpr int k_stats = st_{};\n"
         "constexpr int NT = {};\nconstexpr int k_vec = {};\nconstexpr int k_chunks = {};\nconstexpr int k_cluster = {};\n"
         "constexpr int k_splits = {};\nconstexpr bool k_reverse = {};\nconstexpr int k_team_kb = {};\n"
-        "constexpr int k_seg_kb = {};\nconstexpr int k_lag_mb = {};\n"
+        "constexpr int k_seg_kb = {};\nconstexpr int k_lag_mb = {};\nconstexpr int k_team_l2 = {};\n"
         "constexpr int k_unroll = {};\n"
         "constexpr bool k_stream_store = {};\n"
         "constexpr bool k_group = {};\nconstexpr bool k_rms = {};\nconstexpr int k_num_groups = {};\n"
@@ -188,7 +190,8 @@ class group_norm_cuda final : public family {
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\nconstexpr int k_w_input = {};\n"
         "constexpr int k_b_input = {};\n",
         v.at("strategy"), v.at("stats"), v.at("threads"), v.at("vec"), v.at("chunks"), v.at("cluster"),
-        v.at("splits"), v.at("reverse") == "1", v.at("team_kb"), v.at("seg_kb"), v.at("lag_mb"), v.at("unroll"), v.at("stream_store") == "1", group,
+        v.at("splits"), v.at("reverse") == "1", v.at("team_kb"), v.at("seg_kb"), v.at("lag_mb"), v.at("team_l2"),
+        v.at("unroll"), v.at("stream_store") == "1", group,
         g.what == norm_graph::kind::rms_norm, g.num_groups, g.normalized_dims, cuda_emit::float_literal(g.eps), has_w,
         has_b, spec.inputs.size(), input_index(spec, g.input), has_w ? input_index(spec, g.weight) : -1,
         has_b ? input_index(spec, g.bias) : -1);

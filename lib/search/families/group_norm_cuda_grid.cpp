@@ -362,7 +362,7 @@ __global__ void __launch_bounds__(NT) stream_kernel(norm_args a, int64_t lag) {
 // Per vector width and device: the blocks that fit an SM with two stages of a segment each (namespace scope,
 // internal linkage: see team_setup).
 struct stream_setup {
-  int dev = -1, sms = 0, per_sm = 0;
+  int dev = -1, sms = 0, per_sm = 0, l2 = 0;
   size_t smem = 0;
 };
 static stream_setup g_stream_setup[2];
@@ -386,6 +386,7 @@ int launch_stream(norm_args a, cudaStream_t s) {
   if (cudaGetDevice(&dev) != cudaSuccess) return 3;
   if (dev != su.dev || smem != su.smem) {
     if (cudaDeviceGetAttribute(&su.sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&su.l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess ||
         cudaFuncSetAttribute(stream_kernel<V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&su.per_sm, stream_kernel<V>, NT, smem) != cudaSuccess ||
         su.per_sm < 1) {
@@ -395,6 +396,12 @@ int launch_stream(norm_args a, cudaStream_t s) {
     }
     su.dev = dev;
     su.smem = smem;
+  }
+  // A tensor that fits in k_team_l2 % of L2 goes to the team kernel instead: L2 keeps all of x between the two
+  // passes anyway, and the team's shorter critical path wins where latency, not bandwidth, bounds the run.
+  if (k_team_l2 > 0 && a.rows * a.n * es * 100 <= (int64_t)k_team_l2 * su.l2) {
+    const int rc = launch_team<V>(a, s);
+    if (rc >= 0) return rc;
   }
   a.seg = seg;
   a.splits = (int)segs;
