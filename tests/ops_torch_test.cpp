@@ -2,6 +2,7 @@
 // seed workload, seeded inputs (deterministic, per device), and the adversarial variants.
 #include <cmath>
 
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
 #include "spec/adversarial.h"
@@ -168,6 +169,35 @@ TEST(ops_torch, inputs_are_seeded_and_shaped) {
     EXPECT_TRUE(g[0].is_cuda());
     EXPECT_TRUE(at::equal(g[0].cpu(), a[0]));
   }
+}
+
+// A large input is drawn in chunks on LibTorch's threads, each chunk from its own stream: the values do not depend
+// on the thread count, chunks do not repeat each other, and the distribution is the one asked for.
+TEST(ops_torch, large_inputs_draw_in_parallel_chunks_independent_of_the_thread_count) {
+  workload_spec n = spec_of("  x: {shape: [3, 1000003], dtype: float32, init: {normal: {mean: 1.0, std: 2.0}}}\n",
+                            "  - softmax: {input: x, dim: -1}\n");
+  workload_spec u = spec_of("  x: {shape: [3, 1000003], dtype: float32, init: {uniform: {low: -1.0, high: 3.0}}}\n",
+                            "  - softmax: {input: x, dim: -1}\n");
+  set_input_cache_budget(0);  // every call draws
+  const int threads = at::get_num_threads();
+  auto draw = [&] {
+    return std::vector<at::Tensor>{make_inputs(n, n.cases[0], 5, k_cpu)[0], make_inputs(u, u.cases[0], 5, k_cpu)[0]};
+  };
+  at::set_num_threads(1);
+  auto one = draw();
+  at::set_num_threads(4);
+  auto four = draw();
+  at::set_num_threads(threads);
+  set_input_cache_budget(int64_t(2048) << 20);
+  for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(at::equal(one[i], four[i])) << i;
+  const int64_t chunk = int64_t{1} << 20;
+  at::Tensor flat = one[0].view({-1});
+  EXPECT_FALSE(at::equal(flat.narrow(0, 0, 1000), flat.narrow(0, chunk, 1000)));  // chunk 1 is its own stream
+  EXPECT_NEAR(one[0].mean().item<double>(), 1.0, 0.01);
+  EXPECT_NEAR(one[0].std().item<double>(), 2.0, 0.01);
+  EXPECT_GE(one[1].min().item<double>(), -1.0);
+  EXPECT_LT(one[1].max().item<double>(), 3.0);
+  EXPECT_NEAR(one[1].mean().item<double>(), 1.0, 0.01);
 }
 
 TEST(ops_torch, repeated_draws_come_from_the_input_cache_and_stay_private) {

@@ -1,10 +1,12 @@
 // Seeded inputs, adversarial variants, and the graph run on LibTorch (eager and float64 reference).
 #include "spec/reference_torch.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -30,17 +32,45 @@ at::Generator input_generator(uint64_t seed, const std::string& name) {
   return at::make_generator<at::CPUGeneratorImpl>(splitmix64(seed ^ splitmix64(h)));
 }
 
+// Elements drawn from one generator: chunk k of a large input has its own stream (derived from the input's
+// and k), so the chunks are drawn in parallel and the values do not depend on the thread count. An input of at
+// most one chunk draws from the input's stream alone.
+constexpr int64_t k_draw_chunk = int64_t{1} << 20;
+
+// `fill(part, gen)` over `t` (contiguous) chunk by chunk, on LibTorch's intra-op threads.
+template <typename F>
+void draw_chunked(at::Tensor& t, uint64_t seed, const std::string& name, F fill) {
+  at::Tensor flat = t.view({-1});
+  const int64_t n = flat.numel(), chunks = (n + k_draw_chunk - 1) / k_draw_chunk;
+  if (chunks <= 1) {
+    at::Generator gen = input_generator(seed, name);
+    fill(flat, gen);
+    return;
+  }
+  at::parallel_for(0, chunks, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t k = lo; k < hi; ++k) {
+      at::Generator gen = k == 0 ? input_generator(seed, name) : input_generator(seed, fmt::format("{}#{}", name, k));
+      at::Tensor part = flat.narrow(0, k * k_draw_chunk, std::min(k_draw_chunk, n - k * k_draw_chunk));
+      fill(part, gen);
+    }
+  });
+}
+
 at::Tensor draw_input(const input_spec& in, const std::vector<int64_t>& shape, uint64_t seed) {
-  at::Generator gen = input_generator(seed, in.name);
   const auto& p = in.init.params;
   // Draw in float32 (float64 for float64 inputs), then round to the input's dtype: the same values everywhere.
   auto draw = at::TensorOptions().dtype(in.type == dtype::float64 ? at::kDouble : at::kFloat);
   at::Tensor t;
   if (in.init.kind == "normal") {
-    t = at::empty(shape, draw).normal_(p.value("mean", 0.0), p.value("std", 1.0), gen);
+    t = at::empty(shape, draw);
+    const double mean = p.value("mean", 0.0), std = p.value("std", 1.0);
+    draw_chunked(t, seed, in.name, [&](at::Tensor& part, at::Generator& g) { part.normal_(mean, std, g); });
   } else if (in.init.kind == "uniform") {
-    t = at::empty(shape, draw).uniform_(p.value("low", 0.0), p.value("high", 1.0), gen);
+    t = at::empty(shape, draw);
+    const double low = p.value("low", 0.0), high = p.value("high", 1.0);
+    draw_chunked(t, seed, in.name, [&](at::Tensor& part, at::Generator& g) { part.uniform_(low, high, g); });
   } else if (in.init.kind == "randint") {
+    at::Generator gen = input_generator(seed, in.name);
     t = at::randint(p.value("low", int64_t(0)), p.at("high").get<int64_t>(), shape, gen, at::TensorOptions().dtype(at::kLong));
   } else if (in.init.kind == "causal_mask") {
     KF_ASSERT(shape.size() >= 2, "causal mask on a {}-d input", shape.size());
