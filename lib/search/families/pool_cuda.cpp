@@ -3,7 +3,8 @@
 //  - NCHW: a block stages `threads / tpp` whole planes (contiguous) into shared memory with 16-byte copies,
 //    then `tpp` threads reduce each plane (small planes, like ResNet's 7x7, are never split across blocks);
 //  - channels_last (NHWC strides): `cl_threads` threads cover contiguous channel vectors, the rest of the block
-//    splits the H*W positions, partial sums meet in shared memory.
+//    splits the H*W positions, partial sums meet in shared memory; or, for small batches (small_cl_loop), a thread
+//    owns a few channels of one image and adds up all of their positions itself.
 // When a batch is too small for the knobs' launch to give every SM a block, a second launch takes over at run time
 // (the small_* knobs): its own block size, threads per plane or across channels, and NCHW read mode.
 #include <algorithm>
@@ -87,13 +88,16 @@ class pool_cuda final : public family {
          "channels_last: threads across channel vectors when the cl_threads launch would have fewer blocks than SMs "
          "(0: keep cl_threads)"},
         {"small_threads", {"0", "64", "128", "256"}, "threads per block of the small-batch launches (0: threads)"},
+        {"small_cl_loop", {"0", "1", "2", "4", "8"},
+         "channels_last, small-batch launch: 0 splits positions across threads (small_cl_threads); N > 0 gives each "
+         "thread N channels of one image and all of their positions (loads back to back, no shuffles, no barrier)"},
     };
   }
 
   knob_values default_variant(const workload_spec& spec) const override {
     knob_values v{{"threads", "256"},        {"vec", "8"},         {"tpp", "4"},
                   {"cl_threads", "32"},      {"small_tpp", "8"},   {"small_direct", "0"},
-                  {"small_cl_threads", "2"}, {"small_threads", "128"}};
+                  {"small_cl_threads", "2"}, {"small_threads", "128"}, {"small_cl_loop", "0"}};
     auto g = match_pool(spec, nullptr);
     if (!g) return v;
     v["vec"] = std::to_string(std::max<int>(1, std::min<int>(8, static_cast<int>(16 / dtype_size(g->in_type)))));
@@ -176,10 +180,11 @@ class pool_cuda final : public family {
     s += fmt::format(
         "constexpr int k_threads = {};\nconstexpr int k_vec = {};\nconstexpr int k_tpp = {};\nconstexpr int k_clt = {};\n"
         "constexpr int k_small_threads = {};\nconstexpr int k_small_tpp = {};\nconstexpr int k_small_direct = {};\n"
-        "constexpr int k_small_clt = {};\nconstexpr int k_flat_k = {};\nconstexpr int k_n_inputs = {};\n"
-        "constexpr int k_x_input = {};\n",
+        "constexpr int k_small_clt = {};\nconstexpr int k_small_cl_loop = {};\nconstexpr int k_flat_k = {};\n"
+        "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\n",
         v.at("threads"), v.at("vec"), v.at("tpp"), v.at("cl_threads"), small_block(v), v.at("small_tpp"),
-        v.at("small_direct"), v.at("small_cl_threads"), k_flat_vectors, spec.inputs.size(), input_index(spec, g->input));
+        v.at("small_direct"), v.at("small_cl_threads"), v.at("small_cl_loop"), k_flat_vectors, spec.inputs.size(),
+        input_index(spec, g->input));
     const std::string post = cuda_emit::rounding_code(g->epilogue_casts);
     s += fmt::format("\n__device__ __forceinline__ float finalize(float x) {{\n{}  return x;\n}}\n", post);
     s += pool_cuda_body();

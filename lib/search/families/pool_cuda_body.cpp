@@ -243,6 +243,38 @@ __global__ void __launch_bounds__(BT) nhwc_kernel(pool_args a) {
   }
 }
 
+// channels_last, small batches (small_cl_loop = V): a thread owns V channels of one image and adds up all of their
+// positions itself, two independent sums so the loads go out back to back: one round trip, no shuffles, no shared
+// memory, no barrier. Needs C % V == 0 and V-aligned x (launch_nhwc_loop checks).
+template <int BT, int V>
+__global__ void __launch_bounds__(BT) nhwc_loop_kernel(pool_args a) {
+  const int64_t vecs = a.c / V;
+  for (int64_t t = (int64_t)blockIdx.x * BT + threadIdx.x; t < a.n * vecs; t += (int64_t)gridDim.x * BT) {
+    const int64_t n = t / vecs, c = (t - n * vecs) * V;
+    const in_t* base = a.x + n * a.hw * a.c + c;
+    float s0[V], s1[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) s0[v] = s1[v] = 0.f;
+    int64_t h = 0;
+#pragma unroll 8
+    for (; h + 1 < a.hw; h += 2) {
+      float x0[V], x1[V];
+      load_vec<in_t, V>(base + h * a.c, x0);
+      load_vec<in_t, V>(base + (h + 1) * a.c, x1);
+#pragma unroll
+      for (int v = 0; v < V; ++v) s0[v] += x0[v], s1[v] += x1[v];
+    }
+    if (h < a.hw) {
+      float x0[V];
+      load_vec<in_t, V>(base + h * a.c, x0);
+#pragma unroll
+      for (int v = 0; v < V; ++v) s0[v] += x0[v];
+    }
+#pragma unroll
+    for (int v = 0; v < V; ++v) a.y[n * a.c + c + v] = from_f<out_t>(finalize((s0[v] + s1[v]) * a.inv_hw));
+  }
+}
+
 // The SMs of the current device: a grid smaller than this leaves some idle.
 inline int sm_count() {
   int dev = 0, sms = 0;
@@ -289,6 +321,14 @@ int launch_nchw(pool_args a, cudaStream_t s) {
   return 0;
 }
 
+// Non-zero when the loop kernel cannot take this input (channels not a multiple of V, x not V-aligned).
+template <int BT, int V>
+int launch_nhwc_loop(const pool_args& a, cudaStream_t s) {
+  if (a.c % V != 0 || !aligned(a.x, vec_align<in_t, V>())) return 1;
+  nhwc_loop_kernel<BT, V><<<grid_of(blocks_for(a.n * (a.c / V), BT)), BT, 0, s>>>(a);
+  return 0;
+}
+
 template <int BT, int CLT>
 int launch_nhwc(const pool_args& a, cudaStream_t s) {
   const bool vec = a.c % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
@@ -325,9 +365,11 @@ int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_
                          : launch_nchw<k_threads, k_tpp, 0>(a, s);
     if (rc != 0) return rc;
   } else if (nhwc) {
-    const bool small = k_small_clt > 0 && a.n * blocks_for(C, (int64_t)k_clt * k_vec) < sm_count();
-    if (small) launch_nhwc<k_small_threads, k_clt_small>(a, s);
-    else launch_nhwc<k_threads, k_clt>(a, s);
+    const bool small = a.n * blocks_for(C, (int64_t)k_clt * k_vec) < sm_count();
+    bool looped = false;  // the loop kernel, when asked for and the input allows it
+    if constexpr (k_small_cl_loop > 0) looped = small && launch_nhwc_loop<k_small_threads, k_small_cl_loop>(a, s) == 0;
+    if (!looped && small && k_small_clt > 0) launch_nhwc<k_small_threads, k_clt_small>(a, s);
+    else if (!looped) launch_nhwc<k_threads, k_clt>(a, s);
   } else {
     return 1;
   }
