@@ -30,14 +30,20 @@ workload_spec small_softmax() {
   return s;
 }
 
-TEST(search_cpu, small_search_ends_with_a_verified_winner_no_worse_than_its_root) {
-  auto spec = small_softmax();
-  temp_dir dir("kf-search-cpu");
+// An evaluator on the cpu device with eager as its baseline, its compile cache under `dir`.
+worker_evaluator_options cpu_options(const std::filesystem::path& dir) {
   worker_evaluator_options eo;
   eo.device = device_id{device_kind::cpu, 0};
   eo.gpu_key = "cpu-test";
-  eo.cache_root = dir.path() / "cache";
+  eo.cache_root = dir / "cache";
   eo.baselines = {"eager"};
+  return eo;
+}
+
+TEST(search_cpu, small_search_ends_with_a_verified_winner_no_worse_than_its_root) {
+  auto spec = small_softmax();
+  temp_dir dir("kf-search-cpu");
+  auto eo = cpu_options(dir.path());
   eo.screen_stopping = {{"min_samples", 5}, {"max_noise", 0.2}, {"min_seconds", 0.01}, {"timeout_s", 3}};
   eo.full_stopping = {{"min_samples", 10}, {"max_noise", 0.1}, {"min_seconds", 0.05}, {"timeout_s", 5}};
   worker_evaluator ev(spec, eo);
@@ -91,11 +97,7 @@ candidate repeated(candidate c, int times) {
 TEST(search_cpu, a_slow_candidate_loses_the_race_and_stops_at_min_samples) {
   auto spec = small_softmax();
   temp_dir dir("kf-search-race");
-  worker_evaluator_options eo;
-  eo.device = device_id{device_kind::cpu, 0};
-  eo.gpu_key = "cpu-test";
-  eo.cache_root = dir.path() / "cache";
-  eo.baselines = {"eager"};
+  auto eo = cpu_options(dir.path());
   eo.screen_stopping = {{"min_samples", 3}, {"max_noise", 0.5}, {"min_seconds", 0.0}, {"timeout_s", 2}};
   // A noise target no cpu run reaches: without the race every full measurement runs to its timeout.
   eo.full_stopping = {{"min_samples", 8}, {"max_noise", 0.0}, {"min_seconds", 0.0}, {"timeout_s", 4}};

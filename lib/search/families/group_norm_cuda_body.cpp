@@ -35,6 +35,18 @@ __device__ __forceinline__ float row_shift(const norm_args& a, int64_t base) {
   return x[0];
 }
 
+// Adds x[base + i] for i in [from, hi), a vector per thread of the block per step, into `mo`.
+template <int V>
+__device__ __forceinline__ void add_block_range(const norm_args& a, int64_t base, int64_t from, int64_t hi,
+                                                moments& mo) {
+#pragma unroll k_unroll
+  for (int64_t i = from + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
+    float x[V];
+    load_x<V>(a, base + i, x);
+    mo.add<V>(x);
+  }
+}
+
 // (mean, 1/sqrt(var + eps)) from a combined record; RMSNorm uses the mean square instead of the variance.
 __device__ __forceinline__ float2 finish_stats(f3 t, float shift, float eps) {
   const float m = t.b / t.a;
@@ -168,12 +180,7 @@ __global__ void __launch_bounds__(NT) stats_kernel(norm_args a) {
   const int64_t lo = min(a.n, s * a.seg), hi = min(a.n, lo + a.seg), base = row * a.n;
   moments mo;
   mo.shift = row_shift<V>(a, base);
-#pragma unroll k_unroll
-  for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
-    float x[V];
-    load_x<V>(a, base + i, x);
-    mo.add<V>(x);
-  }
+  add_block_range<V>(a, base, lo, hi, mo);
   const f3 t = block_reduce<NT>(mo.record(), comb_add, scratch);
   if (threadIdx.x == 0) g_part[blockIdx.x] = t;
 }

@@ -126,13 +126,7 @@ __global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int te
         mo.add<V>(x);
       }
     }
-    // What does not fit in shared memory is read twice (the second time likely from L2).
-#pragma unroll k_unroll
-    for (int64_t i = kept_hi + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
-      float x[V];
-      load_x<V>(a, base + i, x);
-      mo.add<V>(x);
-    }
+    add_block_range<V>(a, base, kept_hi, hi, mo);  // what does not fit in shared memory is read twice
     const f3 t = block_reduce<NT>(mo.record(), comb_add, scratch);
     if (threadIdx.x == 0) {
       g_team_part[round & 1][blockIdx.x] = t;
