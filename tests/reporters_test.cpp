@@ -121,6 +121,21 @@ TEST(reporters, markdown_has_table_and_failures) {
   EXPECT_LT(md.find("| softmax-0001 |"), md.find("| softmax-0000 |"));
 }
 
+// Where both torch.compile modes were timed, the comment says what each took (the faster is the one compared).
+TEST(reporters, markdown_lists_torch_compile_modes) {
+  run_result r = fixture::run(1, 2);
+  for (auto& i : r.workloads[0].cases[0].impls)
+    if (i.impl == "compile")
+      i.details = {{"mode", "default"}, {"modes_median_us", {{"default", 75.0}, {"max-autotune", 81.25}}}};
+  for (auto& i : r.workloads[0].cases[1].impls)
+    if (i.impl == "compile") i.details = {{"mode", "default"}, {"modes_median_us", {{"default", 150.0}}}};
+  std::string md = render_markdown(r);
+  EXPECT_THAT(md, ::testing::HasSubstr("torch.compile by mode (the faster is compared)"));
+  EXPECT_THAT(md, ::testing::HasSubstr("- softmax-0000 B=1,H=8,S=1024: default 75.0 µs, max-autotune 81.2 µs"));
+  EXPECT_THAT(md, ::testing::Not(::testing::HasSubstr("S=2048: default")));  // one mode: nothing to compare
+  EXPECT_THAT(render_markdown(fixture::run(1, 1)), ::testing::Not(::testing::HasSubstr("torch.compile by mode")));
+}
+
 TEST(reporters, markdown_row_of_a_workload_that_failed_verification_is_a_failure) {
   // Verification failed on the only cpu case, so nothing was timed: the row must not read as passed.
   workload_result w;

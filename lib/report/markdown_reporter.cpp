@@ -161,6 +161,33 @@ std::string unmeasured(const run_result& r) {
   return out.empty() ? out : "\n<details><summary>Baselines not measured</summary>\n\n" + out + "\n</details>\n";
 }
 
+// torch.compile's modes where a case timed more than one: the table compares with the faster, and what the
+// other took says how much the baseline depends on the export ("default 1.63 µs, max-autotune 1.71 µs").
+std::string compile_modes(const run_result& r) {
+  std::string out;
+  int listed = 0, more = 0;
+  for (auto& w : r.workloads)
+    for (auto& c : w.cases)
+      for (auto& i : c.impls) {
+        if (i.impl != "compile" || !i.details.is_object() || !i.details.contains("modes_median_us")) continue;
+        const auto& modes = i.details["modes_median_us"];
+        if (!modes.is_object() || modes.size() < 2) continue;
+        if (listed == 20) {
+          ++more;
+          continue;
+        }
+        std::string parts;
+        for (auto& [mode, v] : modes.items())
+          parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", mode,
+                               v.is_number() ? format_us(v.get<double>()) + " µs" : v.dump());
+        out += fmt::format("- {} {}: {}\n", md_cell(w.name), md_cell(c.name), md_cell(parts));
+        ++listed;
+      }
+  if (more > 0) out += fmt::format("- _… and {} more_\n", more);
+  return out.empty() ? out : "\n<details><summary>torch.compile by mode (the faster is compared)</summary>\n\n" + out +
+                                 "\n</details>\n";
+}
+
 }  // namespace
 
 std::string render_markdown(const run_result& r, size_t max_bytes) {
@@ -172,9 +199,11 @@ std::string render_markdown(const run_result& r, size_t max_bytes) {
   auto items = notes(r);
   std::string skipped_text = unmeasured(r);
   if (skipped_text.size() > max_bytes / 8) skipped_text.clear();
+  std::string modes_text = compile_modes(r);
+  if (modes_text.size() > max_bytes / 8) modes_text.clear();
   // Room kept for the truncation notes and the footer.
   const size_t reserve = 400;
-  size_t fixed = out.size() + header.size() + skipped_text.size() + reserve;
+  size_t fixed = out.size() + header.size() + skipped_text.size() + modes_text.size() + reserve;
   size_t budget = max_bytes > fixed ? max_bytes - fixed : 0;
   // Failure notes get at most half the room; the table the rest.
   std::string note_text;
@@ -205,6 +234,7 @@ std::string render_markdown(const run_result& r, size_t max_bytes) {
     out += "\n</details>\n";
   }
   out += skipped_text;
+  out += modes_text;
   out += "\n<sub>speedup = baseline median / kernel median; of floor = floor / kernel median. Times are medians "
          "(± relative noise, stddev / mean).</sub>\n";
   return out;
