@@ -210,6 +210,15 @@ TEST(timing, an_implementation_that_lost_the_race_stops_at_min_samples) {
   EXPECT_EQ(hr[0].hot->stop, "lost_race");
   EXPECT_EQ(hr[0].cold.stop, "lost_race");
   EXPECT_EQ(hr[0].hot->samples_us.size(), 10u);
+
+  // Judged on hot samples, but this implementation has no hot loop: its cold series is what is raced.
+  fake_sampler cs;
+  cs.hot_unavailable = true;
+  cs.durations = {{"slow", 5e-6}};
+  auto cr = time_interleaved(cs, {make_impl(cs, "slow")}, h, [&] { return cs.clock; });
+  EXPECT_FALSE(cr[0].hot.has_value());
+  EXPECT_EQ(cr[0].cold.stop, "lost_race");
+  EXPECT_EQ(cr[0].cold.samples_us.size(), 10u);
 }
 
 TEST(timing, race_of_a_case_from_the_stopping_object) {

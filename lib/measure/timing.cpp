@@ -155,8 +155,8 @@ std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_im
 
   // The judged series is in (min_samples) and even its lower quartile is slower than the race: stop both.
   auto race = [&](impl_state& st) {
-    track* judged = options.race_hot ? (st.hot ? &*st.hot : nullptr) : &st.cold;
-    if (!judged) return;
+    // Hot samples when the race is on them and there are any (an implementation without a hot loop is judged cold).
+    track* judged = options.race_hot && st.hot ? &*st.hot : &st.cold;
     const auto& us = judged->out->samples_us;
     if (static_cast<int>(us.size()) < options.stopping.min_samples ||
         stats::summarize(us).q1 <= options.race_s * 1e6 * (1 + k_race_margin))

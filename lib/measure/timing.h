@@ -24,7 +24,7 @@ struct timing_options {
   // that compare hot samples only (the search, when every baseline of a case is hot).
   bool cold_follows_hot = false;
   // A race against the fastest time known for the case (per launch, in seconds; 0: no race): once the judged
-  // series (hot samples when race_hot, else cold) has min_samples and its lower quartile is above
+  // series (hot samples when race_hot and there is a hot loop, else cold) has min_samples and its lower quartile is above
   // race_s x (1 + k_race_margin), the implementation cannot be the fastest, and its series stop (stop
   // "lost_race") instead of converging. For the search, which needs precise numbers only for contenders.
   double race_s = 0;

@@ -143,6 +143,11 @@ bool worker_evaluator::verify(const compile_result& cr, const std::vector<std::s
   return r.stages.back().ok;
 }
 
+bool worker_evaluator::judged_hot(const std::string& c) const {
+  auto it = m_case_hot.find(c);
+  return it == m_case_hot.end() || it->second;
+}
+
 bool worker_evaluator::measure(const compile_result& cr, const nlohmann::json& stopping, eval_result& r,
                                const char* stage, bool race) {
   // When every gated case is judged on hot samples, the cold ones need not converge (only their count matters).
@@ -153,7 +158,7 @@ bool worker_evaluator::measure(const compile_result& cr, const nlohmann::json& s
   });
   if (all_hot) stop["cold_follows_hot"] = true;
   if (race && m_options.race)
-    for (auto& [c, us] : m_fastest_us) stop["race"][c] = {{"us", us}, {"hot", m_case_hot.count(c) && m_case_hot.at(c)}};
+    for (auto& [c, us] : m_fastest_us) stop["race"][c] = {{"us", us}, {"hot", judged_hot(c)}};
   nlohmann::json req = {{"cmd", "measure"}, {"spec", m_spec_json},
                         {"impls", {{{"kind", "kernel"}, {"name", "candidate"}, {"so", cr.so_path}}}},
                         {"cases", m_gated}, {"stopping", stop}};
@@ -167,8 +172,7 @@ bool worker_evaluator::measure(const compile_result& cr, const nlohmann::json& s
         continue;
       }
       std::string kind, c = res.value("case", "?");
-      auto hot = m_case_hot.find(c);
-      double t = result_us(res, &kind, hot == m_case_hot.end() || hot->second);
+      double t = result_us(res, &kind, judged_hot(c));
       if (!std::isfinite(t) || t <= 0) continue;
       r.case_us[c] = t;
       auto lost = [&](const char* k) { return res.contains(k) && res[k].value("stop", "") == "lost_race"; };
@@ -186,12 +190,15 @@ bool worker_evaluator::measure(const compile_result& cr, const nlohmann::json& s
   }
   e.ok = r.case_us.size() == m_gated.size();
   if (!e.ok && r.detail.empty()) r.detail = "not every gated case was timed";
-  if (std::string_view(stage) == "measure") m_full_measures++, m_lost_races += e.detail.contains("lost_race");
-  if (e.ok && std::string_view(stage) == "measure")  // a full measurement: the times later candidates race
-    for (auto& [c, us] : r.case_us) {
-      auto [it, fresh] = m_fastest_us.try_emplace(c, us);
-      if (!fresh) it->second = std::min(it->second, us);
-    }
+  if (std::string_view(stage) == "measure") {  // a full measurement: counted, and its times are what later ones race
+    ++m_full_measures;
+    m_lost_races += e.detail.contains("lost_race");
+    if (e.ok)
+      for (auto& [c, us] : r.case_us) {
+        auto [it, fresh] = m_fastest_us.try_emplace(c, us);
+        if (!fresh) it->second = std::min(it->second, us);
+      }
+  }
   e.detail["case_us"] = r.case_us;
   r.stages.push_back(std::move(e));
   // A kernel that verified but crashes or errs while timed is not a winner either.

@@ -72,6 +72,8 @@ class worker_evaluator final : public evaluator {
   bool measure(const compile_result& cr, const nlohmann::json& stopping, eval_result& r, const char* stage,
                bool race = false);
   worker_outcome request(nlohmann::json req, std::chrono::seconds timeout);
+  // Whether case c is judged on hot samples (where there are any): unless the baselines said it is cold-only.
+  bool judged_hot(const std::string& c) const;
 
   const workload_spec& m_spec;
   worker_evaluator_options m_options;
