@@ -22,6 +22,15 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
   return v;
 }
 
+// The sum of n records that other blocks wrote, for every lane of the calling warp; read through L2 (__ldcg), not
+// L1, which may hold stale lines of them.
+__device__ __forceinline__ f3 warp_sum_records(const f3* recs, int64_t n) {
+  f3 p{0.f, 0.f, 0.f};
+  for (int64_t j = threadIdx.x & 31; j < n; j += 32)
+    p = comb_add(p, f3{__ldcg(&recs[j].a), __ldcg(&recs[j].b), __ldcg(&recs[j].c)});
+  return warp_reduce(p, comb_add);
+}
+
 // Loads V elements of x, keeps a raw copy at `kept` (shared memory) and returns them as floats (before the prologue).
 template <int V>
 __device__ __forceinline__ void load_keep(const in_t* src, in_t* kept, float* x) {
@@ -136,13 +145,8 @@ __global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int te
       while ((int)(ld_acquire(&g_team_arrived[team]) - target) < 0) __nanosleep(32);
     }
     __syncthreads();
-    if (threadIdx.x < 32) {  // the row's statistics from the team's records (read from L2, not L1)
-      f3 p{0.f, 0.f, 0.f};
-      for (int j = threadIdx.x; j < tsize; j += 32) {
-        const f3* q = &g_team_part[round & 1][team * tsize + j];
-        p = comb_add(p, f3{__ldcg(&q->a), __ldcg(&q->b), __ldcg(&q->c)});
-      }
-      p = warp_reduce(p, comb_add);
+    if (threadIdx.x < 32) {  // the row's statistics from the team's records
+      const f3 p = warp_sum_records(&g_team_part[round & 1][team * tsize], tsize);
       if (threadIdx.x == 0) row_stats = finish_stats(p, mo.shift, a.eps);
     }
     __syncthreads();
@@ -166,13 +170,14 @@ __global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int te
   }
 }
 
-// The device the team kernel was set up for, per vector width. At namespace scope with internal linkage: a
-// template's function-local static would be one object shared by every candidate library in the process
-// (STB_GNU_UNIQUE).
-struct team_setup {
-  int dev = -1, sms = 0, per_sm = 0;
+// What a grid-wide kernel was sized for, per vector width: the device, its SMs and L2, the blocks an SM holds with
+// `smem` bytes of dynamic shared memory. At namespace scope with internal linkage: a template's function-local
+// static would be one object shared by every candidate library in the process (STB_GNU_UNIQUE).
+struct grid_setup {
+  int dev = -1, sms = 0, per_sm = 0, l2 = 0;
+  size_t smem = 0;
 };
-static team_setup g_team_setup[2];
+static grid_setup g_team_setup[2];
 
 // The team launch: as many blocks as fit on the device at once (k_team_kb KiB of shared memory each), split into
 // teams. A team takes rows one after another; each round costs its segment's bytes plus a fixed latency (a
@@ -181,7 +186,7 @@ static team_setup g_team_setup[2];
 // per row), 3 on a launch error.
 template <int V>
 int launch_team(norm_args a, cudaStream_t s) {
-  team_setup& su = g_team_setup[V == 1 ? 0 : 1];
+  grid_setup& su = g_team_setup[V == 1 ? 0 : 1];
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return 3;
   const size_t want = (size_t)k_team_kb * 1024;
@@ -312,12 +317,7 @@ __global__ void __launch_bounds__(NT) stream_kernel(norm_args a, int64_t lag) {
       __syncthreads();
       if (last && threadIdx.x < 32) {  // the row's last statistics item: every record of the row is written
         __threadfence();
-        f3 q{0.f, 0.f, 0.f};
-        for (int64_t j = threadIdx.x; j < segs; j += 32) {
-          const f3* r = &g_part[row * segs + j];
-          q = comb_add(q, f3{__ldcg(&r->a), __ldcg(&r->b), __ldcg(&r->c)});
-        }
-        q = warp_reduce(q, comb_add);
+        const f3 q = warp_sum_records(&g_part[row * segs], segs);
         if (threadIdx.x == 0) {
           g_row_mr[row] = finish_stats(q, mo.shift, a.eps);
           __threadfence();
@@ -353,13 +353,7 @@ __global__ void __launch_bounds__(NT) stream_kernel(norm_args a, int64_t lag) {
   }
 }
 
-// Per vector width and device: the blocks that fit an SM with two stages of a segment each (namespace scope,
-// internal linkage: see team_setup).
-struct stream_setup {
-  int dev = -1, sms = 0, per_sm = 0, l2 = 0;
-  size_t smem = 0;
-};
-static stream_setup g_stream_setup[2];
+static grid_setup g_stream_setup[2];  // two stages of a segment a block
 
 // As many blocks as run at once (more would only queue for tickets). -1 when the shape does not fit the counters
 // or the device cannot run the kernel (the caller falls back to a block per row), 3 on a launch error.
@@ -375,7 +369,7 @@ int launch_stream(norm_args a, cudaStream_t s) {
     segs = (a.n + seg - 1) / seg;
   }
   const size_t smem = k_bulk ? (size_t)(2 * seg * es) : 0;
-  stream_setup& su = g_stream_setup[V == 1 ? 0 : 1];
+  grid_setup& su = g_stream_setup[V == 1 ? 0 : 1];
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return 3;
   if (dev != su.dev || smem != su.smem) {
