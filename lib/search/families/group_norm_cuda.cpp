@@ -47,7 +47,8 @@ class group_norm_cuda final : public family {
 
   std::vector<knob> knobs() const override {
     return {
-        {"strategy", {"warp", "block", "cluster", "split", "team", "stream"}, "threads per row (a group or a normalized slice)"},
+        {"strategy", {"warp", "block", "cluster", "split", "team", "stream"},
+         "threads per row (a group or a normalized slice)"},
         {"threads", {"64", "128", "256", "512", "1024"}, "threads per block"},
         {"vec", {"1", "2", "4", "8"}, "elements per access (16-byte loads at 8 x 16-bit)"},
         {"chunks", {"1", "2", "4", "8", "16"}, "vectors per thread kept in registers (the row cache)"},
@@ -134,8 +135,8 @@ class group_norm_cuda final : public family {
       return fail("chunks x vec > 64 floats per thread would spill registers");
     const auto& st = v.at("strategy");
     if ((st == "split" || st == "team" || st == "stream") && v.at("stats") == "twopass")
-      return fail("strategy=" + v.at("strategy") + " accumulates in one pass: stats=shifted or sumsq, not twopass");
-    if (v.at("strategy") == "cluster" && knob_int(v, "threads") < 128)
+      return fail("strategy=" + st + " accumulates in one pass: stats=shifted or sumsq, not twopass");
+    if (st == "cluster" && knob_int(v, "threads") < 128)
       return fail("strategy=cluster wants at least 128 threads per CTA");
     return true;
   }

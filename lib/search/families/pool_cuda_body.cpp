@@ -193,6 +193,12 @@ bool flat_fits(const pool_args& a) {
   return ne <= (int64_t)BT * k_flat_k * k_flat_v && (ne * (int64_t)sizeof(in_t)) % 16 == 0 && aligned(a.x, 16);
 }
 
+// t / d for t, d >= 0, with a 32-bit division where both fit: the 64-bit one is a long instruction sequence in
+// front of the first load (group_norm_cuda's apply pass was issue-bound on one).
+__device__ __forceinline__ int64_t quot(int64_t t, int64_t d) {
+  return (t | d) <= 0x7fffffffll ? (int64_t)((uint32_t)t / (uint32_t)d) : t / d;
+}
+
 // channels_last: x[n][hw][c]; CLT threads across channel vectors, BT / CLT rows of positions. Lanes that
 // share channels first add through shuffles, so shared memory holds one partial row per warp (CLT <= 32).
 template <int BT, int V, int CLT>
@@ -203,9 +209,7 @@ __global__ void __launch_bounds__(BT) nhwc_kernel(pool_args a) {
   const int tc = threadIdx.x % CLT, th = threadIdx.x / CLT;
   const int64_t tiles = (a.c + W - 1) / W;
   for (int64_t t = blockIdx.x; t < a.n * tiles; t += gridDim.x) {
-    // A 32-bit division where the indices allow it: the 64-bit one is a long instruction sequence in front of
-    // the first load (group_norm_cuda's apply pass was issue-bound on one).
-    const int64_t n = (t | tiles) <= 0x7fffffffll ? (int64_t)((uint32_t)t / (uint32_t)tiles) : t / tiles;
+    const int64_t n = quot(t, tiles);
     const int64_t c0 = (t - n * tiles) * W, c = c0 + (int64_t)tc * V;
     float acc[V];
 #pragma unroll
@@ -250,7 +254,7 @@ template <int BT, int V>
 __global__ void __launch_bounds__(BT) nhwc_loop_kernel(pool_args a) {
   const int64_t vecs = a.c / V;
   for (int64_t t = (int64_t)blockIdx.x * BT + threadIdx.x; t < a.n * vecs; t += (int64_t)gridDim.x * BT) {
-    const int64_t n = t / vecs, c = (t - n * vecs) * V;
+    const int64_t n = quot(t, vecs), c = (t - n * vecs) * V;
     const in_t* base = a.x + n * a.hw * a.c + c;
     float s0[V], s1[V];
 #pragma unroll
