@@ -11,6 +11,7 @@
 #include "exec/kf_abi.h"
 #include "search/family.h"
 #include "search/graph_match.h"
+#include "covering_sets.h"
 #include "search_test_specs.h"
 #include "util/fs.h"
 #include "util/subprocess.h"
@@ -28,32 +29,6 @@ process_result compile(const std::string& source, const std::filesystem::path& d
   else argv.push_back("-fsyntax-only");
   argv.push_back(src.string());
   return run_process(argv);
-}
-
-// Knob sets where knob k takes values[i % n_k] in set i: every value of every knob appears at least once.
-// Sets the family rejects are repaired by resetting knobs to the default, one at a time.
-std::vector<knob_values> covering_sets(const family& f, const workload_spec& spec) {
-  auto ks = f.knobs();
-  size_t most = 0;
-  for (auto& k : ks) most = std::max(most, k.values.size());
-  std::vector<knob_values> out;
-  auto def = f.default_variant(spec);
-  for (size_t i = 0; i < most; ++i) {
-    knob_values v;
-    for (auto& k : ks) v[k.name] = k.values[i % k.values.size()];
-    for (auto& k : ks) {  // first try resetting a single knob, then reset them in order
-      if (f.valid(v, spec, nullptr)) break;
-      auto one = v;
-      one[k.name] = def[k.name];
-      if (f.valid(one, spec, nullptr)) v = one;
-    }
-    for (auto& k : ks) {
-      if (f.valid(v, spec, nullptr)) break;
-      v[k.name] = def[k.name];
-    }
-    if (f.valid(v, spec, nullptr)) out.push_back(v);
-  }
-  return out;
 }
 
 struct named_spec {
@@ -96,7 +71,7 @@ TEST(families_cpu, sources_compile_for_every_knob_value) {
   for (auto& v : variants()) {
     auto* f = find_family(v.family, device_kind::cpu);
     ASSERT_NE(f, nullptr);
-    auto sets = covering_sets(*f, v.spec);
+    auto sets = test::covering_sets(*f, v.spec);
     // every value of every knob is in some set
     for (auto& k : f->knobs())
       for (auto& val : k.values) {
