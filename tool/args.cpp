@@ -74,6 +74,18 @@ double args::get_double(const std::string& name, double fallback) const {
   }
 }
 
+std::vector<std::string> args::get_list(const std::string& name) const {
+  std::vector<std::string> out;
+  auto v = get(name);
+  if (!v) return out;
+  for (size_t a = 0, b; a <= v->size(); a = b + 1) {
+    b = v->find(',', a);
+    if (b == std::string::npos) b = v->size();
+    if (b > a) out.push_back(v->substr(a, b - a));
+  }
+  return out;
+}
+
 int args::get_int(const std::string& name, int fallback) const {
   auto v = get(name);
   if (!v) return fallback;

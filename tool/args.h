@@ -25,6 +25,8 @@ class args {
   std::string get_or(const std::string& name, const std::string& fallback) const;
   double get_double(const std::string& name, double fallback) const;  // "30", "30s", "5%" forms
   int get_int(const std::string& name, int fallback) const;
+  // A comma-separated value ("eager,compile"), empty items dropped; empty when the flag is absent.
+  std::vector<std::string> get_list(const std::string& name) const;
   const std::vector<std::string>& positional() const { return m_positional; }
 
  private:

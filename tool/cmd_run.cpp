@@ -38,19 +38,6 @@ std::vector<flag_def> run_flags() {
   return defs;
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
 void write_reports(const run_result& r, const args& a) {
   for (auto& rep : reporters()) {
     auto path = a.get(std::string(rep->format()));
@@ -80,8 +67,8 @@ std::string run_help() {
 int run_run(const std::vector<std::string>& argv) {
   args a(argv, run_flags());
   run_options o;
-  if (auto b = a.get("baselines")) {
-    o.baselines = split_list(*b);
+  if (a.has("baselines")) {
+    o.baselines = a.get_list("baselines");
     for (auto& name : o.baselines)
       if (std::find(baseline_names().begin(), baseline_names().end(), name) == baseline_names().end())
         throw user_error(fmt::format("--baselines: unknown baseline '{}' (expected some of {})", name, fmt::join(baseline_names(), ", ")));
