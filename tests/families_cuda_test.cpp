@@ -9,6 +9,7 @@
 
 #include "search/family.h"
 #include "search/graph_match.h"
+#include "covering_sets.h"
 #include "search_test_specs.h"
 #include "spec/spec_parse.h"
 #include "util/fs.h"
@@ -21,26 +22,6 @@ const family& cuda_family(const std::string& name) {
   auto* f = find_family(name, device_kind::cuda);
   if (!f) throw std::runtime_error("no cuda family " + name);
   return *f;
-}
-
-// Knob sets in which knob k takes values[i % n_k] in set i, so that every value of every knob appears; a set
-// the family rejects is repaired by resetting knobs to the default, one at a time from the last.
-std::vector<knob_values> covering_sets(const family& f, const workload_spec& spec) {
-  auto ks = f.knobs();
-  size_t most = 0;
-  for (auto& k : ks) most = std::max(most, k.values.size());
-  const auto def = f.default_variant(spec);
-  std::vector<knob_values> out;
-  for (size_t i = 0; i < most; ++i) {
-    knob_values v;
-    for (auto& k : ks) v[k.name] = k.values[i % k.values.size()];
-    for (auto k = ks.rbegin(); k != ks.rend(); ++k) {  // the first knobs (strategies) are kept longest
-      if (f.valid(v, spec, nullptr)) break;
-      v[k->name] = def.at(k->name);
-    }
-    if (f.valid(v, spec, nullptr)) out.push_back(v);
-  }
-  return out;
 }
 
 // One translation unit holding several emitted candidates side by side.
@@ -87,6 +68,7 @@ std::vector<family_case> cases() {
   gn.push_back({row_norm_spec(true), {{"strategy", "stream"}, {"seg_kb", "64"}, {"lag_mb", "1"}, {"threads", "1024"}}});
   gn.push_back({group_norm_spec(false, dtype::float32), {{"strategy", "stream"}, {"seg_kb", "16"}, {"vec", "1"}}});
   gn.push_back({row_norm_spec(false), {{"strategy", "stream"}, {"team_l2", "50"}, {"team_kb", "48"}}});
+  gn.push_back({group_norm_spec(), {{"strategy", "stream"}, {"sm_blocks", "1"}, {"threads", "1024"}, {"lag_mb", "0"}}});
   // Each seed workload's default joins its family's translation unit.
   for (auto& s : seeds())
     for (auto* f : covering_families(s, device_kind::cuda))
@@ -245,7 +227,7 @@ TEST(families_cuda, sources_compile_for_every_knob_value) {
   std::vector<std::string> labels;
   for (auto& c : cases()) {
     const family& f = cuda_family(c.family);
-    auto sets = covering_sets(f, c.rich);
+    auto sets = test::covering_sets(f, c.rich);
     for (auto& k : f.knobs())
       for (auto& val : k.values) {
         bool seen = false;

@@ -355,7 +355,7 @@ __global__ void __launch_bounds__(NT) stream_kernel(norm_args a, int64_t lag) {
 
 static grid_setup g_stream_setup[2];  // two stages of a segment a block
 
-// As many blocks as run at once (more would only queue for tickets). -1 when the shape does not fit the counters
+// As many blocks as run at once (more would only queue for tickets), at most k_sm_blocks an SM when set. -1 when the shape does not fit the counters
 // or the device cannot run the kernel (the caller falls back to a block per row), 3 on a launch error.
 template <int V>
 int launch_stream(norm_args a, cudaStream_t s) {
@@ -394,7 +394,8 @@ int launch_stream(norm_args a, cudaStream_t s) {
   a.seg = seg;
   a.splits = (int)segs;
   const int64_t total = a.rows * segs;
-  const int64_t blocks = min(2 * total, (int64_t)su.per_sm * su.sms);
+  const int per_sm = k_sm_blocks > 0 && k_sm_blocks < su.per_sm ? k_sm_blocks : su.per_sm;
+  const int64_t blocks = min(2 * total, (int64_t)per_sm * su.sms);
   // The apply item of segment g is taken `lag` statistics tickets after segment g's: past a whole row, past the
   // statistics items still running (about one a block), plus k_lag_mb MiB of slack, so it rarely waits.
   const int64_t lag = min(total, segs + blocks + ((int64_t)k_lag_mb << 20) / (seg * es));
