@@ -54,6 +54,40 @@ TEST(template_proposer, moves_one_or_two_knobs_and_never_repeats) {
   for (auto& c : p.propose({rms, device_kind::cpu, t2, r2, 500})) EXPECT_EQ(c.knobs.at("stats"), "one_pass");
 }
 
+// group_norm_cuda's stream strategy reads neither chunks, cluster, splits nor reverse: a move of those alone emits
+// the root's source again, so it is not proposed (it would cost an evaluation and could only tie).
+TEST(template_proposer, skips_moves_that_emit_a_source_the_tree_holds) {
+  auto spec = test::group_norm_spec();
+  auto* f = find_family("group_norm_cuda", device_kind::cuda);
+  ASSERT_NE(f, nullptr);
+  auto root_knobs = f->default_variant(spec);
+  root_knobs["strategy"] = "stream";
+  ASSERT_TRUE(f->valid(root_knobs, spec, nullptr));
+  auto moved = root_knobs;
+  moved["chunks"] = root_knobs.at("chunks") == "8" ? "4" : "8";
+  ASSERT_EQ(f->emit(spec, moved), f->emit(spec, root_knobs));
+  mcts_tree tree;
+  auto root = tree.add(0, family_candidate(*f, spec, root_knobs, "default"));
+  tree.record(root, node_status::measured, 10, 0.0);
+  template_proposer p(7);
+  auto all = p.propose({spec, device_kind::cuda, tree, root, 1000});
+  ASSERT_GT(all.size(), 10u);
+  std::set<std::string> hashes = {tree.at(root).cand.source_hash};
+  for (auto& c : all) {
+    EXPECT_TRUE(hashes.insert(c.source_hash).second) << "a source proposed twice: " << c.origin;
+    for (const char* k : {"chunks", "cluster", "splits", "reverse"})
+      if (changed(root_knobs, c.knobs) == 1 && c.knobs.at(k) != root_knobs.at(k)) ADD_FAILURE() << c.origin;
+  }
+  // A strategy that reads chunks still gets moves of it.
+  root_knobs["strategy"] = "block";
+  mcts_tree t2;
+  auto r2 = t2.add(0, family_candidate(*f, spec, root_knobs, "default"));
+  bool chunk_move = false;
+  for (auto& c : p.propose({spec, device_kind::cuda, t2, r2, 1000}))
+    chunk_move = chunk_move || (changed(root_knobs, c.knobs) == 1 && c.knobs.at("chunks") != root_knobs.at("chunks"));
+  EXPECT_TRUE(chunk_move);
+}
+
 TEST(template_proposer, has_nothing_for_a_node_without_a_family) {
   auto spec = test::pool_spec();
   mcts_tree tree;

@@ -56,6 +56,10 @@ std::vector<candidate> template_proposer::propose(const proposer_context& ctx) {
     if (i < pairs.size()) order.push_back(pairs[i]);
     if (i < far.size()) order.push_back(far[i]);
   }
+  // A move of a knob the variant does not read emits a source already in the tree (families emit such knobs
+  // at fixed values): it would cost an evaluation and could only tie, so it is skipped.
+  std::set<std::string> sources;
+  for (auto& t : ctx.tree.nodes()) sources.insert(t.cand.source_hash);
   std::vector<candidate> out;
   std::set<std::string> taken;
   for (auto& m : order) {
@@ -68,7 +72,9 @@ std::vector<candidate> template_proposer::propose(const proposer_context& ctx) {
     c.knobs = v;
     auto key = candidate_key(c);
     if (ctx.tree.contains(key) || !taken.insert(key).second) continue;
-    out.push_back(family_candidate(*f, ctx.spec, v, describe(m)));
+    auto cand = family_candidate(*f, ctx.spec, v, describe(m));
+    if (!sources.insert(cand.source_hash).second) continue;
+    out.push_back(std::move(cand));
   }
   return out;
 }

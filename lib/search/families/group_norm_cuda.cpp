@@ -59,8 +59,11 @@ class group_norm_cuda final : public family {
         {"team_kb", {"48", "96", "144", "192", "224"},
          "strategy=team: KiB of shared memory per block holding its segment (fewer KiB: more blocks per SM)"},
         {"seg_kb", {"8", "16", "32", "64"}, "strategy=stream: KiB of x per work item"},
-        {"lag_mb", {"1", "2", "4", "8", "16"},
+        {"lag_mb", {"0", "1", "2", "4", "8", "16"},
          "strategy=stream: MiB by which the apply step trails the statistics, past a row and the grid (x stays in L2)"},
+        {"sm_blocks", {"0", "1", "2"},
+         "strategy=stream: blocks an SM at most (0: as many as fit); fewer blocks hold fewer segments in flight, so "
+         "the apply step trails the statistics by less and x stays in L2"},
         {"team_l2", {"0", "25", "50", "100"},
          "strategy=stream: a tensor within this % of L2 runs the team kernel instead (0: never)"},
         {"unroll", {"1", "2", "4"}, "unrolling of the streaming loops"},
@@ -71,7 +74,8 @@ class group_norm_cuda final : public family {
   knob_values default_variant(const workload_spec& spec) const override {
     knob_values v{{"strategy", "block"}, {"threads", "512"}, {"vec", "8"},     {"chunks", "4"},
                   {"cluster", "8"},      {"splits", "64"},   {"stats", "shifted"}, {"reverse", "1"},
-                  {"team_kb", "192"},   {"seg_kb", "32"},      {"lag_mb", "4"},        {"team_l2", "0"},
+                  {"team_kb", "192"},   {"seg_kb", "32"},      {"lag_mb", "4"},        {"sm_blocks", "0"},
+                  {"team_l2", "0"},
                   {"unroll", "2"},       {"stream_store", "1"}};
     auto g = match_norm(spec, nullptr);
     if (!g) return v;
@@ -145,13 +149,18 @@ class group_norm_cuda final : public family {
     std::string why;
     auto g = match_norm(spec, &why);
     KF_ASSERT(g.has_value(), "emit called for a spec the family does not cover: {}", why);
-    knob_values shown = v;
+    // Knobs only another strategy reads are emitted at fixed values and left out of the header: variants that
+    // differ in them alone emit one source, which the search evaluates once. The grid strategies' fallback (a
+    // block per row, for shapes their counters do not fit) runs with 4 chunks.
+    knob_values shown = v, used = v;
+    auto fix = [&](const char* k, const char* value) { used[k] = value, shown.erase(k); };
     const auto& st = v.at("strategy");
-    if (st != "cluster") shown.erase("cluster");
-    if (st != "split") shown.erase("splits"), shown.erase("reverse");
-    if (st != "team" && !(st == "stream" && v.at("team_l2") != "0")) shown.erase("team_kb");
-    if (st != "stream") shown.erase("seg_kb"), shown.erase("lag_mb"), shown.erase("team_l2");
-    return cuda_emit::prelude(name(), shown, g->describe()) + config(spec, *g, v) + group_norm_cuda_rows() +
+    if (st != "cluster") fix("cluster", "8");
+    if (st != "split") fix("splits", "64"), fix("reverse", "1");
+    if (st != "team" && !(st == "stream" && v.at("team_l2") != "0")) fix("team_kb", "192");
+    if (st != "stream") fix("seg_kb", "32"), fix("lag_mb", "4"), fix("sm_blocks", "0"), fix("team_l2", "0");
+    if (st == "split" || st == "team" || st == "stream") fix("chunks", "4");
+    return cuda_emit::prelude(name(), shown, g->describe()) + config(spec, *g, used) + group_norm_cuda_rows() +
            group_norm_cuda_grid() + group_norm_cuda_launch() +
            cuda_emit::epilogue();
   }
@@ -182,7 +191,8 @@ class group_norm_cuda final : public family {
         "constexpr int k_strategy = s_{};\nconstexpr int k_stats = st_{};\n"
         "constexpr int NT = {};\nconstexpr int k_vec = {};\nconstexpr int k_chunks = {};\nconstexpr int k_cluster = {};\n"
         "constexpr int k_splits = {};\nconstexpr bool k_reverse = {};\nconstexpr int k_team_kb = {};\n"
-        "constexpr int k_seg_kb = {};\nconstexpr int k_lag_mb = {};\nconstexpr int k_team_l2 = {};\n"
+        "constexpr int k_seg_kb = {};\nconstexpr int k_lag_mb = {};\nconstexpr int k_sm_blocks = {};\n"
+        "constexpr int k_team_l2 = {};\n"
         "constexpr int k_unroll = {};\n"
         "constexpr bool k_stream_store = {};\n"
         "constexpr bool k_group = {};\nconstexpr bool k_rms = {};\nconstexpr int k_num_groups = {};\n"
@@ -191,7 +201,8 @@ class group_norm_cuda final : public family {
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\nconstexpr int k_w_input = {};\n"
         "constexpr int k_b_input = {};\n",
         v.at("strategy"), v.at("stats"), v.at("threads"), v.at("vec"), v.at("chunks"), v.at("cluster"),
-        v.at("splits"), v.at("reverse") == "1", v.at("team_kb"), v.at("seg_kb"), v.at("lag_mb"), v.at("team_l2"),
+        v.at("splits"), v.at("reverse") == "1", v.at("team_kb"), v.at("seg_kb"), v.at("lag_mb"), v.at("sm_blocks"),
+        v.at("team_l2"),
         v.at("unroll"), v.at("stream_store") == "1", group,
         g.what == norm_graph::kind::rms_norm, g.num_groups, g.normalized_dims, cuda_emit::float_literal(g.eps), has_w,
         has_b, spec.inputs.size(), input_index(spec, g.input), has_w ? input_index(spec, g.weight) : -1,

@@ -173,7 +173,13 @@ class pool_cuda final : public family {
     std::string why;
     auto g = match_pool(spec, &why);
     KF_ASSERT(g.has_value(), "emit called for a spec the family does not cover: {}", why);
-    std::string s = cuda_emit::prelude(name(), v, g->describe());
+    // The other layout's knobs are emitted at fixed values and left out of the header (that path still runs,
+    // untuned, on an input of the other layout): variants that differ in them alone emit one source.
+    knob_values shown = v, used = v;
+    auto fix = [&](const char* k, const char* value) { used[k] = value, shown.erase(k); };
+    if (spec.find_input(g->input)->memory_format == "channels_last") fix("tpp", "2"), fix("small_tpp", "8"), fix("small_direct", "0");
+    else fix("cl_threads", "32"), fix("small_cl_threads", "2"), fix("small_cl_loop", "0");
+    std::string s = cuda_emit::prelude(name(), shown, g->describe());
     s += "\n// ---- this variant ----\n";
     s += fmt::format("using in_t = {};\nusing out_t = {};\n", cuda_emit::c_type(g->in_type),
                      cuda_emit::c_type(g->out_type));
@@ -182,8 +188,8 @@ class pool_cuda final : public family {
         "constexpr int k_small_threads = {};\nconstexpr int k_small_tpp = {};\nconstexpr int k_small_direct = {};\n"
         "constexpr int k_small_clt = {};\nconstexpr int k_small_cl_loop = {};\nconstexpr int k_flat_k = {};\n"
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\n",
-        v.at("threads"), v.at("vec"), v.at("tpp"), v.at("cl_threads"), small_block(v), v.at("small_tpp"),
-        v.at("small_direct"), v.at("small_cl_threads"), v.at("small_cl_loop"), k_flat_vectors, spec.inputs.size(),
+        used.at("threads"), used.at("vec"), used.at("tpp"), used.at("cl_threads"), small_block(used), used.at("small_tpp"),
+        used.at("small_direct"), used.at("small_cl_threads"), used.at("small_cl_loop"), k_flat_vectors, spec.inputs.size(),
         input_index(spec, g->input));
     const std::string post = cuda_emit::rounding_code(g->epilogue_casts);
     s += fmt::format("\n__device__ __forceinline__ float finalize(float x) {{\n{}  return x;\n}}\n", post);
