@@ -53,6 +53,9 @@ TEST(cmd_search, usage_mistakes_exit_2_and_say_what_to_do) {
   r = kforge({"tiny-softmax", "--device", "cpu", "--budget", "0"}, cwd);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--budget"), std::string::npos) << r.err;
+  r = kforge({"tiny-softmax", "--device", "cpu", "--min-gain", "150%"}, cwd);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--min-gain 150%: expected a percentage"), std::string::npos) << r.err;
 }
 
 TEST(cmd_search, a_graph_no_family_covers_is_explained) {

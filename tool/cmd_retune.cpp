@@ -24,6 +24,7 @@ const std::vector<flag_def>& retune_flags() {
       {"time", true, "wall time per workload (30m, 2h)", "T"},
       {"db", true, "the search database (default .kforge/search.db)", "PATH"},
       {"baselines", true, "baselines to time, comma-separated (default: each spec's)", "LIST"},
+      {"min-gain", true, "replace a stored kernel only when the winner is this much faster, both timed in the search (default 2%)", "PCT"},
       {"dry-run", false, "list what would be retuned and why, and stop"},
   };
   return defs;
@@ -79,12 +80,8 @@ int retune_run(const std::vector<std::string>& argv) {
     st.search.time_s = a.get_double("time", spec.search.seconds);
     st.search.fresh = true;  // retuning starts over from the stored kernels, not from an old tree
     st.db_path = a.get_or("db", ".kforge/search.db");
-    if (auto b = a.get("baselines"))
-      for (size_t p = 0, q; p <= b->size(); p = q + 1) {
-        q = b->find(',', p);
-        if (q == std::string::npos) q = b->size();
-        if (q > p) st.baselines.push_back(b->substr(p, q - p));
-      }
+    st.baselines = a.get_list("baselines");
+    st.min_gain = min_gain_flag(a);
     try {
       auto r = run_search_session(spec, st);
       ++done;

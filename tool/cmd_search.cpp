@@ -29,21 +29,10 @@ const std::vector<flag_def>& search_flags() {
       {"seed", true, "the proposer's random seed (default 1)", "N"},
       {"batch", true, "candidates proposed and compiled together (default: 16 on a GPU, whose compiles overlap the timing; 4 on the cpu)", "N"},
       {"no-write", false, "report the winner without writing it"},
+      {"min-gain", true, "replace the stored kernel only when the winner is this much faster, both timed in this search (default 2%)", "PCT"},
       {"tree", true, "also write the search tree as JSON for `kforge report render --search`", "FILE"},
   };
   return defs;
-}
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t a = 0;
-  while (a <= s.size()) {
-    size_t b = s.find(',', a);
-    if (b == std::string::npos) b = s.size();
-    if (b > a) out.push_back(s.substr(a, b - a));
-    a = b + 1;
-  }
-  return out;
 }
 
 }  // namespace
@@ -74,8 +63,9 @@ session_settings search_settings(const args& a, const workload_spec& spec) {
   st.search.seed = static_cast<uint64_t>(a.get_int("seed", 1));
   st.search.batch = std::max(1, a.get_int("batch", st.device.kind == device_kind::cuda ? 16 : 4));
   st.db_path = a.get_or("db", ".kforge/search.db");
-  if (auto b = a.get("baselines")) st.baselines = split_list(*b);
+  st.baselines = a.get_list("baselines");
   st.write = !a.has("no-write");
+  st.min_gain = min_gain_flag(a);
   st.tree_path = a.get_or("tree", "");
   return st;
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "args.h"
 #include "measure/timing.h"
 #include "search/family.h"
 #include "search/graph_match.h"
@@ -67,6 +68,17 @@ std::string utc_now() {
 }
 
 }  // namespace
+
+double min_gain_flag(const args& a) {
+  auto v = a.get("min-gain");
+  if (!v) return 0.02;
+  double g = a.get_double("min-gain", 2.0);
+  if (v->empty() || v->back() != '%') g /= 100.0;  // "2" is 2 %, as "2%" is
+  if (!(g >= 0.0 && g < 0.995))
+    throw user_error(fmt::format("--min-gain {}: expected a percentage from 0 to 99 (2%: replace the stored kernel "
+                                 "only with one at least 2 % faster)", *v));
+  return g;
+}
 
 session_result run_search_session(const workload_spec& spec, const session_settings& st) {
   session_result res;
@@ -166,8 +178,7 @@ session_result run_search_session(const workload_spec& spec, const session_setti
     res.why_not_written = "--no-write";
     return res;
   }
-  if (o.winner->cand.origin == "stored:" + res.gpu_key) {
-    res.why_not_written = "the stored kernel is still the best";
+  if (!replaces_stored(o, st.min_gain, &res.why_not_written)) {
     term::say("  {}", res.why_not_written);
     return res;
   }

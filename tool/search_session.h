@@ -18,6 +18,7 @@ struct session_settings {
   std::string cache_root = ".kforge/cache";
   std::vector<std::string> baselines;  // empty: the spec's
   bool write = true;                   // write the winner to workloads/<name>/kernels
+  double min_gain = 0.02;              // ... only when it beats the stored kernel by this fraction (replaces_stored)
   std::string tree_path;               // non-empty: write the tree there (tree_export.h)
 };
 
@@ -27,6 +28,10 @@ struct session_result {
   std::string written;  // the kernel file written, or "" (with `why_not_written`)
   std::string why_not_written;
 };
+
+class args;
+// --min-gain as a fraction: "2%" and "2" both mean 2 % (0.02, the default when absent); user_error outside 0-99 %.
+double min_gain_flag(const args& a);
 
 // Throws user_error when no family covers the spec on the device.
 session_result run_search_session(const workload_spec& spec, const session_settings& settings);

@@ -216,6 +216,23 @@ bool search_driver::passes_gate(int64_t tid) const {
   return true;
 }
 
+bool replaces_stored(const search_outcome& o, double min_gain, std::string* why) {
+  auto say = [&](std::string m) {
+    if (why) *why = std::move(m);
+    return false;
+  };
+  if (!o.winner || !o.winner->time_us) return say("no candidate passed the full verification and measure");
+  if (!o.stored_root || !o.stored_root->time_us) return true;
+  if (o.winner->id == o.stored_root->id) return say("the stored kernel is still the best");
+  if (o.winner_passes_gate && !o.stored_root_passes_gate) return true;
+  const double stored = *o.stored_root->time_us, best = *o.winner->time_us;
+  if (best > stored * (1.0 - min_gain))
+    return say(fmt::format("the best candidate ({:.2f} us) is not {:.3g} % faster than the stored kernel ({:.2f} us, "
+                           "timed in this search): the stored kernel stays (--min-gain)",
+                           best, 100.0 * min_gain, stored));
+  return true;
+}
+
 std::optional<int64_t> search_driver::winner_node(bool measured_only) const {
   // A candidate that passes the gate outranks a faster one that does not (the gate judges every case, the
   // reward only their mean); then measured before screened; then the reward.
@@ -257,6 +274,9 @@ search_outcome search_driver::finish(std::string reason) {
   for (auto c : m_tree.at(0).children)
     if (m_tree.at(c).reward && (!root || *m_tree.at(c).reward > *m_tree.at(*root).reward)) root = c;
   if (root) o.best_root = *by_db.at(m_db_id.at(static_cast<size_t>(*root)));
+  for (auto c : m_tree.at(0).children)
+    if (m_tree.at(c).status == node_status::measured && m_tree.at(c).cand.origin == "stored:" + m_gpu_key)
+      o.stored_root = *by_db.at(m_db_id.at(static_cast<size_t>(c))), o.stored_root_passes_gate = passes_gate(c);
   for (auto& r : rows)
     if (is_failure(r.status) && o.failure_samples.size() < 3 &&
         std::find(o.failure_samples.begin(), o.failure_samples.end(), r.detail) == o.failure_samples.end())

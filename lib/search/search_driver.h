@@ -47,11 +47,19 @@ struct search_outcome {
   bool winner_passes_gate = false;
   std::vector<node_row> lineage;            // roots -> winner
   std::optional<node_row> best_root;        // the best root (to compare the winner with)
+  std::optional<node_row> stored_root;      // the root from this GPU key's stored kernel, when it was measured
+  bool stored_root_passes_gate = false;
   std::vector<double> trajectory;           // best time after each evaluation (us; NaN before the first)
   std::vector<std::string> failure_samples; // up to 3 distinct reasons candidates failed
   nlohmann::json baselines;
   nlohmann::json environment;
 };
+
+// Whether the search's winner should replace the kernel stored for this GPU key: it must be another candidate,
+// faster than the stored one measured in the same search by more than `min_gain` (a fraction: 0.02 = 2 %), so
+// noise does not churn the committed kernel, or pass the gate where the stored one does not. When not, `why`
+// says why (with both times).
+bool replaces_stored(const search_outcome& o, double min_gain, std::string* why);
 
 class search_driver {
  public:
