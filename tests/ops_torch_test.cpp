@@ -228,6 +228,31 @@ TEST(ops_torch, repeated_draws_come_from_the_input_cache_and_stay_private) {
   set_input_cache_budget(int64_t(2048) << 20);
 }
 
+// On a GPU the inputs come from the device's input cache: a fresh copy each call (another address, equal values,
+// the layout kept), and a copy the caller overwrites does not change the next one.
+TEST(ops_torch, gpu_inputs_come_from_the_device_cache_as_private_copies) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: the device input cache is exercised on the GPU runner";
+  const c10::Device gpu(c10::kCUDA, 0);
+  workload_spec s = spec_of("  x: {shape: [2, 8, 5, 5], dtype: float16, memory_format: channels_last, init: {normal: {std: 2.0}}}\n",
+                            "  - softmax: {input: x, dim: -1}\n");
+  const auto before = device_input_cache_statistics(gpu);
+  auto a = make_inputs(s, s.cases[0], 21, gpu);
+  auto b = make_inputs(s, s.cases[0], 21, gpu);
+  auto adv = make_adversarial_inputs(s, s.cases[0], "large_magnitude", 21, gpu);
+  auto adv2 = make_adversarial_inputs(s, s.cases[0], "large_magnitude", 21, gpu);
+  const auto after = device_input_cache_statistics(gpu);
+  EXPECT_EQ(after.misses - before.misses, 2);  // the draw and its adversarial variant, each copied over once
+  EXPECT_EQ(after.hits - before.hits, 2);
+  ASSERT_TRUE(a[0].is_cuda());
+  EXPECT_NE(a[0].data_ptr(), b[0].data_ptr());
+  EXPECT_TRUE(a[0].is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(at::equal(a[0].cpu(), make_inputs(s, s.cases[0], 21, k_cpu)[0]));
+  EXPECT_TRUE(at::equal(adv[0], adv2[0]));
+  EXPECT_FALSE(at::equal(adv[0], a[0]));
+  a[0].fill_(0);
+  EXPECT_TRUE(at::equal(make_inputs(s, s.cases[0], 21, gpu)[0], b[0]));
+}
+
 TEST(ops_torch, channels_last_and_causal_mask_inits) {
   workload_spec s = load_spec("resnet50-avgpool-cl", k_workloads);
   auto x = make_inputs(s, s.cases.at(3), 1, k_cpu)[0];

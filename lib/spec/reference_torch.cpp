@@ -96,9 +96,10 @@ at::Tensor make_input(const input_spec& in, const case_spec& c, uint64_t seed) {
   return cached_input(input_key(in, shape, seed), [&] { return draw_input(in, shape, seed); });
 }
 
-// On the CPU `to` would hand out the cached tensor itself: the caller gets its own copy.
-at::Tensor own_copy_on(const at::Tensor& t, const c10::Device& device) {
-  return device.is_cpu() ? t.clone() : t.to(device);
+// The caller's own copy of the cached input `key` (on the CPU `to` would hand out the cached tensor itself; on a
+// GPU the copy comes from the device's input cache).
+at::Tensor own_copy_on(const std::string& key, const at::Tensor& t, const c10::Device& device) {
+  return device.is_cpu() ? t.clone() : device_input_copy(key, t, device);
 }
 
 size_t primary_index(const workload_spec& spec) {
@@ -169,20 +170,25 @@ at::Tensor adversarial_input(const workload_spec& spec, const case_spec& c, cons
 
 std::vector<at::Tensor> make_inputs(const workload_spec& spec, const case_spec& c, uint64_t seed, const c10::Device& device) {
   std::vector<at::Tensor> out;
-  for (auto& in : spec.inputs) out.push_back(own_copy_on(make_input(in, c, seed), device));
+  for (auto& in : spec.inputs)
+    out.push_back(own_copy_on(input_key(in, concrete_shape(in, c), seed), make_input(in, c, seed), device));
   return out;
 }
 
 std::vector<at::Tensor> make_adversarial_inputs(const workload_spec& spec, const case_spec& c, const std::string& kind,
                                                 uint64_t seed, const c10::Device& device) {
   std::vector<at::Tensor> ins;
-  for (auto& in : spec.inputs) ins.push_back(make_input(in, c, seed));
+  std::vector<std::string> keys;
+  for (auto& in : spec.inputs) {
+    ins.push_back(make_input(in, c, seed));
+    keys.push_back(input_key(in, concrete_shape(in, c), seed));
+  }
   size_t p = primary_index(spec);
   const input_spec& in = spec.inputs[p];
-  std::string key = input_key(in, concrete_shape(in, c), seed) + "|" + kind;  // the kind reads the graph too
-  for (auto& call : spec.graph) key += "|" + call.op + call.args.dump();
-  ins[p] = cached_input(key, [&] { return adversarial_input(spec, c, kind, seed, in, ins[p]); });
-  for (auto& t : ins) t = own_copy_on(t, device);
+  keys[p] += "|" + kind;  // the kind reads the graph too
+  for (auto& call : spec.graph) keys[p] += "|" + call.op + call.args.dump();
+  ins[p] = cached_input(keys[p], [&] { return adversarial_input(spec, c, kind, seed, in, ins[p]); });
+  for (size_t i = 0; i < ins.size(); ++i) ins[i] = own_copy_on(keys[i], ins[i], device);
   return ins;
 }
 
