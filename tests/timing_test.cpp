@@ -124,6 +124,27 @@ TEST(timing, hot_only_for_short_kernels_in_auto_mode) {
   EXPECT_NE(r[1].hot_skipped.find("launch gaps do not matter"), std::string::npos);
 }
 
+// The series a comparison uses (torch.compile's mode is picked on it): hot only when every implementation that did
+// not fail has hot samples. A 15.7 us hot / 23.7 us cold compile beside a 300 us vendor call is compared cold.
+TEST(timing, comparisons_use_hot_samples_only_when_everyone_has_them) {
+  auto timing = [](std::vector<double> cold, std::vector<double> hot, std::string error = "") {
+    impl_timing t;
+    t.cold.samples_us = std::move(cold);
+    if (!hot.empty()) t.hot = sample_set{}, t.hot->samples_us = std::move(hot);
+    t.error = std::move(error);
+    return t;
+  };
+  auto compile = timing({23.0, 23.7, 24.0}, {15.6, 15.7, 15.8});
+  auto vendor = timing({294.0, 295.0, 296.0}, {});
+  EXPECT_FALSE(compares_hot({compile, vendor}));
+  EXPECT_DOUBLE_EQ(compared_median(compile, false), 23.7);
+  EXPECT_TRUE(compares_hot({compile}));
+  EXPECT_DOUBLE_EQ(compared_median(compile, true), 15.7);
+  EXPECT_TRUE(compares_hot({compile, timing({}, {}, "launch failed")}));  // a failure is not compared
+  EXPECT_FALSE(compares_hot({timing({}, {}, "launch failed")}));
+  EXPECT_DOUBLE_EQ(compared_median(vendor, true), 295.0);  // no hot series: its cold one
+}
+
 TEST(timing, hot_unavailable_is_said_and_cold_still_taken) {
   fake_sampler s;
   s.hot_unavailable = true;

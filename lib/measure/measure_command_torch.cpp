@@ -57,11 +57,6 @@ measure_state& state_for(const worker_context& ctx) {
 #endif
 }
 
-double median_of(const measure::impl_timing& t) {
-  const measure::sample_set& s = t.hot && !t.hot->samples_us.empty() ? *t.hot : t.cold;
-  return s.samples_us.empty() ? 0 : s.summary().median;
-}
-
 // The gated cases named in the request (all gated cases when none are named).
 std::vector<const case_spec*> cases_to_time(const workload_spec& spec, const nlohmann::json& names) {
   std::vector<const case_spec*> out;
@@ -129,7 +124,10 @@ nlohmann::json measure_case(const workload_spec& spec, const case_spec& c, const
   }
   std::vector<measure::impl_timing> timings = measure::time_interleaved(*st.sampler, timed, options);
 
-  // compile: keep the fastest mode, and say what each mode measured.
+  // compile: keep the fastest mode on the series the report will compare, and say what each mode measured on it
+  // (a mode faster inside a graph can be the slower one cold).
+  const bool hot = measure::compares_hot(timings);
+  auto median_of = [&](const measure::impl_timing& t) { return measure::compared_median(t, hot); };
   std::optional<std::size_t> best_compile;
   nlohmann::json modes = nlohmann::json::object();
   for (std::size_t i = 0; i < timings.size(); ++i) {

@@ -203,6 +203,21 @@ std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_im
   return results;
 }
 
+bool compares_hot(const std::vector<impl_timing>& timed_together) {
+  bool any = false;
+  for (const auto& t : timed_together) {
+    if (!t.error.empty()) continue;
+    if (!t.hot || t.hot->samples_us.empty()) return false;
+    any = true;
+  }
+  return any;
+}
+
+double compared_median(const impl_timing& t, bool hot) {
+  const sample_set& s = hot && t.hot ? *t.hot : t.cold;
+  return s.samples_us.empty() ? 0 : s.summary().median;
+}
+
 nlohmann::json to_json(const sample_set& s) {
   stats::summary sum = s.summary();
   nlohmann::json j{{"samples_us", s.samples_us},
