@@ -1,12 +1,12 @@
 // kforge winner: sd35-vae-groupnorm-silu on sm90-nvidia-h200
-// kforge winner for sd35-vae-groupnorm-silu on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T14:04:36Z
+// kforge winner for sd35-vae-groupnorm-silu on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T16:38:13Z
 // family: group_norm_cuda
-// knobs: chunks=4 cluster=8 lag_mb=4 reverse=1 seg_kb=32 splits=16 stats=shifted strategy=stream stream_store=0 team_kb=192 threads=256 unroll=4 vec=8
+// knobs: chunks=4 cluster=8 lag_mb=4 reverse=1 seg_kb=32 sm_blocks=0 splits=16 stats=shifted strategy=stream stream_store=0 team_kb=96 team_l2=50 threads=256 unroll=4 vec=8
 // lineage: default -> template: stream_store 1->0
-// measured: 84.58 us (geometric mean over gated cases), 14.80x eager
+// measured: 78.62 us (geometric mean over gated cases), 15.47x eager
 
 // kforge candidate: family group_norm_cuda (cuda), emitted by the template proposer.
-// knobs: chunks=4 lag_mb=4 seg_kb=32 stats=shifted strategy=stream stream_store=0 threads=256 unroll=4 vec=8
+// knobs: lag_mb=4 seg_kb=32 sm_blocks=0 stats=shifted strategy=stream stream_store=0 team_kb=96 team_l2=50 threads=256 unroll=4 vec=8
 // computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06) -> silu
 
 #include "kf_abi.h"
@@ -244,11 +244,13 @@ constexpr int NT = 256;
 constexpr int k_vec = 8;
 constexpr int k_chunks = 4;
 constexpr int k_cluster = 8;
-constexpr int k_splits = 16;
+constexpr int k_splits = 64;
 constexpr bool k_reverse = true;
-constexpr int k_team_kb = 192;
+constexpr int k_team_kb = 96;
 constexpr int k_seg_kb = 32;
 constexpr int k_lag_mb = 4;
+constexpr int k_sm_blocks = 0;
+constexpr int k_team_l2 = 50;
 constexpr int k_unroll = 4;
 constexpr bool k_stream_store = false;
 constexpr bool k_group = true;
@@ -339,6 +341,18 @@ __device__ __forceinline__ float row_shift(const norm_args& a, int64_t base) {
   float x[1];
   load_x<1>(a, base, x);
   return x[0];
+}
+
+// Adds x[base + i] for i in [from, hi), a vector per thread of the block per step, into `mo`.
+template <int V>
+__device__ __forceinline__ void add_block_range(const norm_args& a, int64_t base, int64_t from, int64_t hi,
+                                                moments& mo) {
+#pragma unroll k_unroll
+  for (int64_t i = from + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
+    float x[V];
+    load_x<V>(a, base + i, x);
+    mo.add<V>(x);
+  }
 }
 
 // (mean, 1/sqrt(var + eps)) from a combined record; RMSNorm uses the mean square instead of the variance.
@@ -474,12 +488,7 @@ __global__ void __launch_bounds__(NT) stats_kernel(norm_args a) {
   const int64_t lo = min(a.n, s * a.seg), hi = min(a.n, lo + a.seg), base = row * a.n;
   moments mo;
   mo.shift = row_shift<V>(a, base);
-#pragma unroll k_unroll
-  for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
-    float x[V];
-    load_x<V>(a, base + i, x);
-    mo.add<V>(x);
-  }
+  add_block_range<V>(a, base, lo, hi, mo);
   const f3 t = block_reduce<NT>(mo.record(), comb_add, scratch);
   if (threadIdx.x == 0) g_part[blockIdx.x] = t;
 }
@@ -520,6 +529,15 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
   unsigned v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
+}
+
+// The sum of n records that other blocks wrote, for every lane of the calling warp; read through L2 (__ldcg), not
+// L1, which may hold stale lines of them.
+__device__ __forceinline__ f3 warp_sum_records(const f3* recs, int64_t n) {
+  f3 p{0.f, 0.f, 0.f};
+  for (int64_t j = threadIdx.x & 31; j < n; j += 32)
+    p = comb_add(p, f3{__ldcg(&recs[j].a), __ldcg(&recs[j].b), __ldcg(&recs[j].c)});
+  return warp_reduce(p, comb_add);
 }
 
 // Loads V elements of x, keeps a raw copy at `kept` (shared memory) and returns them as floats (before the prologue).
@@ -626,13 +644,7 @@ __global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int te
         mo.add<V>(x);
       }
     }
-    // What does not fit in shared memory is read twice (the second time likely from L2).
-#pragma unroll k_unroll
-    for (int64_t i = kept_hi + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
-      float x[V];
-      load_x<V>(a, base + i, x);
-      mo.add<V>(x);
-    }
+    add_block_range<V>(a, base, kept_hi, hi, mo);  // what does not fit in shared memory is read twice
     const f3 t = block_reduce<NT>(mo.record(), comb_add, scratch);
     if (threadIdx.x == 0) {
       g_team_part[round & 1][blockIdx.x] = t;
@@ -642,13 +654,8 @@ __global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int te
       while ((int)(ld_acquire(&g_team_arrived[team]) - target) < 0) __nanosleep(32);
     }
     __syncthreads();
-    if (threadIdx.x < 32) {  // the row's statistics from the team's records (read from L2, not L1)
-      f3 p{0.f, 0.f, 0.f};
-      for (int j = threadIdx.x; j < tsize; j += 32) {
-        const f3* q = &g_team_part[round & 1][team * tsize + j];
-        p = comb_add(p, f3{__ldcg(&q->a), __ldcg(&q->b), __ldcg(&q->c)});
-      }
-      p = warp_reduce(p, comb_add);
+    if (threadIdx.x < 32) {  // the row's statistics from the team's records
+      const f3 p = warp_sum_records(&g_team_part[round & 1][team * tsize], tsize);
       if (threadIdx.x == 0) row_stats = finish_stats(p, mo.shift, a.eps);
     }
     __syncthreads();
@@ -672,13 +679,14 @@ __global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int te
   }
 }
 
-// The device the team kernel was set up for, per vector width. At namespace scope with internal linkage: a
-// template's function-local static would be one object shared by every candidate library in the process
-// (STB_GNU_UNIQUE).
-struct team_setup {
-  int dev = -1, sms = 0, per_sm = 0;
+// What a grid-wide kernel was sized for, per vector width: the device, its SMs and L2, the blocks an SM holds with
+// `smem` bytes of dynamic shared memory. At namespace scope with internal linkage: a template's function-local
+// static would be one object shared by every candidate library in the process (STB_GNU_UNIQUE).
+struct grid_setup {
+  int dev = -1, sms = 0, per_sm = 0, l2 = 0;
+  size_t smem = 0;
 };
-static team_setup g_team_setup[2];
+static grid_setup g_team_setup[2];
 
 // The team launch: as many blocks as fit on the device at once (k_team_kb KiB of shared memory each), split into
 // teams. A team takes rows one after another; each round costs its segment's bytes plus a fixed latency (a
@@ -687,7 +695,7 @@ static team_setup g_team_setup[2];
 // per row), 3 on a launch error.
 template <int V>
 int launch_team(norm_args a, cudaStream_t s) {
-  team_setup& su = g_team_setup[V == 1 ? 0 : 1];
+  grid_setup& su = g_team_setup[V == 1 ? 0 : 1];
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return 3;
   const size_t want = (size_t)k_team_kb * 1024;
@@ -818,12 +826,7 @@ __global__ void __launch_bounds__(NT) stream_kernel(norm_args a, int64_t lag) {
       __syncthreads();
       if (last && threadIdx.x < 32) {  // the row's last statistics item: every record of the row is written
         __threadfence();
-        f3 q{0.f, 0.f, 0.f};
-        for (int64_t j = threadIdx.x; j < segs; j += 32) {
-          const f3* r = &g_part[row * segs + j];
-          q = comb_add(q, f3{__ldcg(&r->a), __ldcg(&r->b), __ldcg(&r->c)});
-        }
-        q = warp_reduce(q, comb_add);
+        const f3 q = warp_sum_records(&g_part[row * segs], segs);
         if (threadIdx.x == 0) {
           g_row_mr[row] = finish_stats(q, mo.shift, a.eps);
           __threadfence();
@@ -859,15 +862,9 @@ __global__ void __launch_bounds__(NT) stream_kernel(norm_args a, int64_t lag) {
   }
 }
 
-// Per vector width and device: the blocks that fit an SM with two stages of a segment each (namespace scope,
-// internal linkage: see team_setup).
-struct stream_setup {
-  int dev = -1, sms = 0, per_sm = 0;
-  size_t smem = 0;
-};
-static stream_setup g_stream_setup[2];
+static grid_setup g_stream_setup[2];  // two stages of a segment a block
 
-// As many blocks as run at once (more would only queue for tickets). -1 when the shape does not fit the counters
+// As many blocks as run at once (more would only queue for tickets), at most k_sm_blocks an SM when set. -1 when the shape does not fit the counters
 // or the device cannot run the kernel (the caller falls back to a block per row), 3 on a launch error.
 template <int V>
 int launch_stream(norm_args a, cudaStream_t s) {
@@ -881,11 +878,12 @@ int launch_stream(norm_args a, cudaStream_t s) {
     segs = (a.n + seg - 1) / seg;
   }
   const size_t smem = k_bulk ? (size_t)(2 * seg * es) : 0;
-  stream_setup& su = g_stream_setup[V == 1 ? 0 : 1];
+  grid_setup& su = g_stream_setup[V == 1 ? 0 : 1];
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return 3;
   if (dev != su.dev || smem != su.smem) {
     if (cudaDeviceGetAttribute(&su.sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&su.l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess ||
         cudaFuncSetAttribute(stream_kernel<V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&su.per_sm, stream_kernel<V>, NT, smem) != cudaSuccess ||
         su.per_sm < 1) {
@@ -896,10 +894,17 @@ int launch_stream(norm_args a, cudaStream_t s) {
     su.dev = dev;
     su.smem = smem;
   }
+  // A tensor that fits in k_team_l2 % of L2 goes to the team kernel instead: L2 keeps all of x between the two
+  // passes anyway, and the team's shorter critical path wins where latency, not bandwidth, bounds the run.
+  if (k_team_l2 > 0 && a.rows * a.n * es * 100 <= (int64_t)k_team_l2 * su.l2) {
+    const int rc = launch_team<V>(a, s);
+    if (rc >= 0) return rc;
+  }
   a.seg = seg;
   a.splits = (int)segs;
   const int64_t total = a.rows * segs;
-  const int64_t blocks = min(2 * total, (int64_t)su.per_sm * su.sms);
+  const int per_sm = k_sm_blocks > 0 && k_sm_blocks < su.per_sm ? k_sm_blocks : su.per_sm;
+  const int64_t blocks = min(2 * total, (int64_t)per_sm * su.sms);
   // The apply item of segment g is taken `lag` statistics tickets after segment g's: past a whole row, past the
   // statistics items still running (about one a block), plus k_lag_mb MiB of slack, so it rarely waits.
   const int64_t lag = min(total, segs + blocks + ((int64_t)k_lag_mb << 20) / (seg * es));
