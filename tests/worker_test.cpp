@@ -118,6 +118,26 @@ TEST(worker, verify_says_where_its_time_went) {
   }
 }
 
+// The worker keeps verification's inputs: verifying LibTorch eager first (what a search does while its first batch
+// compiles) leaves a candidate's verification of the same cases and seeds nothing to draw.
+TEST(worker, inputs_drawn_once_serve_the_next_verification) {
+  worker_client w(on(device_kind::cpu));
+  fs::path p = k_data / "kernels" / "honest" / "naive.cpp";
+  compile_result cr = shared_compiler().compile({read_file(p), device_kind::cpu});
+  ASSERT_TRUE(cr.ok) << cr.log;
+  check_options o;
+  o.seeds = 2;
+  o.cases = {k_gate, k_odd};
+  int64_t warm = 0, candidate = 0;
+  verdict e = verify_in_worker(test_spec(), {{"kind", "eager"}, {"name", "eager"}}, w, o, nullptr, &warm);
+  EXPECT_TRUE(e.passed()) << e.text();
+  EXPECT_GT(warm, 0);
+  verdict v = verify_in_worker(test_spec(), {{"kind", "kernel"}, {"name", "naive"}, {"so", cr.so_path}}, w, o,
+                               nullptr, &candidate);
+  EXPECT_TRUE(v.passed()) << v.text();
+  EXPECT_EQ(candidate, 0);
+}
+
 TEST(worker, cpu_cheats_are_rejected_for_the_right_rule) {
   worker_client w(on(device_kind::cpu));
   for (auto& e : std::vector<expectation>{{"cheat/cpu/zeros.cpp", "match"},

@@ -152,6 +152,8 @@ session_result run_search_session(const workload_spec& spec, const session_setti
   std::string steps;
   for (auto& [step, s] : ev.verify_step_seconds()) steps += fmt::format("{}{} {:.1f} s", steps.empty() ? "" : ", ", step, s);
   if (!steps.empty()) term::say("  verify by step (this run): {}", steps);
+  if (ev.warm_seconds() > 0)
+    term::say("  inputs drawn while the first batch compiled (eager verified on them): {:.1f} s", ev.warm_seconds());
   if (ev.lost_races() > 0)
     term::say("  racing (this run): {} of {} full measurements stopped early, a case {:.0f} % slower than the fastest so far",
               ev.lost_races(), ev.full_measures(), measure::k_race_margin * 100);

@@ -143,6 +143,22 @@ bool worker_evaluator::verify(const compile_result& cr, const std::vector<std::s
   return r.stages.back().ok;
 }
 
+void worker_evaluator::warm_inputs() {
+  m_warmed = true;
+  check_options co;
+  co.cases = m_all;
+  co.seeds = m_options.seeds;
+  co.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(m_options.verify_timeout);
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    std::map<std::string, double> steps;  // not the candidates' verification: kept out of m_verify_steps
+    verify_in_worker(m_spec, {{"kind", "eager"}, {"name", "eager"}}, *m_worker, co, &steps);
+  } catch (const std::exception&) {
+    // Only a head start: the first candidate draws the inputs itself.
+  }
+  m_warm_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 bool worker_evaluator::judged_hot(const std::string& c) const {
   auto it = m_case_hot.find(c);
   return it == m_case_hot.end() || it->second;
@@ -248,6 +264,7 @@ std::vector<eval_result> worker_evaluator::evaluate(const std::vector<candidate>
     // Compile every candidate in the background; time each as soon as its own compile is done.
     std::vector<std::future<compile_result>> jobs;
     for (auto& q : reqs) jobs.push_back(std::async(std::launch::async, [this, q] { return m_compiler.compile(q); }));
+    if (!m_warmed) warm_inputs();
     for (size_t i = 0; i < batch.size(); ++i) out.push_back(after_compile(batch[i], jobs[i].get(), full_below_us));
     return out;
   }

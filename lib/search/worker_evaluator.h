@@ -60,6 +60,9 @@ class worker_evaluator final : public evaluator {
   // Full measurements taken, and those stopped early on some case by the race (worker_evaluator_options::race).
   int full_measures() const { return m_full_measures; }
   int lost_races() const { return m_lost_races; }
+  // Seconds the worker spent drawing verification's inputs while the first batch compiled (warm_inputs), 0 when
+  // it did not.
+  double warm_seconds() const { return m_warm_seconds; }
 
  private:
   eval_result after_compile(const candidate& c, const compile_result& cr, double full_below_us);
@@ -72,6 +75,10 @@ class worker_evaluator final : public evaluator {
   bool measure(const compile_result& cr, const nlohmann::json& stopping, eval_result& r, const char* stage,
                bool race = false);
   worker_outcome request(nlohmann::json req, std::chrono::seconds timeout);
+  // Verifies LibTorch eager on every case and seed the full verification uses, for its side effect: the worker
+  // draws those inputs into its host and device caches while the first batch compiles (the GPU is idle then),
+  // so the first candidate does not wait on the draw. Its verdict is not used; a failure costs nothing more.
+  void warm_inputs();
   // Whether case c is judged on hot samples (where there are any): unless the baselines said it is cold-only.
   bool judged_hot(const std::string& c) const;
 
@@ -86,6 +93,8 @@ class worker_evaluator final : public evaluator {
   std::map<std::string, double> m_verify_steps;
   std::map<std::string, double> m_fastest_us;  // per gated case: the fastest full measurement of a candidate
   int m_full_measures = 0, m_lost_races = 0;
+  bool m_warmed = false;
+  double m_warm_seconds = 0;
 };
 
 }  // namespace kf

@@ -87,7 +87,8 @@ std::chrono::milliseconds verify_timeout(const workload_spec& spec, const std::s
 }
 
 verdict verify_in_worker(const workload_spec& spec, const nlohmann::json& impl, worker_client& worker,
-                         const check_options& options, std::map<std::string, double>* step_seconds) {
+                         const check_options& options, std::map<std::string, double>* step_seconds,
+                         int64_t* inputs_drawn) {
   verdict v;
   std::vector<std::string> cases = options.cases;
   if (cases.empty())
@@ -115,6 +116,7 @@ verdict verify_in_worker(const workload_spec& spec, const nlohmann::json& impl, 
     if (step_seconds && o.response.contains("step_seconds") && o.response["step_seconds"].is_object())
       for (auto& [step, s] : o.response["step_seconds"].items())
         if (s.is_number()) (*step_seconds)[step] += s.get<double>();
+    if (inputs_drawn) *inputs_drawn += o.response.value("inputs_drawn", int64_t{0});
     verdict got = verdict::from_json(o.response.at("verdict"));
     // `load` comes back once per case; keep the first.
     for (auto& c : got.checks())

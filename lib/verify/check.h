@@ -51,8 +51,10 @@ check_report check_candidate(const workload_spec& spec, const std::string& sourc
 std::chrono::milliseconds verify_timeout(const workload_spec& spec, const std::string& case_name,
                                          const check_options& options);
 
-// `step_seconds`, when given, gains the worker's seconds by verification step (inputs, launch, reference, compare).
+// `step_seconds`, when given, gains the worker's seconds by verification step (inputs, launch, reference, compare);
+// `inputs_drawn`, the input tensors the worker generated (not found in its input cache).
 verdict verify_in_worker(const workload_spec& spec, const nlohmann::json& impl, worker_client& worker,
-                         const check_options& options, std::map<std::string, double>* step_seconds = nullptr);
+                         const check_options& options, std::map<std::string, double>* step_seconds = nullptr,
+                         int64_t* inputs_drawn = nullptr);
 
 }  // namespace kf

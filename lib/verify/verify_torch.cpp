@@ -19,6 +19,7 @@
 #include "spec/ops.h"
 #include "spec/ops_torch.h"
 #include "spec/reference_torch.h"
+#include "spec/input_cache_torch.h"
 #include "util/error.h"
 #include "verify/compare_torch.h"
 #include "verify/harness_torch.h"
@@ -366,9 +367,11 @@ nlohmann::json verify_command(const nlohmann::json& req, worker_context& ctx) {
 
   verdict v;
   step_seconds steps;
+  const int64_t misses_before = input_cache_statistics().misses;
   auto respond = [&] {
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return nlohmann::json{{"ok", true}, {"verdict", v.to_json()}, {"seconds", s}, {"step_seconds", steps}};
+    return nlohmann::json{{"ok", true}, {"verdict", v.to_json()}, {"seconds", s}, {"step_seconds", steps},
+                          {"inputs_drawn", input_cache_statistics().misses - misses_before}};
   };
   c10::InferenceMode no_autograd;
   std::unique_ptr<impl> im;
