@@ -72,6 +72,27 @@ TEST(search_driver, finds_a_winner_better_than_its_root_and_keeps_the_tree) {
   EXPECT_FALSE(ev_rows.back().samples.empty());
 }
 
+// With a time limit that ends the run before the budget would, the ETA is the time left, not the budget's.
+TEST(search_driver, the_eta_counts_down_to_the_time_limit) {
+  temp_dir dir("kf-search-eta");
+  auto spec = test::softmax_spec();
+  spec.hash = "h1";
+  search_db db(dir.path() / "search.db");
+  test::fake_evaluator ev(50);  // 50 ms a candidate: 200 evaluations would take 10 s
+  search_options o;
+  o.budget = 200;
+  o.time_s = 0.3;
+  search_driver d(spec, device_kind::cpu, k_key, db, ev, o);
+  int seen = 0;
+  auto out = d.run(default_roots(spec), [&](const search_progress& p) {
+    if (p.eta_s < 0) return;
+    ++seen;
+    EXPECT_LE(p.eta_s, std::max(0.0, o.time_s - p.elapsed_s) + 1e-9) << p.elapsed_s << " + " << p.eta_s;
+  });
+  EXPECT_GT(seen, 0);
+  EXPECT_EQ(out.stop_reason, "time");
+}
+
 // Two gated cases: on c2 torch.compile takes 50 us; vector_width=16 (the fastest on c1, and the best mean reward)
 // takes 52 us there, every other candidate 45 us.
 class gate_evaluator : public test::fake_evaluator {

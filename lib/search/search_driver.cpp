@@ -169,6 +169,9 @@ search_progress search_driver::progress() const {
   p.baselines = m_search.baselines;
   p.elapsed_s = now_s() - m_started;
   if (m_session > 0) p.eta_s = p.elapsed_s / m_session * std::max(0, m_options.budget - m_evaluated);
+  // A time limit ends the run first when it comes before the budget does.
+  if (m_options.time_s > 0 && (p.eta_s < 0 || p.elapsed_s + p.eta_s > m_options.time_s))
+    p.eta_s = std::max(0.0, m_options.time_s - p.elapsed_s);
   return p;
 }
 
