@@ -65,6 +65,7 @@ const std::vector<variant>& grid_variants() {
       {"stream_small_items", {{"strategy", "stream"}, {"seg_kb", "8"}, {"lag_mb", "1"}, {"threads", "128"}}},
       {"stream_sumsq", {{"strategy", "stream"}, {"seg_kb", "64"}, {"lag_mb", "16"}, {"stats", "sumsq"}}},
       {"stream_one_block_an_sm", {{"strategy", "stream"}, {"sm_blocks", "1"}, {"threads", "1024"}, {"lag_mb", "0"}}},
+      {"stream_l2_hint", {{"strategy", "stream"}, {"l2_hint", "1"}}},
       // The team kernel for tensors within L2 (the small shapes here), the stream kernel above.
       {"stream_team_l2", {{"strategy", "stream"}, {"team_l2", "25"}, {"team_kb", "96"}}},
       {"team", {{"strategy", "team"}}},

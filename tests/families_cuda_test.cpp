@@ -68,7 +68,8 @@ std::vector<family_case> cases() {
   gn.push_back({row_norm_spec(true), {{"strategy", "stream"}, {"seg_kb", "64"}, {"lag_mb", "1"}, {"threads", "1024"}}});
   gn.push_back({group_norm_spec(false, dtype::float32), {{"strategy", "stream"}, {"seg_kb", "16"}, {"vec", "1"}}});
   gn.push_back({row_norm_spec(false), {{"strategy", "stream"}, {"team_l2", "50"}, {"team_kb", "48"}}});
-  gn.push_back({group_norm_spec(), {{"strategy", "stream"}, {"sm_blocks", "1"}, {"threads", "1024"}, {"lag_mb", "0"}}});
+  gn.push_back({group_norm_spec(), {{"strategy", "stream"}, {"sm_blocks", "1"}, {"threads", "1024"}, {"lag_mb", "0"},
+                                    {"l2_hint", "1"}}});
   // Each seed workload's default joins its family's translation unit.
   for (auto& s : seeds())
     for (auto* f : covering_families(s, device_kind::cuda))

@@ -64,6 +64,9 @@ class group_norm_cuda final : public family {
         {"sm_blocks", {"0", "1", "2"},
          "strategy=stream: blocks an SM at most (0: as many as fit); fewer blocks hold fewer segments in flight, so "
          "the apply step trails the statistics by less and x stays in L2"},
+        {"l2_hint", {"0", "1"},
+         "strategy=stream, 16-byte vectors: the statistics read marks a segment evict-last in L2 and its apply read "
+         "evict-first, so x outlasts the output stream until it is read again"},
         {"team_l2", {"0", "25", "50", "100"},
          "strategy=stream: a tensor within this % of L2 runs the team kernel instead (0: never)"},
         {"unroll", {"1", "2", "4"}, "unrolling of the streaming loops"},
@@ -75,6 +78,7 @@ class group_norm_cuda final : public family {
     knob_values v{{"strategy", "block"}, {"threads", "512"}, {"vec", "8"},     {"chunks", "4"},
                   {"cluster", "8"},      {"splits", "64"},   {"stats", "shifted"}, {"reverse", "1"},
                   {"team_kb", "192"},   {"seg_kb", "32"},      {"lag_mb", "4"},        {"sm_blocks", "0"},
+                  {"l2_hint", "0"},
                   {"team_l2", "0"},
                   {"unroll", "2"},       {"stream_store", "1"}};
     auto g = match_norm(spec, nullptr);
@@ -162,7 +166,8 @@ class group_norm_cuda final : public family {
     if (st != "cluster") fix("cluster", "8");
     if (st != "split") fix("splits", "64"), fix("reverse", "1");
     if (st != "team" && !(st == "stream" && v.at("team_l2") != "0")) fix("team_kb", "192");
-    if (st != "stream") fix("seg_kb", "32"), fix("lag_mb", "4"), fix("sm_blocks", "0"), fix("team_l2", "0");
+    if (st != "stream")
+      fix("seg_kb", "32"), fix("lag_mb", "4"), fix("sm_blocks", "0"), fix("l2_hint", "0"), fix("team_l2", "0");
     if (st == "split" || st == "team" || st == "stream") fix("chunks", "4");
     return cuda_emit::prelude(name(), shown, g->describe()) + config(spec, *g, used) + group_norm_cuda_rows() +
            group_norm_cuda_grid() + group_norm_cuda_launch() +
@@ -196,6 +201,7 @@ class group_norm_cuda final : public family {
         "constexpr int NT = {};\nconstexpr int k_vec = {};\nconstexpr int k_chunks = {};\nconstexpr int k_cluster = {};\n"
         "constexpr int k_splits = {};\nconstexpr bool k_reverse = {};\nconstexpr int k_team_kb = {};\n"
         "constexpr int k_seg_kb = {};\nconstexpr int k_lag_mb = {};\nconstexpr int k_sm_blocks = {};\n"
+        "constexpr bool k_l2_hint = {};\n"
         "constexpr int k_team_l2 = {};\n"
         "constexpr int k_unroll = {};\n"
         "constexpr bool k_stream_store = {};\n"
@@ -206,8 +212,7 @@ class group_norm_cuda final : public family {
         "constexpr int k_b_input = {};\n",
         v.at("strategy"), v.at("stats"), v.at("threads"), v.at("vec"), v.at("chunks"), v.at("cluster"),
         v.at("splits"), v.at("reverse") == "1", v.at("team_kb"), v.at("seg_kb"), v.at("lag_mb"), v.at("sm_blocks"),
-        v.at("team_l2"),
-        v.at("unroll"), v.at("stream_store") == "1", group,
+        v.at("l2_hint") == "1", v.at("team_l2"), v.at("unroll"), v.at("stream_store") == "1", group,
         g.what == norm_graph::kind::rms_norm, g.num_groups, g.normalized_dims, cuda_emit::float_literal(g.eps), has_w,
         has_b, spec.inputs.size(), input_index(spec, g.input), has_w ? input_index(spec, g.weight) : -1,
         has_b ? input_index(spec, g.bias) : -1);

@@ -75,6 +75,28 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned b
                : "memory");
 }
 
+// The same with an L2 eviction priority for the lines read (a createpolicy value): a hint on this access only, no
+// state left in the device's configuration.
+__device__ __forceinline__ void bulk_load_hint(void* dst, const void* src, unsigned bytes, uint64_t* bar, uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
+          smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(policy)
+      : "memory");
+}
+
+__device__ __forceinline__ uint64_t l2_evict_last() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+
+__device__ __forceinline__ uint64_t l2_evict_first() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+
 // The kept part of a segment arrives in up to k_team_parts bulk copies, each with its own mbarrier, so the
 // statistics start on the first part while the others are still in flight.
 constexpr int k_team_parts = 8;
@@ -275,7 +297,11 @@ __global__ void __launch_bounds__(NT) stream_kernel(norm_args a, int64_t lag) {
     const unsigned bytes = (unsigned)((min(a.n, lo + a.seg) - lo) * (int64_t)sizeof(in_t));
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // earlier reads of the stage come first
     mbar_expect(&bars[k], bytes);
-    bulk_load(stages + k * a.seg, a.x + (g / segs) * a.n + lo, bytes, &bars[k]);
+    // k_l2_hint: the statistics read keeps the segment in L2 ahead of the output stream (evict last) until its
+    // apply item, the last read, lets it go (evict first).
+    if constexpr (k_l2_hint) bulk_load_hint(stages + k * a.seg, a.x + (g / segs) * a.n + lo, bytes, &bars[k],
+                                            st ? l2_evict_last() : l2_evict_first());
+    else bulk_load(stages + k * a.seg, a.x + (g / segs) * a.n + lo, bytes, &bars[k]);
   };
   if (threadIdx.x == 0) {
     if (k_bulk) {
