@@ -90,10 +90,17 @@ std::string input_key(const input_spec& in, const std::vector<int64_t>& shape, u
                      in.init.kind, in.init.params.dump(), seed);
 }
 
-// A host tensor shared with the input cache: not to be modified.
-at::Tensor make_input(const input_spec& in, const case_spec& c, uint64_t seed) {
+// A host tensor shared with the input cache (not to be modified), and the key it is cached under.
+struct host_input {
+  std::string key;
+  at::Tensor t;
+};
+
+host_input make_input(const input_spec& in, const case_spec& c, uint64_t seed) {
   auto shape = concrete_shape(in, c);
-  return cached_input(input_key(in, shape, seed), [&] { return draw_input(in, shape, seed); });
+  std::string key = input_key(in, shape, seed);
+  at::Tensor t = cached_input(key, [&] { return draw_input(in, shape, seed); });
+  return {std::move(key), std::move(t)};
 }
 
 // The caller's own copy of the cached input `key` (on the CPU `to` would hand out the cached tensor itself; on a
@@ -170,25 +177,25 @@ at::Tensor adversarial_input(const workload_spec& spec, const case_spec& c, cons
 
 std::vector<at::Tensor> make_inputs(const workload_spec& spec, const case_spec& c, uint64_t seed, const c10::Device& device) {
   std::vector<at::Tensor> out;
-  for (auto& in : spec.inputs)
-    out.push_back(own_copy_on(input_key(in, concrete_shape(in, c), seed), make_input(in, c, seed), device));
+  for (auto& in : spec.inputs) {
+    host_input h = make_input(in, c, seed);
+    out.push_back(own_copy_on(h.key, h.t, device));
+  }
   return out;
 }
 
 std::vector<at::Tensor> make_adversarial_inputs(const workload_spec& spec, const case_spec& c, const std::string& kind,
                                                 uint64_t seed, const c10::Device& device) {
-  std::vector<at::Tensor> ins;
-  std::vector<std::string> keys;
-  for (auto& in : spec.inputs) {
-    ins.push_back(make_input(in, c, seed));
-    keys.push_back(input_key(in, concrete_shape(in, c), seed));
-  }
+  std::vector<host_input> hosts;
+  for (auto& in : spec.inputs) hosts.push_back(make_input(in, c, seed));
   size_t p = primary_index(spec);
   const input_spec& in = spec.inputs[p];
-  keys[p] += "|" + kind;  // the kind reads the graph too
-  for (auto& call : spec.graph) keys[p] += "|" + call.op + call.args.dump();
-  ins[p] = cached_input(keys[p], [&] { return adversarial_input(spec, c, kind, seed, in, ins[p]); });
-  for (size_t i = 0; i < ins.size(); ++i) ins[i] = own_copy_on(keys[i], ins[i], device);
+  host_input& x = hosts[p];
+  x.key += "|" + kind;  // the kind reads the graph too
+  for (auto& call : spec.graph) x.key += "|" + call.op + call.args.dump();
+  x.t = cached_input(x.key, [&] { return adversarial_input(spec, c, kind, seed, in, x.t); });
+  std::vector<at::Tensor> ins;
+  for (auto& h : hosts) ins.push_back(own_copy_on(h.key, h.t, device));
   return ins;
 }
 

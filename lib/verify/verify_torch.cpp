@@ -16,10 +16,10 @@
 
 #include "exec/impl_torch.h"
 #include "spec/adversarial.h"
+#include "spec/input_cache_torch.h"
 #include "spec/ops.h"
 #include "spec/ops_torch.h"
 #include "spec/reference_torch.h"
-#include "spec/input_cache_torch.h"
 #include "util/error.h"
 #include "verify/compare_torch.h"
 #include "verify/harness_torch.h"
