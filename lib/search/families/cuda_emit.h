@@ -19,6 +19,18 @@ constexpr int k_reference_sms = 132;
 std::string c_type(dtype t);
 bool storable(dtype t);  // float32 / float16 / bfloat16 / float64
 
+// The knob values a variant's source is emitted from: a knob the variant does not read (another strategy's,
+// another layout's) is fixed to one value and left out of the header comment, so two variants that differ only
+// there emit one source, which the template proposer does not propose twice.
+struct emitted_knobs {
+  knob_values shown, used;
+  explicit emitted_knobs(const knob_values& v) : shown(v), used(v) {}
+  void fix(const std::string& knob, const std::string& value) {
+    used[knob] = value;
+    shown.erase(knob);
+  }
+};
+
 // The opening comment naming the family and knob values, then the includes and the common device helpers,
 // opening `namespace kfk {`. The family's code follows and ends with cuda_emit::epilogue().
 std::string prelude(const std::string& family_name, const knob_values& v, const std::string& graph_description);

@@ -157,19 +157,19 @@ class group_norm_cuda final : public family {
     std::string why;
     auto g = match_norm(spec, &why);
     KF_ASSERT(g.has_value(), "emit called for a spec the family does not cover: {}", why);
-    // Knobs only another strategy reads are emitted at fixed values and left out of the header: variants that
-    // differ in them alone emit one source, which the search evaluates once. The grid strategies' fallback (a
+    // Knobs only another strategy reads are fixed (cuda_emit::emitted_knobs). The grid strategies' fallback (a
     // block per row, for shapes their counters do not fit) runs with 4 chunks.
-    knob_values shown = v, used = v;
-    auto fix = [&](const char* k, const char* value) { used[k] = value, shown.erase(k); };
+    cuda_emit::emitted_knobs k(v);
     const auto& st = v.at("strategy");
-    if (st != "cluster") fix("cluster", "8");
-    if (st != "split") fix("splits", "64"), fix("reverse", "1");
-    if (st != "team" && !(st == "stream" && v.at("team_l2") != "0")) fix("team_kb", "192");
+    if (st != "cluster") k.fix("cluster", "8");
+    if (st != "split") k.fix("splits", "64"), k.fix("reverse", "1");
+    if (st != "team" && !(st == "stream" && v.at("team_l2") != "0")) k.fix("team_kb", "192");
     if (st != "stream")
-      fix("seg_kb", "32"), fix("lag_mb", "4"), fix("sm_blocks", "0"), fix("l2_hint", "0"), fix("team_l2", "0");
-    if (st == "split" || st == "team" || st == "stream") fix("chunks", "4");
-    return cuda_emit::prelude(name(), shown, g->describe()) + config(spec, *g, used) + group_norm_cuda_rows() +
+      for (auto [knob, value] : {std::pair{"seg_kb", "32"}, {"lag_mb", "4"}, {"sm_blocks", "0"}, {"l2_hint", "0"},
+                                 {"team_l2", "0"}})
+        k.fix(knob, value);
+    if (st == "split" || st == "team" || st == "stream") k.fix("chunks", "4");
+    return cuda_emit::prelude(name(), k.shown, g->describe()) + config(spec, *g, k.used) + group_norm_cuda_rows() +
            group_norm_cuda_grid() + group_norm_cuda_launch() +
            cuda_emit::epilogue();
   }

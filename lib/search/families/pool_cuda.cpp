@@ -173,13 +173,15 @@ class pool_cuda final : public family {
     std::string why;
     auto g = match_pool(spec, &why);
     KF_ASSERT(g.has_value(), "emit called for a spec the family does not cover: {}", why);
-    // The other layout's knobs are emitted at fixed values and left out of the header (that path still runs,
-    // untuned, on an input of the other layout): variants that differ in them alone emit one source.
-    knob_values shown = v, used = v;
-    auto fix = [&](const char* k, const char* value) { used[k] = value, shown.erase(k); };
-    if (spec.find_input(g->input)->memory_format == "channels_last") fix("tpp", "2"), fix("small_tpp", "8"), fix("small_direct", "0");
-    else fix("cl_threads", "32"), fix("small_cl_threads", "2"), fix("small_cl_loop", "0");
-    std::string s = cuda_emit::prelude(name(), shown, g->describe());
+    // The other layout's knobs are fixed (cuda_emit::emitted_knobs; that path still runs, untuned, on an input of
+    // the other layout).
+    cuda_emit::emitted_knobs k(v);
+    if (spec.find_input(g->input)->memory_format == "channels_last")
+      k.fix("tpp", "2"), k.fix("small_tpp", "8"), k.fix("small_direct", "0");
+    else
+      k.fix("cl_threads", "32"), k.fix("small_cl_threads", "2"), k.fix("small_cl_loop", "0");
+    const knob_values& used = k.used;
+    std::string s = cuda_emit::prelude(name(), k.shown, g->describe());
     s += "\n// ---- this variant ----\n";
     s += fmt::format("using in_t = {};\nusing out_t = {};\n", cuda_emit::c_type(g->in_type),
                      cuda_emit::c_type(g->out_type));

@@ -141,15 +141,15 @@ class row_softmax_cuda final : public family {
     std::string why;
     auto g = match_softmax(spec, &why);
     KF_ASSERT(g.has_value(), "emit called for a spec the family does not cover: {}", why);
-    // Knobs that do not change this spec's kernel are left out of the source (one source, one evaluation).
-    knob_values shown = v, used = v;
-    if (v.at("strategy") != "cluster") shown.erase("cluster"), used["cluster"] = "8";
-    if (v.at("strategy") != "block") shown.erase("fit"), used["fit"] = "0";
+    // Knobs that do not change this spec's kernel are fixed (cuda_emit::emitted_knobs).
+    cuda_emit::emitted_knobs k(v);
+    if (v.at("strategy") != "cluster") k.fix("cluster", "8");
+    if (v.at("strategy") != "block") k.fix("fit", "0");
     bool softcap = false;
     for (auto& st : g->prologue) softcap = softcap || st.what == elementwise_step::kind::softcap;
-    if (!softcap) shown.erase("tanh"), used["tanh"] = "exp";
-    std::string s = cuda_emit::prelude(name(), shown, g->describe());
-    s += config(spec, *g, used);
+    if (!softcap) k.fix("tanh", "exp");
+    std::string s = cuda_emit::prelude(name(), k.shown, g->describe());
+    s += config(spec, *g, k.used);
     s += row_softmax_cuda_body();
     s += cuda_emit::epilogue();
     return s;
