@@ -124,13 +124,9 @@ nlohmann::json worker_evaluator::baselines() {
 bool worker_evaluator::verify(const compile_result& cr, const std::vector<std::string>& cases, eval_result& r,
                               const char* stage, int seeds) {
   // Case by case through exec's verify_in_worker: a hang or crash is pinned to its case.
-  check_options co;
-  co.cases = cases;
-  co.seeds = seeds;
-  co.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(m_options.verify_timeout);
   auto t0 = std::chrono::steady_clock::now();
   nlohmann::json impl = {{"kind", "kernel"}, {"name", "candidate"}, {"so", cr.so_path}};
-  verdict v = verify_in_worker(m_spec, impl, *m_worker, co, &m_verify_steps);
+  verdict v = verify_in_worker(m_spec, impl, *m_worker, check_options_for(cases, seeds), &m_verify_steps);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   evaluation_row e{stage, v.passed(), {{"verdict", v.to_json()}, {"cases", cases}}, secs, {}};
   if (!e.ok) {
@@ -143,16 +139,21 @@ bool worker_evaluator::verify(const compile_result& cr, const std::vector<std::s
   return r.stages.back().ok;
 }
 
+check_options worker_evaluator::check_options_for(const std::vector<std::string>& cases, int seeds) const {
+  check_options co;
+  co.cases = cases;
+  co.seeds = seeds;
+  co.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(m_options.verify_timeout);
+  return co;
+}
+
 void worker_evaluator::warm_inputs() {
   m_warmed = true;
-  check_options co;
-  co.cases = m_all;
-  co.seeds = m_options.seeds;
-  co.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(m_options.verify_timeout);
   auto t0 = std::chrono::steady_clock::now();
   try {
     std::map<std::string, double> steps;  // not the candidates' verification: kept out of m_verify_steps
-    verify_in_worker(m_spec, {{"kind", "eager"}, {"name", "eager"}}, *m_worker, co, &steps);
+    verify_in_worker(m_spec, {{"kind", "eager"}, {"name", "eager"}}, *m_worker, check_options_for(m_all, m_options.seeds),
+                     &steps);
   } catch (const std::exception&) {
     // Only a head start: the first candidate draws the inputs itself.
   }

@@ -16,6 +16,7 @@
 #include "exec/worker_client.h"
 #include "search/evaluator.h"
 #include "spec/spec.h"
+#include "verify/check.h"
 
 namespace kf {
 
@@ -68,6 +69,8 @@ class worker_evaluator final : public evaluator {
   eval_result after_compile(const candidate& c, const compile_result& cr, double full_below_us);
   // The static scan of the source (DESIGN.md "Verify", last rule); false with r set to verify_failed on a finding.
   bool scan(const candidate& c, eval_result& r);
+  // What verify_in_worker is asked for: these cases and seeds, within the evaluator's verify timeout.
+  check_options check_options_for(const std::vector<std::string>& cases, int seeds) const;
   // Runs verify; false (with the stage recorded and r set to verify_failed) when it does not pass.
   bool verify(const compile_result& cr, const std::vector<std::string>& cases, eval_result& r, const char* stage, int seeds);
   // Runs measure of the kernel on the gated cases; false when it could not be timed. `race`: against the
