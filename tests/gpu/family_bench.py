@@ -3,8 +3,10 @@
 # every output written, identical reruns, odd shapes for the fallback paths) and times them with
 # triton.testing.do_bench (L2 flushed before each launch, median), next to torch eager and the anchors
 # (/work/shared/bench/ANCHORS.md: eager, torch.compile, bandwidth floor on an H200).
-# Usage: python3 family_bench.py SRC_DIR SO_DIR [OUT_DIR] [--cases a,b] [--no-eager]
+# Usage: python3 family_bench.py SRC_DIR SO_DIR [OUT_DIR] [--cases a,b] [--compile[=mode,mode]]
 #   SRC_DIR holds manifest.json and the .cu files; missing .so files are built into SO_DIR with nvcc.
+#   --compile also times torch.compile of each case's eager function in the same process (default and
+#   max-autotune-no-cudagraphs unless modes are named), cold and hot, instead of taking ANCHORS.md's number.
 import ctypes, json, os, subprocess, sys, time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -169,6 +171,19 @@ def check(lib, case, ins):
         return False, "rerun differs (race?)", rel
     return True, "ok", rel
 
+def timed_compile(case, ins, modes, name):
+    """torch.compile of the case's eager function per mode: {mode: {us, hot_us}}, timed as the variants are."""
+    out = {}
+    for mode in modes:
+        torch._dynamo.reset()
+        fn = torch.compile(case["eager"], mode=mode, dynamic=False)
+        fn(*ins)
+        us = do_bench(lambda: fn(*ins), warmup=10, rep=60, return_mode="median") * 1e3
+        out[mode] = {"us": us, "hot_us": hot_us(lambda: fn(*ins)) if us < 30 else None}
+        hot = f" hot {out[mode]['hot_us']:.2f}us" if out[mode]["hot_us"] else ""
+        print(name, f"compile[{mode}]", f"{us:.2f}us{hot}", flush=True)
+    return out
+
 def build(src_dir, so_dir, names):
     inc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib", "exec")
     def one(n):
@@ -189,10 +204,12 @@ def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     src_dir, so_dir = args[0], args[1]
     out_dir = args[2] if len(args) > 2 else "."
-    only = None
+    only, modes = None, []
     for a in sys.argv[1:]:
         if a.startswith("--cases="):
             only = set(a.split("=", 1)[1].split(","))
+        if a.startswith("--compile"):
+            modes = (a.split("=", 1)[1] if "=" in a else "default,max-autotune-no-cudagraphs").split(",")
     manifest = json.load(open(os.path.join(src_dir, "manifest.json")))
     os.makedirs(so_dir, exist_ok=True)
     files = [e["file"] for k, v in manifest.items() if only is None or k in only for e in v if "file" in e]
@@ -211,6 +228,7 @@ def main():
         odd = [mk() for mk in case["odd"]]
         eager_us = do_bench(lambda: case["eager"](*ins), warmup=10, rep=50, return_mode="median") * 1e3
         eager_hot = hot_us(lambda: case["eager"](*ins)) if eager_us < 30 else None
+        compile_us = timed_compile(case, ins, modes, name)
         rows = []
         for i, e in enumerate(variants):
             r = {"variant": i, "knobs": e["knobs"]}
@@ -238,10 +256,12 @@ def main():
             print(name, i, "ok" if ok else "FAIL", msg, f"{r.get('us', 0):.2f}us{hot}", e["knobs"], flush=True)
         if eager_hot is not None:
             print(name, "eager", f"{eager_us:.2f}us hot {eager_hot:.2f}us", flush=True)
-        results[name] = {"eager_us": eager_us, "eager_hot_us": eager_hot, "variants": rows}
+        results[name] = {"eager_us": eager_us, "eager_hot_us": eager_hot, "compile": compile_us, "variants": rows}
         good = [r for r in rows if r.get("ok")]
         best = min(good, key=lambda r: r["us"]) if good else None
         an = ANCHORS.get(name, (0, 0, 0))
+        if compile_us:  # this process's torch.compile, the faster mode (cold), in place of the anchor's
+            an = (an[0], round(min(c["us"] for c in compile_us.values()), 2), an[2])
         table.append((name, best, rows[0].get("us"), eager_us, an))
     json.dump(results, open(os.path.join(out_dir, "results.json"), "w"), indent=1)
     print("\n| case | best us (variant) | default us | eager us (anchor) | compile us | floor us | best/floor | best/compile |")

@@ -1,5 +1,8 @@
-# Launches one family candidate once on a family_bench case, for a profiler to watch:
-#   ncu --clock-control none -k regex:kfk python3 tests/gpu/profile_one.py SO CASE
+# Launches one family candidate once on a family_bench case, for a profiler to watch, and with --compile the
+# torch.compile kernels of the same case next to it (compiled and autotuned before the profiled range):
+#   ncu --profile-from-start off --clock-control none -k regex:'kfk::|triton' \
+#       python3 tests/gpu/profile_one.py SO CASE [--compile default,max-autotune-no-cudagraphs]
+# With --compile, inductor's generated code is printed, so the profile can be read against its source.
 import ctypes, os, sys
 
 import torch
@@ -7,13 +10,34 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from family_bench import CASES, as_list, launch  # noqa: E402
 
-so, name = sys.argv[1], sys.argv[2]
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+so, name = args[0], args[1]
+modes = []
+for a in sys.argv[1:]:
+    if a.startswith("--compile"):
+        modes = (a.split("=", 1)[1] if "=" in a else "default,max-autotune-no-cudagraphs").split(",")
 case = CASES[name]
 ins = case["make"]()
 outs = [torch.empty_like(t) for t in as_list(case["eager"](*ins))]
 lib = ctypes.CDLL(so)
 lib.kf_launch.restype = ctypes.c_int
+compiled = []
+for mode in modes:
+    from torch._inductor.utils import run_and_get_code
+    torch._dynamo.reset()
+    fn = torch.compile(case["eager"], mode=mode, dynamic=False)
+    _, code = run_and_get_code(fn, *ins)
+    print(f"==== inductor code, mode {mode} ====")
+    for c in code:
+        print(c)
+    for _ in range(3):
+        fn(*ins)
+    compiled.append((mode, fn))
 torch.cuda.synchronize()
+torch.cuda.profiler.start()
 rc = launch(lib, ins, outs, torch.cuda.current_stream().cuda_stream)
+for mode, fn in compiled:
+    fn(*ins)
 torch.cuda.synchronize()
-print("kf_launch returned", rc)
+torch.cuda.profiler.stop()
+print("kf_launch returned", rc, "; then torch.compile modes:", ", ".join(m for m, _ in compiled) or "none")
