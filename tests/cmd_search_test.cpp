@@ -56,6 +56,10 @@ TEST(cmd_search, usage_mistakes_exit_2_and_say_what_to_do) {
   r = kforge({"tiny-softmax", "--device", "cpu", "--min-gain", "150%"}, cwd);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--min-gain 150%: expected a percentage"), std::string::npos) << r.err;
+  r = kforge({"tiny-softmax", "--device", "cpu", "--try", "threads=2 passes=three"}, cwd);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("passes=three is not one of its values (two, online)"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / ".kforge" / "search.db"));  // refused before any work
 }
 
 TEST(cmd_search, a_graph_no_family_covers_is_explained) {

@@ -17,6 +17,7 @@
 #include "search/tree_export.h"
 #include "search_fake_evaluator.h"
 #include "search_test_specs.h"
+#include "util/error.h"
 #include "util/fs.h"
 
 namespace kf {
@@ -312,6 +313,40 @@ TEST(search_resume, killed_search_resumes_losing_at_most_in_flight) {
     if (before[i].status != node_status::pending) EXPECT_EQ(after[i].status, before[i].status);
     else EXPECT_NE(after[i].status, node_status::pending);  // the one in flight was evaluated on resume
   }
+}
+
+TEST(search_roots, tried_variants_are_the_family_default_with_the_named_knobs) {
+  auto spec = test::softmax_spec();
+  auto* f = find_family("row_softmax_cpu", device_kind::cpu);
+  auto roots = tried_roots(spec, device_kind::cpu, " vector_width=16 passes=online ; row_softmax_cpu: unroll=4;");
+  ASSERT_EQ(roots.size(), 2u);
+  auto want = f->default_variant(spec);
+  want["vector_width"] = "16";
+  want["passes"] = "online";
+  EXPECT_EQ(roots[0].family, "row_softmax_cpu");
+  EXPECT_EQ(roots[0].knobs, want);
+  EXPECT_EQ(roots[0].origin, "tried: vector_width=16 passes=online");
+  EXPECT_EQ(roots[0].source, f->emit(spec, want));
+  EXPECT_EQ(roots[1].knobs.at("unroll"), "4");
+  EXPECT_TRUE(tried_roots(spec, device_kind::cpu, "").empty());
+
+  auto error_of = [&](const std::string& text) {
+    try {
+      tried_roots(spec, device_kind::cpu, text);
+    } catch (const user_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of("vector_widht=16").find("row_softmax_cpu has no knob vector_widht (its knobs: "), std::string::npos)
+      << error_of("vector_widht=16");
+  EXPECT_NE(error_of("vector_width=3").find("vector_width=3 is not one of its values (1, 4, 8, 16)"), std::string::npos)
+      << error_of("vector_width=3");
+  EXPECT_NE(error_of("vector_width").find("\"vector_width\" is not knob=value"), std::string::npos);
+  EXPECT_NE(error_of("pool_cpu: threads=1").find("no family pool_cpu covers"), std::string::npos)
+      << error_of("pool_cpu: threads=1");
+  EXPECT_NE(error_of("unroll=4; threads=9").find("--try \"threads=9\""), std::string::npos)  // names the bad one
+      << error_of("unroll=4; threads=9");
 }
 
 TEST(search_roots, seeds_from_stored_winners_of_this_and_other_gpu_keys) {

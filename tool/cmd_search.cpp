@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "exec/device.h"
 #include "search/proposer.h"
+#include "search/roots.h"
 #include "search_session.h"
 #include "spec/spec_parse.h"
 #include "util/error.h"
@@ -31,6 +32,9 @@ const std::vector<flag_def>& search_flags() {
       {"no-write", false, "report the winner without writing it"},
       {"min-gain", true, "replace the stored kernel only when the winner is this much faster, both timed in this search (default 2%)", "PCT"},
       {"tree", true, "also write the search tree as JSON for `kforge report render --search`", "FILE"},
+      {"try", true, "seed the search with these variants too: \"knob=value knob=value\", several separated by ';', each "
+                    "optionally FAMILY: first; knobs not named keep the family's default (a harness sweep's best, a "
+                    "variant from another GPU)", "VARIANTS"},
   };
   return defs;
 }
@@ -67,6 +71,7 @@ session_settings search_settings(const args& a, const workload_spec& spec) {
   st.write = !a.has("no-write");
   st.min_gain = min_gain_flag(a);
   st.tree_path = a.get_or("tree", "");
+  st.tried = a.get_or("try", "");
   return st;
 }
 
@@ -76,6 +81,7 @@ int search_run(const std::vector<std::string>& argv) {
     throw user_error(fmt::format("kforge search takes one workload name, got {} (see kforge search --help)", a.positional().size()));
   auto spec = load_spec(a.positional()[0], a.get_or("workloads", "workloads"));
   auto st = search_settings(a, spec);
+  tried_roots(spec, st.device.kind, st.tried);  // a bad --try fails here, before the worker starts
   install_search_interrupt();
   auto r = run_search_session(spec, st);
   if (r.outcome.stop_reason == "interrupted") return exit_ok;

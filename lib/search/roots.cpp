@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "search/proposer.h"
+#include "util/error.h"
 #include "util/fs.h"
 #include "util/hash.h"
 
@@ -47,7 +48,73 @@ knob_values current_knobs(const family& f, const workload_spec& spec, knob_value
   return knobs;
 }
 
+std::string trimmed(std::string_view s) {
+  const auto b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string_view::npos ? "" : std::string(s.substr(b, e - b + 1));
+}
+
+std::vector<std::string> split_on(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  for (size_t at = 0;;) {
+    const size_t next = s.find(sep, at);
+    out.push_back(trimmed(s.substr(at, next == std::string_view::npos ? std::string_view::npos : next - at)));
+    if (next == std::string_view::npos) return out;
+    at = next + 1;
+  }
+}
+
+candidate tried_root(const workload_spec& spec, device_kind device, const std::string& text) {
+  auto bad = [&](const std::string& what) { return user_error(fmt::format("--try \"{}\": {}", text, what)); };
+  const auto fams = covering_families(spec, device);
+  std::string body = text;
+  const family* f = nullptr;
+  if (const auto colon = text.find(':'); colon != std::string::npos) {
+    const std::string name = trimmed(std::string_view(text).substr(0, colon));
+    body = text.substr(colon + 1);
+    for (auto* c : fams)
+      if (c->name() == name) f = c;
+    if (!f) {
+      std::vector<std::string> names;
+      for (auto* c : fams) names.push_back(c->name());
+      throw bad(fmt::format("no family {} covers {} on the {} device (covering: {})", name, spec.name,
+                            device_kind_name(device), names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
+    }
+  } else if (fams.size() == 1) {
+    f = fams.front();
+  } else {
+    throw bad(fmt::format("{} families cover {} on the {} device: name one (FAMILY:knob=value ...)", fams.size(),
+                          spec.name, device_kind_name(device)));
+  }
+  knob_values v = f->default_variant(spec);
+  const auto ks = f->knobs();
+  for (const std::string& item : split_on(body, ' ')) {
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) throw bad(fmt::format("\"{}\" is not knob=value", item));
+    const std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+    auto k = std::find_if(ks.begin(), ks.end(), [&](const knob& x) { return x.name == name; });
+    if (k == ks.end()) {
+      std::vector<std::string> names;
+      for (auto& x : ks) names.push_back(x.name);
+      throw bad(fmt::format("{} has no knob {} (its knobs: {})", f->name(), name, fmt::join(names, ", ")));
+    }
+    if (std::find(k->values.begin(), k->values.end(), value) == k->values.end())
+      throw bad(fmt::format("{}={} is not one of its values ({})", name, value, fmt::join(k->values, ", ")));
+    v[name] = value;
+  }
+  std::string why;
+  if (!f->valid(v, spec, &why)) throw bad(fmt::format("{} rejects the variant: {}", f->name(), why));
+  return family_candidate(*f, spec, v, "tried: " + trimmed(body));
+}
+
 }  // namespace
+
+std::vector<candidate> tried_roots(const workload_spec& spec, device_kind device, const std::string& text) {
+  std::vector<candidate> out;
+  for (const std::string& one : split_on(text, ';'))
+    if (!one.empty()) out.push_back(tried_root(spec, device, one));
+  return out;
+}
 
 root_set search_roots(const workload_spec& spec, device_kind device, const std::string& gpu_key,
                       const std::filesystem::path& kernels_dir) {
