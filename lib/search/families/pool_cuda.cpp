@@ -78,7 +78,7 @@ class pool_cuda final : public family {
         {"vec", {"1", "2", "4", "8"}, "elements per access (16-byte accesses at 8 x 16-bit)"},
         {"tpp", {"1", "2", "4", "8", "16", "32"}, "NCHW: threads per plane (planes per block = threads / tpp)"},
         {"cl_threads", {"8", "16", "32", "64"}, "channels_last: threads across channel vectors"},
-        {"small_tpp", {"0", "8", "16", "32"},
+        {"small_tpp", {"0", "1", "2", "4", "8", "16", "32"},
          "NCHW: threads per plane when the tpp launch would have fewer blocks than SMs (0: keep tpp)"},
         {"small_direct", {"0", "1", "2"},
          "NCHW, small_tpp launch: 0 stages planes in shared memory, 1 reads them from global memory, 2 reads the "
@@ -87,7 +87,9 @@ class pool_cuda final : public family {
         {"small_cl_threads", {"0", "1", "2", "4", "8"},
          "channels_last: threads across channel vectors when the cl_threads launch would have fewer blocks than SMs "
          "(0: keep cl_threads)"},
-        {"small_threads", {"0", "64", "128", "256"}, "threads per block of the small-batch launches (0: threads)"},
+        {"small_threads", {"0", "32", "64", "128", "256"},
+         "threads per block of the small-batch launches (0: threads; 32: one warp a block, as inductor's batch-1 "
+         "reductions)"},
         {"small_cl_loop", {"0", "1", "2", "4", "8"},
          "channels_last, small-batch launch: 0 splits positions across threads (small_cl_threads); N > 0 gives each "
          "thread N channels of one image and all of their positions (loads back to back, no shuffles, no barrier)"},
