@@ -1,12 +1,12 @@
 // kforge winner: sd35-vae-groupnorm on sm90-nvidia-h200
-// kforge winner for sd35-vae-groupnorm on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T16:39:27Z
+// kforge winner for sd35-vae-groupnorm on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T19:44:39Z
 // family: group_norm_cuda
-// knobs: chunks=4 cluster=8 lag_mb=4 reverse=1 seg_kb=32 sm_blocks=0 splits=16 stats=shifted strategy=stream stream_store=1 team_kb=48 team_l2=50 threads=256 unroll=4 vec=8
-// lineage: default -> template: team_kb 96->48
-// measured: 73.65 us (geometric mean over gated cases), 15.93x eager
+// knobs: chunks=4 cluster=8 l2_hint=1 lag_mb=4 reverse=1 seg_kb=32 sm_blocks=0 splits=16 stats=shifted strategy=stream stream_store=1 team_kb=48 team_l2=50 threads=256 unroll=4 vec=8
+// lineage: stored:sm90-nvidia-h200 (knobs now: l2_hint=0) -> template: l2_hint 0->1
+// measured: 70.71 us (geometric mean over gated cases), 17.07x eager
 
 // kforge candidate: family group_norm_cuda (cuda), emitted by the template proposer.
-// knobs: lag_mb=4 seg_kb=32 sm_blocks=0 stats=shifted strategy=stream stream_store=1 team_kb=48 team_l2=50 threads=256 unroll=4 vec=8
+// knobs: l2_hint=1 lag_mb=4 seg_kb=32 sm_blocks=0 stats=shifted strategy=stream stream_store=1 team_kb=48 team_l2=50 threads=256 unroll=4 vec=8
 // computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06)
 
 #include "kf_abi.h"
@@ -250,6 +250,7 @@ constexpr int k_team_kb = 48;
 constexpr int k_seg_kb = 32;
 constexpr int k_lag_mb = 4;
 constexpr int k_sm_blocks = 0;
+constexpr bool k_l2_hint = true;
 constexpr int k_team_l2 = 50;
 constexpr int k_unroll = 4;
 constexpr bool k_stream_store = true;
@@ -583,6 +584,28 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned b
                : "memory");
 }
 
+// The same with an L2 eviction priority for the lines read (a createpolicy value): a hint on this access only, no
+// state left in the device's configuration.
+__device__ __forceinline__ void bulk_load_hint(void* dst, const void* src, unsigned bytes, uint64_t* bar, uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
+          smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(policy)
+      : "memory");
+}
+
+__device__ __forceinline__ uint64_t l2_evict_last() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+
+__device__ __forceinline__ uint64_t l2_evict_first() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+
 // The kept part of a segment arrives in up to k_team_parts bulk copies, each with its own mbarrier, so the
 // statistics start on the first part while the others are still in flight.
 constexpr int k_team_parts = 8;
@@ -783,7 +806,11 @@ __global__ void __launch_bounds__(NT) stream_kernel(norm_args a, int64_t lag) {
     const unsigned bytes = (unsigned)((min(a.n, lo + a.seg) - lo) * (int64_t)sizeof(in_t));
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // earlier reads of the stage come first
     mbar_expect(&bars[k], bytes);
-    bulk_load(stages + k * a.seg, a.x + (g / segs) * a.n + lo, bytes, &bars[k]);
+    // k_l2_hint: the statistics read keeps the segment in L2 ahead of the output stream (evict last) until its
+    // apply item, the last read, lets it go (evict first).
+    if constexpr (k_l2_hint) bulk_load_hint(stages + k * a.seg, a.x + (g / segs) * a.n + lo, bytes, &bars[k],
+                                            st ? l2_evict_last() : l2_evict_first());
+    else bulk_load(stages + k * a.seg, a.x + (g / segs) * a.n + lo, bytes, &bars[k]);
   };
   if (threadIdx.x == 0) {
     if (k_bulk) {
