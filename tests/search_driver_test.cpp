@@ -94,6 +94,26 @@ TEST(search_driver, the_eta_counts_down_to_the_time_limit) {
   EXPECT_EQ(out.stop_reason, "time");
 }
 
+// A first torch.compile export can take minutes: timing the baselines does not use up --time, so the search
+// still evaluates candidates, and says how long the baselines took.
+TEST(search_driver, timing_the_baselines_does_not_count_against_the_time_limit) {
+  temp_dir dir("kf-search-baselines");
+  auto spec = test::softmax_spec();
+  spec.hash = "h1";
+  search_db db(dir.path() / "search.db");
+  test::fake_evaluator ev(20);
+  ev.baseline_delay_ms = 400;
+  search_options o;
+  o.budget = 200;
+  o.time_s = 0.3;
+  o.batch = 1;
+  auto out = search_driver(spec, device_kind::cpu, k_key, db, ev, o).run(default_roots(spec));
+  EXPECT_EQ(out.stop_reason, "time");
+  EXPECT_GE(out.session_evaluations, 2);  // with the baselines counted, the limit was spent before the first
+  EXPECT_GE(out.baseline_seconds, 0.4);
+  EXPECT_LT(out.baseline_seconds, 10.0);
+}
+
 // Two gated cases: on c2 torch.compile takes 50 us; vector_width=16 (the fastest on c1, and the best mean reward)
 // takes 52 us there, every other candidate 45 us.
 class gate_evaluator : public test::fake_evaluator {

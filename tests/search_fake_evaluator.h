@@ -14,7 +14,11 @@ class fake_evaluator : public evaluator {
   explicit fake_evaluator(int delay_ms = 0) : m_delay_ms(delay_ms) {}
   int calls = 0, confirms = 0;
 
-  nlohmann::json baselines() override { return {{"eager", {{"c1", 100.0}}}, {"compile", {{"c1", 80.0}}}}; }
+  nlohmann::json baselines() override {
+    if (baseline_delay_ms) std::this_thread::sleep_for(std::chrono::milliseconds(baseline_delay_ms));
+    return {{"eager", {{"c1", 100.0}}}, {"compile", {{"c1", 80.0}}}};
+  }
+  int baseline_delay_ms = 0;  // a slow first baseline (a torch.compile export)
 
   static double time_of(const candidate& c) {
     if (c.family.empty()) return 90.0;

@@ -177,8 +177,10 @@ search_progress search_driver::progress() const {
 
 search_outcome search_driver::run(const std::vector<candidate>& roots,
                                   const std::function<void(const search_progress&)>& on_progress) {
+  const double opened = now_s();
+  open_search(roots);  // times the baselines: a first torch.compile export takes minutes, not the search's time
   m_started = now_s();
-  open_search(roots);
+  m_baseline_s = m_started - opened;
   auto proposer = make_proposer(m_options.proposer, m_options.seed + static_cast<uint64_t>(m_evaluated));
   std::string reason;
   for (;;) {
@@ -256,6 +258,7 @@ search_outcome search_driver::finish(std::string reason) {
   o.search_id = m_search.id;
   o.stop_reason = reason;
   o.baselines = m_search.baselines;
+  o.baseline_seconds = m_baseline_s;
   // The winner must have passed the full protocol: confirm a screened best (a few tries down the ranking).
   if (reason != "interrupted") {
     for (int tries = 0; tries < 3; ++tries) {

@@ -16,7 +16,7 @@ namespace kf {
 
 struct search_options {
   int budget = 50;              // evaluated nodes in the search (all sessions)
-  double time_s = 0;            // wall time of this session; 0: none
+  double time_s = 0;            // wall time of this session's search, from when its baselines are timed; 0: none
   std::string proposer = "template";
   bool resume = false;          // continue the stored search for this workload and GPU key
   bool fresh = false;           // delete the stored search and start over
@@ -52,6 +52,7 @@ struct search_outcome {
   std::vector<double> trajectory;           // best time after each evaluation (us; NaN before the first)
   std::vector<std::string> failure_samples; // up to 3 distinct reasons candidates failed
   nlohmann::json baselines;
+  double baseline_seconds = 0;              // timing the baselines (a first torch.compile export: minutes), before --time runs
   nlohmann::json environment;
 };
 
@@ -94,6 +95,7 @@ class search_driver {
   std::map<int64_t, std::map<std::string, double>> m_case_us;  // tree id -> per-case times
   int m_evaluated = 0, m_session = 0, m_failures = 0;
   double m_started = 0;
+  double m_baseline_s = 0;  // open_search: timing the baselines
 };
 
 }  // namespace kf
