@@ -31,19 +31,6 @@ __device__ __forceinline__ void copy_vec(T* dst, const T* src) {
   }
 }
 
-// x[0] + ... + x[N - 1] as a tree: a short dependent chain, in a fixed order.
-template <int N>
-__device__ __forceinline__ float tree_sum(const float* x) {
-  if constexpr (N == 1) return x[0];
-  else return tree_sum<N / 2>(x) + tree_sum<N - N / 2>(x + N / 2);
-}
-
-// Elements a thread loads before it adds them: a plane's loop issues k_chunk predicated loads at a time, so a 7x7
-// plane over 8 threads is one round trip (a runtime-bounded `#pragma unroll` loop of 7 trips ran its remainder
-// loop, a load at a time: measured on the H200, batch-1 ResNet-50 pooling 1.7-1.9 us hot against inductor's
-// 1.4, whose one warp issues all 64 of its loads at once).
-constexpr int k_chunk = 8;
-
 // Copies ne elements from src (V-aligned) to tile: a thread issues up to four V-wide loads before its stores, so a
 // small block (one warp staging 32 planes) waits for one round trip to L2, not one per vector.
 template <int BT, int V>
@@ -94,12 +81,8 @@ __global__ void __launch_bounds__(BT) nchw_kernel(pool_args a) {
     if (j < np) {
       if (a.hw <= 0x7fffffff) {
         const int hw = (int)a.hw;
-        for (int k0 = sub; k0 < hw; k0 += TPP * k_chunk) {  // k_chunk loads in flight, then their sum
-          float x[k_chunk];
-#pragma unroll
-          for (int u = 0; u < k_chunk; ++u) x[u] = k0 + u * TPP < hw ? to_f(from[k0 + u * TPP]) : 0.f;
-          acc += tree_sum<k_chunk>(x);
-        }
+#pragma unroll 8
+        for (int k = sub; k < hw; k += TPP) acc += to_f(from[k]);
       } else {
         for (int64_t k = sub; k < a.hw; k += TPP) acc += to_f(from[k]);
       }
@@ -131,6 +114,13 @@ __device__ __forceinline__ int flat_div(int g, int hw, float inv_hw) {
   q += (q + 1) * hw <= g;
   q -= q * hw > g;
   return q;
+}
+
+// x[0] + ... + x[N - 1] as a tree: a short dependent chain, in a fixed order.
+template <int N>
+__device__ __forceinline__ float tree_sum(const float* x) {
+  if constexpr (N == 1) return x[0];
+  else return tree_sum<N / 2>(x) + tree_sum<N - N / 2>(x + N / 2);
 }
 
 // Writes the run sums of vector i of the block's range, x[0, cnt): part[j * nv + i] for the j-th plane touched.
@@ -251,20 +241,12 @@ __global__ void __launch_bounds__(BT) nhwc_kernel(pool_args a) {
     for (int v = 0; v < V; ++v) acc[v] = 0.f;
     if (c < a.c) {
       const in_t* base = a.x + n * a.hw * a.c + c;
-      constexpr int U = k_chunk / V > 0 ? k_chunk / V : 1;  // rows in flight: about k_chunk elements a thread
-      for (int64_t h0 = th; h0 < a.hw; h0 += (int64_t)HS * U) {
-        float x[U][V];
+#pragma unroll 4
+      for (int64_t h = th; h < a.hw; h += HS) {
+        float x[V];
+        load_vec<in_t, V>(base + h * a.c, x);
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-          if (h0 + u * HS < a.hw) load_vec<in_t, V>(base + (h0 + u * HS) * a.c, x[u]);
-          else
-#pragma unroll
-            for (int v = 0; v < V; ++v) x[u][v] = 0.f;
-        }
-#pragma unroll
-        for (int u = 0; u < U; ++u)
-#pragma unroll
-          for (int v = 0; v < V; ++v) acc[v] += x[u][v];
+        for (int v = 0; v < V; ++v) acc[v] += x[v];
       }
     }
     int row = th;
