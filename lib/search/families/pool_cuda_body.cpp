@@ -31,35 +31,6 @@ __device__ __forceinline__ void copy_vec(T* dst, const T* src) {
   }
 }
 
-// Copies ne elements from src (V-aligned) to tile: a thread issues up to four V-wide loads before its stores, so a
-// small block (one warp staging 32 planes) waits for one round trip to L2, not one per vector.
-template <int BT, int V>
-__device__ __forceinline__ void stage(in_t* tile, const in_t* src, int64_t ne) {
-  constexpr int B = V * (int)sizeof(in_t), K = 4;
-  if constexpr (V > 1 && B <= 16) {
-    using R = typename raw_bits<B>::type;
-    const int64_t nv = ne / V;
-    const R* from = reinterpret_cast<const R*>(src);
-    R* to = reinterpret_cast<R*>(tile);
-    for (int64_t i = threadIdx.x; i < nv; i += (int64_t)BT * K) {
-      R r[K];
-#pragma unroll
-      for (int k = 0; k < K; ++k)
-        if (i + k * BT < nv) r[k] = from[i + k * BT];
-#pragma unroll
-      for (int k = 0; k < K; ++k)
-        if (i + k * BT < nv) to[i + k * BT] = r[k];
-    }
-    for (int64_t t = nv * V + threadIdx.x; t < ne; t += BT) tile[t] = src[t];
-  } else {
-    for (int64_t i = (int64_t)threadIdx.x * V; i < ne; i += (int64_t)BT * V) {
-      if (i + V <= ne) copy_vec<in_t, V>(tile + i, src + i);
-      else
-        for (int64_t t = i; t < ne; ++t) tile[t] = src[t];
-    }
-  }
-}
-
 // NCHW: planes are contiguous; a block of BT threads takes BT / TPP planes at a time.
 template <int BT, int V, int TPP>
 __global__ void __launch_bounds__(BT) nchw_kernel(pool_args a) {
@@ -73,7 +44,11 @@ __global__ void __launch_bounds__(BT) nchw_kernel(pool_args a) {
     const int64_t ne = np * a.hw;
     const in_t* src = a.x + p0 * a.hw;
     if (!a.direct) {
-      stage<BT, V>(tile, src, ne);
+      for (int64_t i = (int64_t)threadIdx.x * V; i < ne; i += (int64_t)BT * V) {
+        if (i + V <= ne) copy_vec<in_t, V>(tile + i, src + i);
+        else
+          for (int64_t t = i; t < ne; ++t) tile[t] = src[t];
+      }
       __syncthreads();
     }
     const in_t* from = (a.direct ? src : tile) + (int64_t)j * a.hw;
@@ -81,7 +56,7 @@ __global__ void __launch_bounds__(BT) nchw_kernel(pool_args a) {
     if (j < np) {
       if (a.hw <= 0x7fffffff) {
         const int hw = (int)a.hw;
-#pragma unroll 8
+#pragma unroll 4
         for (int k = sub; k < hw; k += TPP) acc += to_f(from[k]);
       } else {
         for (int64_t k = sub; k < a.hw; k += TPP) acc += to_f(from[k]);
@@ -285,7 +260,7 @@ __global__ void __launch_bounds__(BT) nhwc_loop_kernel(pool_args a) {
 #pragma unroll
     for (int v = 0; v < V; ++v) s0[v] = s1[v] = 0.f;
     int64_t h = 0;
-#pragma unroll 8
+#pragma unroll 4
     for (; h + 1 < a.hw; h += 2) {
       float x0[V], x1[V];
       load_vec<in_t, V>(base + h * a.c, x0);
