@@ -260,7 +260,7 @@ __global__ void __launch_bounds__(BT) nhwc_loop_kernel(pool_args a) {
 #pragma unroll
     for (int v = 0; v < V; ++v) s0[v] = s1[v] = 0.f;
     int64_t h = 0;
-#pragma unroll 4
+#pragma unroll 8
     for (; h + 1 < a.hw; h += 2) {
       float x0[V], x1[V];
       load_vec<in_t, V>(base + h * a.c, x0);
