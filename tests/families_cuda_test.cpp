@@ -130,7 +130,12 @@ TEST(families_cuda, defaults_are_valid_and_follow_the_shape) {
   auto gn = test::group_norm_spec();
   gn.inputs[0].shape = {test::lit(1), test::lit(32), test::lit(512), test::lit(512)};
   gn.cases = {test::make_case({}, true)};
-  EXPECT_EQ(cuda_family("group_norm_cuda").default_variant(gn).at("strategy"), "stream");
+  const auto gv = cuda_family("group_norm_cuda").default_variant(gn);
+  EXPECT_EQ(gv.at("strategy"), "stream");
+  // ... its second read hinted in L2, with no slack behind the items in flight (measured on the H200).
+  EXPECT_EQ(gv.at("l2_hint"), "1");
+  EXPECT_EQ(gv.at("lag_mb"), "0");
+  EXPECT_EQ(gv.at("stream_store"), "1");
 }
 
 TEST(families_cuda, valid_rejects_impossible_combinations) {
