@@ -69,6 +69,48 @@ __global__ void __launch_bounds__(BT) nchw_kernel(pool_args a) {
   }
 }
 
+// ---- NCHW, a warp per 32 planes (small batches, small_direct = 3) ----
+// Lane l reads positions l and l + 32 of each of the warp's 32 planes in a round: consecutive lanes read
+// consecutive addresses, and the round's 64 loads are all in flight before any is added. Then a transposing
+// reduction: at offset o (16 ... 1) a lane keeps the half of its 2o sums on its side of bit o and adds its partner's
+// copy of that half, so after 31 shuffles lane j holds plane j's sum (fixed order: reruns are bitwise identical).
+template <int BT>
+__global__ void __launch_bounds__(BT) nchw_warp_kernel(pool_args a) {
+  static_assert(BT % 32 == 0, "whole warps");
+  const int lane = threadIdx.x & 31;
+  const int64_t planes = a.n * a.c;
+  const int hw = (int)a.hw;  // launch_nchw checks that it fits
+  for (int64_t p0 = ((int64_t)blockIdx.x * (BT / 32) + threadIdx.x / 32) * 32; p0 < planes;
+       p0 += (int64_t)gridDim.x * BT) {
+    const int np = planes - p0 < 32 ? (int)(planes - p0) : 32;
+    const in_t* src = a.x + p0 * a.hw;
+    float s[32];
+#pragma unroll
+    for (int j = 0; j < 32; ++j) s[j] = 0.f;
+    for (int k = lane; k < hw; k += 64) {
+      float x0[32], x1[32];
+#pragma unroll
+      for (int j = 0; j < 32; ++j) {
+        const in_t* row = src + (int64_t)j * hw;
+        x0[j] = j < np ? to_f(row[k]) : 0.f;
+        x1[j] = j < np && k + 32 < hw ? to_f(row[k + 32]) : 0.f;
+      }
+#pragma unroll
+      for (int j = 0; j < 32; ++j) s[j] += x0[j] + x1[j];
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const bool upper = (lane & o) != 0;
+#pragma unroll
+      for (int i = 0; i < o; ++i) {
+        const float send = upper ? s[i] : s[i + o], keep = upper ? s[i + o] : s[i];
+        s[i] = keep + __shfl_xor_sync(0xffffffffu, send, o);
+      }
+    }
+    if (lane < np) a.y[p0 + lane] = from_f<out_t>(finalize(s[0] * a.inv_hw));
+  }
+}
+
 // ---- NCHW "flat" reads (small batches, small_direct = 2) ----
 // A block owns P whole planes: one contiguous range of P * hw elements that starts on a 16-byte boundary and is
 // at most k_flat_k vectors a thread (flat_fits). Each thread issues its 16-byte loads first, so the block waits
@@ -299,10 +341,17 @@ inline unsigned grid_of(int64_t blocks) {
 
 // MODE (small_direct): 0 stages whole planes in shared memory; 1 (direct) reads each plane's elements from
 // global memory (one round trip less; small batches, whose planes sit in L2 or are few); 2 reads the block's
-// planes flat (nchw_flat_kernel) where flat_fits allows, else as 1.
+// planes flat (nchw_flat_kernel) where flat_fits allows, else as 1; 3 gives each warp 32 planes
+// (nchw_warp_kernel).
 template <int BT, int TPP, int MODE>
 int launch_nchw(pool_args a, cudaStream_t s) {
   constexpr int P = BT / TPP;
+  if constexpr (MODE == 3) {
+    if (a.hw <= 0x7fffffff - 64) {
+      nchw_warp_kernel<BT><<<grid_of(blocks_for(a.n * a.c, BT)), BT, 0, s>>>(a);
+      return 0;
+    }
+  }
   if constexpr (MODE == 2) {
     if (flat_fits<BT, P>(a)) {
       const int hw = (int)a.hw;
