@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "search/family.h"
 #include "search/graph_match.h"
@@ -57,11 +58,14 @@ bool knobs_in_range(const family& f, const knob_values& v, std::string* why_not)
     auto it = v.find(k.name);
     if (it == v.end()) return fail(fmt::format("knob {} is not set", k.name));
     if (std::find(k.values.begin(), k.values.end(), it->second) == k.values.end())
-      return fail(fmt::format("knob {}={} is not one of its values", k.name, it->second));
+      return fail(fmt::format("knob {}={} is not one of its values ({})", k.name, it->second, fmt::join(k.values, ", ")));
   }
   for (auto& [name, _] : v)
-    if (std::none_of(ks.begin(), ks.end(), [&](const knob& k) { return k.name == name; }))
-      return fail(fmt::format("{} has no knob {}", f.name(), name));
+    if (std::none_of(ks.begin(), ks.end(), [&](const knob& k) { return k.name == name; })) {
+      std::vector<std::string> names;
+      for (auto& k : ks) names.push_back(k.name);
+      return fail(fmt::format("{} has no knob {} (its knobs: {})", f.name(), name, fmt::join(names, ", ")));
+    }
   return true;
 }
 
