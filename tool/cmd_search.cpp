@@ -71,7 +71,7 @@ session_settings search_settings(const args& a, const workload_spec& spec) {
   st.write = !a.has("no-write");
   st.min_gain = min_gain_flag(a);
   st.tree_path = a.get_or("tree", "");
-  st.tried = a.get_or("try", "");
+  st.tried = tried_roots(spec, st.device.kind, a.get_or("try", ""));  // a bad --try fails here, before any work
   return st;
 }
 
@@ -81,7 +81,6 @@ int search_run(const std::vector<std::string>& argv) {
     throw user_error(fmt::format("kforge search takes one workload name, got {} (see kforge search --help)", a.positional().size()));
   auto spec = load_spec(a.positional()[0], a.get_or("workloads", "workloads"));
   auto st = search_settings(a, spec);
-  tried_roots(spec, st.device.kind, st.tried);  // a bad --try fails here, before the worker starts
   install_search_interrupt();
   auto r = run_search_session(spec, st);
   if (r.outcome.stop_reason == "interrupted") return exit_ok;

@@ -115,9 +115,9 @@ session_result run_search_session(const workload_spec& spec, const session_setti
   res.gpu_key = ev.gpu_key();
   auto kdir = kernels_dir(spec.path, spec.name);
   auto roots = search_roots(spec, kind, res.gpu_key, kdir);
-  for (auto& c : tried_roots(spec, kind, st.tried))  // the user's variants, after the stored winners
+  for (const candidate& c : st.tried)
     if (std::none_of(roots.roots.begin(), roots.roots.end(), [&](auto& r) { return candidate_key(r) == candidate_key(c); }))
-      roots.roots.push_back(std::move(c));
+      roots.roots.push_back(c);
   for (auto& n : roots.notes) term::say("{}", term::dim(n));
   term::say("search {} on {} ({}): {} root(s), budget {} evaluations{}", spec.name, st.device.str(), res.gpu_key,
             roots.roots.size(), st.search.budget,

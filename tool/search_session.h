@@ -20,7 +20,7 @@ struct session_settings {
   bool write = true;                   // write the winner to workloads/<name>/kernels
   double min_gain = 0.02;              // ... only when it beats the stored kernel by this fraction (replaces_stored)
   std::string tree_path;               // non-empty: write the tree there (tree_export.h)
-  std::string tried;                   // --try: variants to seed the search with (tried_roots)
+  std::vector<candidate> tried;        // --try: variants to seed the search with, after the stored winners
 };
 
 struct session_result {
