@@ -171,12 +171,24 @@ def check(lib, case, ins):
         return False, "rerun differs (race?)", rel
     return True, "ok", rel
 
+def compile_modes(argv):
+    """The torch.compile modes asked for by --compile[=mode,mode] (both by default), [] without the flag."""
+    modes = []
+    for a in argv:
+        if a.startswith("--compile"):
+            modes = (a.split("=", 1)[1] if "=" in a else "default,max-autotune-no-cudagraphs").split(",")
+    return modes
+
+def compiled(case, mode):
+    """A fresh torch.compile of the case's eager function (static shapes), not yet run."""
+    torch._dynamo.reset()
+    return torch.compile(case["eager"], mode=mode, dynamic=False)
+
 def timed_compile(case, ins, modes, name):
     """torch.compile of the case's eager function per mode: {mode: {us, hot_us}}, timed as the variants are."""
     out = {}
     for mode in modes:
-        torch._dynamo.reset()
-        fn = torch.compile(case["eager"], mode=mode, dynamic=False)
+        fn = compiled(case, mode)
         fn(*ins)
         us = do_bench(lambda: fn(*ins), warmup=10, rep=60, return_mode="median") * 1e3
         out[mode] = {"us": us, "hot_us": hot_us(lambda: fn(*ins)) if us < 30 else None}
@@ -204,12 +216,10 @@ def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     src_dir, so_dir = args[0], args[1]
     out_dir = args[2] if len(args) > 2 else "."
-    only, modes = None, []
+    only, modes = None, compile_modes(sys.argv[1:])
     for a in sys.argv[1:]:
         if a.startswith("--cases="):
             only = set(a.split("=", 1)[1].split(","))
-        if a.startswith("--compile"):
-            modes = (a.split("=", 1)[1] if "=" in a else "default,max-autotune-no-cudagraphs").split(",")
     manifest = json.load(open(os.path.join(src_dir, "manifest.json")))
     os.makedirs(so_dir, exist_ok=True)
     files = [e["file"] for k, v in manifest.items() if only is None or k in only for e in v if "file" in e]

@@ -8,36 +8,32 @@ import ctypes, os, sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from family_bench import CASES, as_list, launch  # noqa: E402
+from family_bench import CASES, as_list, compile_modes, compiled, launch  # noqa: E402
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 so, name = args[0], args[1]
-modes = []
-for a in sys.argv[1:]:
-    if a.startswith("--compile"):
-        modes = (a.split("=", 1)[1] if "=" in a else "default,max-autotune-no-cudagraphs").split(",")
+modes = compile_modes(sys.argv[1:])
 case = CASES[name]
 ins = case["make"]()
 outs = [torch.empty_like(t) for t in as_list(case["eager"](*ins))]
 lib = ctypes.CDLL(so)
 lib.kf_launch.restype = ctypes.c_int
-compiled = []
+fns = []
 for mode in modes:
     from torch._inductor.utils import run_and_get_code
-    torch._dynamo.reset()
-    fn = torch.compile(case["eager"], mode=mode, dynamic=False)
+    fn = compiled(case, mode)
     _, code = run_and_get_code(fn, *ins)
     print(f"==== inductor code, mode {mode} ====")
     for c in code:
         print(c)
     for _ in range(3):
         fn(*ins)
-    compiled.append((mode, fn))
+    fns.append((mode, fn))
 torch.cuda.synchronize()
 torch.cuda.profiler.start()
 rc = launch(lib, ins, outs, torch.cuda.current_stream().cuda_stream)
-for mode, fn in compiled:
+for mode, fn in fns:
     fn(*ins)
 torch.cuda.synchronize()
 torch.cuda.profiler.stop()
-print("kf_launch returned", rc, "; then torch.compile modes:", ", ".join(m for m, _ in compiled) or "none")
+print("kf_launch returned", rc, "; then torch.compile modes:", ", ".join(m for m, _ in fns) or "none")
