@@ -62,10 +62,9 @@ std::vector<family_case> cases() {
   for (auto t : {dtype::float32, dtype::float64, dtype::bfloat16})
     out.back().extra.push_back(
         {pool_spec("contiguous", t), {{"small_threads", "64"}, {"small_direct", "2"}, {"small_tpp", "8"}}});
-  // ... and its warp-per-32-planes reads (32 sums a lane, the transposing shuffles) in one-warp and larger blocks.
-  for (auto [t, bt] : {std::pair{dtype::float64, "32"}, {dtype::bfloat16, "128"}})
-    out.back().extra.push_back(
-        {pool_spec("contiguous", t), {{"small_threads", bt}, {"small_direct", "3"}, {"small_tpp", "8"}}});
+  // ... and its direct reads with one-warp blocks.
+  out.back().extra.push_back(
+      {pool_spec("contiguous", dtype::float64), {{"small_threads", "32"}, {"small_direct", "1"}, {"small_tpp", "4"}}});
   // group_norm_cuda's stream strategy on further graphs and item sizes.
   auto& gn = out[1].extra;
   gn.push_back({group_norm_spec(), {{"strategy", "stream"}, {"seg_kb", "8"}, {"lag_mb", "16"}, {"stats", "sumsq"}}});

@@ -80,12 +80,10 @@ class pool_cuda final : public family {
         {"cl_threads", {"8", "16", "32", "64"}, "channels_last: threads across channel vectors"},
         {"small_tpp", {"0", "1", "2", "4", "8", "16", "32"},
          "NCHW: threads per plane when the tpp launch would have fewer blocks than SMs (0: keep tpp)"},
-        {"small_direct", {"0", "1", "2", "3"},
+        {"small_direct", {"0", "1", "2"},
          "NCHW, small_tpp launch: 0 stages planes in shared memory, 1 reads them from global memory, 2 reads the "
          "block's small_threads / small_tpp planes flat, at most four 16-byte vectors a thread of one contiguous "
-         "range (as 1 where the range's size or address is not a multiple of 16 bytes, or it is longer); 3 gives "
-         "each warp 32 planes, its lanes across positions (coalesced), 64 loads a lane in flight, then 31 shuffles "
-         "that leave plane j's sum in lane j (small_tpp unused)"},
+         "range (as 1 where the range's size or address is not a multiple of 16 bytes, or it is longer)"},
         {"small_cl_threads", {"0", "1", "2", "4", "8"},
          "channels_last: threads across channel vectors when the cl_threads launch would have fewer blocks than SMs "
          "(0: keep cl_threads)"},
@@ -184,7 +182,6 @@ class pool_cuda final : public family {
       k.fix("tpp", "2"), k.fix("small_tpp", "8"), k.fix("small_direct", "0");
     else
       k.fix("cl_threads", "32"), k.fix("small_cl_threads", "2"), k.fix("small_cl_loop", "0");
-    if (v.at("small_direct") == "3" && v.at("small_tpp") != "0") k.fix("small_tpp", "8");  // only its > 0 counts
     const knob_values& used = k.used;
     std::string s = cuda_emit::prelude(name(), k.shown, g->describe());
     s += "\n// ---- this variant ----\n";
