@@ -1,12 +1,12 @@
 // kforge winner: resnet50-avgpool-cl on sm90-nvidia-h200
-// kforge winner for resnet50-avgpool-cl on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T11:50:17Z
+// kforge winner for resnet50-avgpool-cl on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-12-01T02:10:04Z
 // family: pool_cuda
-// knobs: cl_threads=32 small_cl_threads=4 small_direct=1 small_threads=256 small_tpp=16 threads=256 tpp=2 vec=8
-// lineage: stored:sm90-nvidia-h200 (knobs now: small_threads=256) -> template: small_cl_threads 2->4
-// measured: 2.36 us (geometric mean over gated cases), 1.38x compile, 1.87x eager, 1.88x vendor
+// knobs: cl_threads=32 small_cl_loop=0 small_cl_threads=4 small_direct=1 small_threads=256 small_tpp=16 threads=256 tpp=2 vec=4
+// lineage: stored:sm90-nvidia-h200 (knobs now: small_cl_loop=0) -> template: vec 8->4
+// measured: 2.34 us (geometric mean over gated cases), 1.88x eager, 1.90x vendor
 
 // kforge candidate: family pool_cuda (cuda), emitted by the template proposer.
-// knobs: cl_threads=32 small_cl_threads=4 small_direct=1 small_threads=256 small_tpp=16 threads=256 tpp=2 vec=8
+// knobs: cl_threads=32 small_cl_loop=0 small_cl_threads=4 small_threads=256 threads=256 vec=4
 // computes: x[float16, channels_last] -> adaptive_avg_pool2d(1) -> flatten
 
 #include "kf_abi.h"
@@ -188,24 +188,32 @@ __device__ __forceinline__ T cluster_reduce(T v, F comb, T* scratch, T* slot) {
   return r;
 }
 
-// Launches `kernel` on a grid of clusters of `cl` CTAs along x. Non-zero when the device refuses.
+// Launches `kernel` with one launch attribute (a cluster shape, a cooperative launch). Non-zero when the device
+// refuses.
 template <typename K, typename... A>
-inline int launch_clusters(K kernel, int cl, dim3 grid, int threads, size_t smem, cudaStream_t s, A... args) {
-  if (cl > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
-    return 3;
+inline int launch_with(cudaLaunchAttribute attr, K kernel, dim3 grid, int threads, size_t smem, cudaStream_t s,
+                       A... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(threads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = cl;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
+  cfg.attrs = &attr;
   cfg.numAttrs = 1;
   return cudaLaunchKernelEx(&cfg, kernel, args...) == cudaSuccess ? 0 : 3;
+}
+
+// Launches `kernel` on a grid of clusters of `cl` CTAs along x. Non-zero when the device refuses.
+template <typename K, typename... A>
+inline int launch_clusters(K kernel, int cl, dim3 grid, int threads, size_t smem, cudaStream_t s, A... args) {
+  if (cl > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+    return 3;
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = cl;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  return launch_with(attr, kernel, grid, threads, smem, s, args...);
 }
 
 // Whether a tensor has the standard row-major strides of its shape (size-1 dims may have any stride).
@@ -227,13 +235,14 @@ inline int64_t numel(const kf_tensor& t) {
 using in_t = __half;
 using out_t = __half;
 constexpr int k_threads = 256;
-constexpr int k_vec = 8;
+constexpr int k_vec = 4;
 constexpr int k_tpp = 2;
 constexpr int k_clt = 32;
 constexpr int k_small_threads = 256;
-constexpr int k_small_tpp = 16;
-constexpr int k_small_direct = 1;
+constexpr int k_small_tpp = 8;
+constexpr int k_small_direct = 0;
 constexpr int k_small_clt = 4;
+constexpr int k_small_cl_loop = 0;
 constexpr int k_flat_k = 4;
 constexpr int k_n_inputs = 1;
 constexpr int k_x_input = 0;
@@ -250,7 +259,6 @@ struct pool_args {
   out_t* y;
   int64_t n, c, hw;  // images, channels, positions per plane
   float inv_hw;
-  int direct;        // NCHW: planes too big to stage, read from global memory
 };
 
 // Copies V elements without converting them, in accesses of at most 16 bytes.
@@ -268,41 +276,45 @@ __device__ __forceinline__ void copy_vec(T* dst, const T* src) {
   }
 }
 
-// NCHW: planes are contiguous; a block of BT threads takes BT / TPP planes at a time.
-template <int BT, int V, int TPP>
+// x[0] + x[TPP] + x[2 TPP] + ... below hw, from thread `sub`'s first element, with indices of type I.
+template <int TPP, typename I>
+__device__ __forceinline__ float strided_sum(const in_t* x, I hw, int sub) {
+  float acc = 0.f;
+#pragma unroll 4
+  for (I k = sub; k < hw; k += TPP) acc += to_f(x[k]);
+  return acc;
+}
+
+// NCHW: planes are contiguous; a block of BT threads takes BT / TPP planes at a time. STAGED: the block copies its
+// planes into shared memory with V-element accesses first (else each thread reads its plane from global memory).
+// I: the index type, int where every index fits (index_fits).
+template <int BT, int V, int TPP, bool STAGED, typename I>
 __global__ void __launch_bounds__(BT) nchw_kernel(pool_args a) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   in_t* tile = reinterpret_cast<in_t*>(smem_raw);
   constexpr int P = BT / TPP;
-  const int64_t planes = a.n * a.c;
+  const I planes = (I)(a.n * a.c), hw = (I)a.hw;
   const int j = threadIdx.x / TPP, sub = threadIdx.x % TPP;
-  for (int64_t p0 = (int64_t)blockIdx.x * P; p0 < planes; p0 += (int64_t)gridDim.x * P) {
-    const int64_t np = planes - p0 < P ? planes - p0 : P;
-    const int64_t ne = np * a.hw;
-    const in_t* src = a.x + p0 * a.hw;
-    if (!a.direct) {
-      for (int64_t i = (int64_t)threadIdx.x * V; i < ne; i += (int64_t)BT * V) {
+  for (I p0 = (I)blockIdx.x * P; p0 < planes; p0 += (I)gridDim.x * P) {
+    const I np = planes - p0 < P ? planes - p0 : (I)P;
+    const in_t* src = a.x + p0 * hw;
+    float acc = 0.f;
+    if constexpr (STAGED) {  // the block's planes fit in shared memory: int indices there
+      const int ne = (int)(np * hw);
+      for (int i = (int)threadIdx.x * V; i < ne; i += BT * V) {
         if (i + V <= ne) copy_vec<in_t, V>(tile + i, src + i);
         else
-          for (int64_t t = i; t < ne; ++t) tile[t] = src[t];
+          for (int t = i; t < ne; ++t) tile[t] = src[t];
       }
       __syncthreads();
-    }
-    const in_t* from = (a.direct ? src : tile) + (int64_t)j * a.hw;
-    float acc = 0.f;
-    if (j < np) {
-      if (a.hw <= 0x7fffffff) {
-        const int hw = (int)a.hw;
-#pragma unroll 4
-        for (int k = sub; k < hw; k += TPP) acc += to_f(from[k]);
-      } else {
-        for (int64_t k = sub; k < a.hw; k += TPP) acc += to_f(from[k]);
-      }
+      if (j < np) acc = strided_sum<TPP>(tile + j * (int)hw, (int)hw, sub);
+    } else {
+      if (j < np) acc = strided_sum<TPP>(src + (I)j * hw, hw, sub);
     }
 #pragma unroll
     for (int o = TPP / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
     if (sub == 0 && j < np) a.y[p0 + j] = from_f<out_t>(finalize(acc * a.inv_hw));
-    if (!a.direct) __syncthreads();
+    if constexpr (STAGED) __syncthreads();
   }
 }
 
@@ -432,24 +444,25 @@ bool flat_fits(const pool_args& a) {
 
 // channels_last: x[n][hw][c]; CLT threads across channel vectors, BT / CLT rows of positions. Lanes that
 // share channels first add through shuffles, so shared memory holds one partial row per warp (CLT <= 32).
-template <int BT, int V, int CLT>
+template <int BT, int V, int CLT, typename I>
 __global__ void __launch_bounds__(BT) nhwc_kernel(pool_args a) {
   constexpr int HS = BT / CLT, W = CLT * V;
   constexpr int R = CLT <= 32 ? BT / 32 : HS;  // partial rows left for shared memory
   __shared__ float part[R * W];
   const int tc = threadIdx.x % CLT, th = threadIdx.x / CLT;
-  const int64_t tiles = (a.c + W - 1) / W;
-  for (int64_t t = blockIdx.x; t < a.n * tiles; t += gridDim.x) {
-    const int64_t n = t / tiles, c0 = (t % tiles) * W, c = c0 + (int64_t)tc * V;
+  const I C = (I)a.c, hw = (I)a.hw, tiles = (C + W - 1) / W;
+  for (I t = blockIdx.x; t < (I)a.n * tiles; t += gridDim.x) {
+    const I n = t / tiles;
+    const I c0 = (t - n * tiles) * W, c = c0 + (I)tc * V;
     float acc[V];
 #pragma unroll
     for (int v = 0; v < V; ++v) acc[v] = 0.f;
-    if (c < a.c) {
-      const in_t* base = a.x + n * a.hw * a.c + c;
+    if (c < C) {
+      const in_t* base = a.x + n * hw * C + c;
 #pragma unroll 4
-      for (int64_t h = th; h < a.hw; h += HS) {
+      for (I h = th; h < hw; h += HS) {
         float x[V];
-        load_vec<in_t, V>(base + h * a.c, x);
+        load_vec<in_t, V>(base + h * C, x);
 #pragma unroll
         for (int v = 0; v < V; ++v) acc[v] += x[v];
       }
@@ -471,9 +484,41 @@ __global__ void __launch_bounds__(BT) nhwc_kernel(pool_args a) {
       float s = 0.f;
 #pragma unroll
       for (int h = 0; h < R; ++h) s += part[h * W + i];
-      if (c0 + i < a.c) a.y[n * a.c + c0 + i] = from_f<out_t>(finalize(s * a.inv_hw));
+      if (c0 + i < C) a.y[n * C + c0 + i] = from_f<out_t>(finalize(s * a.inv_hw));
     }
     __syncthreads();
+  }
+}
+
+// channels_last, small batches (small_cl_loop = V): a thread owns V channels of one image and adds up all of their
+// positions itself, two independent sums so the loads go out back to back: one round trip, no shuffles, no shared
+// memory, no barrier. Needs C % V == 0 and V-aligned x (launch_nhwc_loop checks).
+template <int BT, int V, typename I>
+__global__ void __launch_bounds__(BT) nhwc_loop_kernel(pool_args a) {
+  const I C = (I)a.c, hw = (I)a.hw, vecs = C / V;
+  for (I t = (I)blockIdx.x * BT + threadIdx.x; t < (I)a.n * vecs; t += (I)gridDim.x * BT) {
+    const I n = t / vecs, c = (t - n * vecs) * V;
+    const in_t* base = a.x + n * hw * C + c;
+    float s0[V], s1[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) s0[v] = s1[v] = 0.f;
+    I h = 0;
+#pragma unroll 8
+    for (; h + 1 < hw; h += 2) {
+      float x0[V], x1[V];
+      load_vec<in_t, V>(base + h * C, x0);
+      load_vec<in_t, V>(base + (h + 1) * C, x1);
+#pragma unroll
+      for (int v = 0; v < V; ++v) s0[v] += x0[v], s1[v] += x1[v];
+    }
+    if (h < hw) {
+      float x0[V];
+      load_vec<in_t, V>(base + h * C, x0);
+#pragma unroll
+      for (int v = 0; v < V; ++v) s0[v] += x0[v];
+    }
+#pragma unroll
+    for (int v = 0; v < V; ++v) a.y[n * C + c + v] = from_f<out_t>(finalize((s0[v] + s1[v]) * a.inv_hw));
   }
 }
 
@@ -495,31 +540,59 @@ inline unsigned grid_of(int64_t blocks) {
   return (unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap);
 }
 
-// MODE (small_direct): 0 stages whole planes in shared memory; 1 (direct) reads each plane's elements from
-// global memory (one round trip less; small batches, whose planes sit in L2 or are few); 2 reads the block's
-// planes flat (nchw_flat_kernel) where flat_fits allows, else as 1.
+// Whether the kernels' indices fit in an int for x, with `step` the most a grid-stride loop steps past its end in
+// planes (NCHW) or threads and blocks (channels_last): every index stays below (planes + step) * hw. 64-bit
+// address arithmetic in front of the first load cost the batch-1 launches ([1, 2048, 7, 7], 64 blocks) about
+// 0.15 us of their 1.7 us in a CUDA graph; 32-bit division is also far shorter than 64-bit.
+inline bool index_fits(const pool_args& a, int64_t step) {
+  return (a.n * a.c + step) * a.hw < 0x7fffffffll;
+}
+
+// The kernel for planes of `vec`-aligned size and address or not, staged or not, with int indices where they fit.
+template <int BT, int TPP, bool STAGED>
+auto nchw_kernel_for(bool vec, bool narrow) {
+  if (vec) return narrow ? nchw_kernel<BT, k_vec, TPP, STAGED, int> : nchw_kernel<BT, k_vec, TPP, STAGED, int64_t>;
+  return narrow ? nchw_kernel<BT, 1, TPP, STAGED, int> : nchw_kernel<BT, 1, TPP, STAGED, int64_t>;
+}
+
+// MODE (small_direct): 0 stages whole planes in shared memory (up to 96 KB a block; larger planes are read as 1);
+// 1 (direct) reads each plane's elements from global memory (one round trip less; small batches, whose planes sit
+// in L2 or are few); 2 reads the block's planes flat (nchw_flat_kernel) where flat_fits allows, else as 1.
 template <int BT, int TPP, int MODE>
-int launch_nchw(pool_args a, cudaStream_t s) {
+int launch_nchw(const pool_args& a, cudaStream_t s) {
   constexpr int P = BT / TPP;
+  const unsigned grid = grid_of(blocks_for(a.n * a.c, P));
   if constexpr (MODE == 2) {
     if (flat_fits<BT, P>(a)) {
       const int hw = (int)a.hw;
       const size_t smem = sizeof(float) * (size_t)flat_slots(hw) * (size_t)(P * hw / k_flat_v);
-      nchw_flat_kernel<BT, P><<<grid_of(blocks_for(a.n * a.c, P)), BT, smem, s>>>(a);
+      nchw_flat_kernel<BT, P><<<grid, BT, smem, s>>>(a);
       return 0;
     }
   }
-  size_t smem = (size_t)P * (size_t)a.hw * sizeof(in_t);
-  if (MODE != 0 || smem > 96 * 1024) {
-    a.direct = 1;
-    smem = 0;
-  }
+  const size_t smem = (size_t)P * (size_t)a.hw * sizeof(in_t);
+  const bool staged = MODE == 0 && smem <= 96 * 1024;
   const bool vec = (P * a.hw) % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
-  auto kernel = vec ? nchw_kernel<BT, k_vec, TPP> : nchw_kernel<BT, 1, TPP>;
+  const bool narrow = index_fits(a, (int64_t)grid * P);
+  if (!staged) {
+    nchw_kernel_for<BT, TPP, false>(vec, narrow)<<<grid, BT, 0, s>>>(a);
+    return 0;
+  }
+  auto kernel = nchw_kernel_for<BT, TPP, true>(vec, narrow);
   if (smem > 48 * 1024 &&
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
     return 3;
-  kernel<<<grid_of(blocks_for(a.n * a.c, P)), BT, smem, s>>>(a);
+  kernel<<<grid, BT, smem, s>>>(a);
+  return 0;
+}
+
+// Non-zero when the loop kernel cannot take this input (channels not a multiple of V, x not V-aligned).
+template <int BT, int V>
+int launch_nhwc_loop(const pool_args& a, cudaStream_t s) {
+  if (a.c % V != 0 || !aligned(a.x, vec_align<in_t, V>())) return 1;
+  const unsigned grid = grid_of(blocks_for(a.n * (a.c / V), BT));
+  if (index_fits(a, (int64_t)grid * BT)) nhwc_loop_kernel<BT, V, int><<<grid, BT, 0, s>>>(a);
+  else nhwc_loop_kernel<BT, V, int64_t><<<grid, BT, 0, s>>>(a);
   return 0;
 }
 
@@ -527,8 +600,9 @@ template <int BT, int CLT>
 int launch_nhwc(const pool_args& a, cudaStream_t s) {
   const bool vec = a.c % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
   const unsigned blocks = grid_of(a.n * blocks_for(a.c, (int64_t)CLT * (vec ? k_vec : 1)));
-  if (vec) nhwc_kernel<BT, k_vec, CLT><<<blocks, BT, 0, s>>>(a);
-  else nhwc_kernel<BT, 1, CLT><<<blocks, BT, 0, s>>>(a);
+  const bool narrow = index_fits(a, blocks);
+  if (vec) (narrow ? nhwc_kernel<BT, k_vec, CLT, int> : nhwc_kernel<BT, k_vec, CLT, int64_t>)<<<blocks, BT, 0, s>>>(a);
+  else (narrow ? nhwc_kernel<BT, 1, CLT, int> : nhwc_kernel<BT, 1, CLT, int64_t>)<<<blocks, BT, 0, s>>>(a);
   return 0;
 }
 
@@ -559,9 +633,11 @@ int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_
                          : launch_nchw<k_threads, k_tpp, 0>(a, s);
     if (rc != 0) return rc;
   } else if (nhwc) {
-    const bool small = k_small_clt > 0 && a.n * blocks_for(C, (int64_t)k_clt * k_vec) < sm_count();
-    if (small) launch_nhwc<k_small_threads, k_clt_small>(a, s);
-    else launch_nhwc<k_threads, k_clt>(a, s);
+    const bool small = a.n * blocks_for(C, (int64_t)k_clt * k_vec) < sm_count();
+    bool looped = false;  // the loop kernel, when asked for and the input allows it
+    if constexpr (k_small_cl_loop > 0) looped = small && launch_nhwc_loop<k_small_threads, k_small_cl_loop>(a, s) == 0;
+    if (!looped && small && k_small_clt > 0) launch_nhwc<k_small_threads, k_clt_small>(a, s);
+    else if (!looped) launch_nhwc<k_threads, k_clt>(a, s);
   } else {
     return 1;
   }

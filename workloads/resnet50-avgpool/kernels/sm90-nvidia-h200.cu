@@ -1,12 +1,12 @@
 // kforge winner: resnet50-avgpool on sm90-nvidia-h200
-// kforge winner for resnet50-avgpool on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T09:25:53Z
+// kforge winner for resnet50-avgpool on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-12-01T02:09:32Z
 // family: pool_cuda
-// knobs: cl_threads=32 small_cl_threads=2 small_direct=0 small_tpp=8 threads=256 tpp=2 vec=8
-// lineage: default -> template: small_tpp 16->8 small_direct 1->0
-// measured: 2.54 us (geometric mean over gated cases), 2.27x eager, 1.44x vendor
+// knobs: cl_threads=32 small_cl_loop=0 small_cl_threads=2 small_direct=0 small_threads=256 small_tpp=8 threads=512 tpp=2 vec=8
+// lineage: tried: cl_threads=32 small_cl_threads=2 small_direct=0 small_threads=256 small_tpp=8 threads=256 tpp=2 vec=8 -> template: threads 256->512
+// measured: 2.28 us (geometric mean over gated cases), 2.53x eager, 1.60x vendor
 
 // kforge candidate: family pool_cuda (cuda), emitted by the template proposer.
-// knobs: cl_threads=32 small_cl_threads=2 small_direct=0 small_tpp=8 threads=256 tpp=2 vec=8
+// knobs: small_direct=0 small_threads=256 small_tpp=8 threads=512 tpp=2 vec=8
 // computes: x[float16] -> adaptive_avg_pool2d(1) -> flatten
 
 #include "kf_abi.h"
@@ -188,24 +188,32 @@ __device__ __forceinline__ T cluster_reduce(T v, F comb, T* scratch, T* slot) {
   return r;
 }
 
-// Launches `kernel` on a grid of clusters of `cl` CTAs along x. Non-zero when the device refuses.
+// Launches `kernel` with one launch attribute (a cluster shape, a cooperative launch). Non-zero when the device
+// refuses.
 template <typename K, typename... A>
-inline int launch_clusters(K kernel, int cl, dim3 grid, int threads, size_t smem, cudaStream_t s, A... args) {
-  if (cl > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
-    return 3;
+inline int launch_with(cudaLaunchAttribute attr, K kernel, dim3 grid, int threads, size_t smem, cudaStream_t s,
+                       A... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(threads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = cl;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
+  cfg.attrs = &attr;
   cfg.numAttrs = 1;
   return cudaLaunchKernelEx(&cfg, kernel, args...) == cudaSuccess ? 0 : 3;
+}
+
+// Launches `kernel` on a grid of clusters of `cl` CTAs along x. Non-zero when the device refuses.
+template <typename K, typename... A>
+inline int launch_clusters(K kernel, int cl, dim3 grid, int threads, size_t smem, cudaStream_t s, A... args) {
+  if (cl > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+    return 3;
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = cl;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  return launch_with(attr, kernel, grid, threads, smem, s, args...);
 }
 
 // Whether a tensor has the standard row-major strides of its shape (size-1 dims may have any stride).
@@ -226,13 +234,16 @@ inline int64_t numel(const kf_tensor& t) {
 // ---- this variant ----
 using in_t = __half;
 using out_t = __half;
-constexpr int NT = 256;
+constexpr int k_threads = 512;
 constexpr int k_vec = 8;
 constexpr int k_tpp = 2;
 constexpr int k_clt = 32;
+constexpr int k_small_threads = 256;
 constexpr int k_small_tpp = 8;
-constexpr bool k_small_direct = false;
+constexpr int k_small_direct = 0;
 constexpr int k_small_clt = 2;
+constexpr int k_small_cl_loop = 0;
+constexpr int k_flat_k = 4;
 constexpr int k_n_inputs = 1;
 constexpr int k_x_input = 0;
 
@@ -248,7 +259,6 @@ struct pool_args {
   out_t* y;
   int64_t n, c, hw;  // images, channels, positions per plane
   float inv_hw;
-  int direct;        // NCHW: planes too big to stage, read from global memory
 };
 
 // Copies V elements without converting them, in accesses of at most 16 bytes.
@@ -266,64 +276,193 @@ __device__ __forceinline__ void copy_vec(T* dst, const T* src) {
   }
 }
 
-// NCHW: planes are contiguous; a block takes NT / TPP planes at a time.
-template <int V, int TPP>
-__global__ void __launch_bounds__(NT) nchw_kernel(pool_args a) {
+// x[0] + x[TPP] + x[2 TPP] + ... below hw, from thread `sub`'s first element, with indices of type I.
+template <int TPP, typename I>
+__device__ __forceinline__ float strided_sum(const in_t* x, I hw, int sub) {
+  float acc = 0.f;
+#pragma unroll 4
+  for (I k = sub; k < hw; k += TPP) acc += to_f(x[k]);
+  return acc;
+}
+
+// NCHW: planes are contiguous; a block of BT threads takes BT / TPP planes at a time. STAGED: the block copies its
+// planes into shared memory with V-element accesses first (else each thread reads its plane from global memory).
+// I: the index type, int where every index fits (index_fits).
+template <int BT, int V, int TPP, bool STAGED, typename I>
+__global__ void __launch_bounds__(BT) nchw_kernel(pool_args a) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   in_t* tile = reinterpret_cast<in_t*>(smem_raw);
-  constexpr int P = NT / TPP;
-  const int64_t planes = a.n * a.c;
+  constexpr int P = BT / TPP;
+  const I planes = (I)(a.n * a.c), hw = (I)a.hw;
   const int j = threadIdx.x / TPP, sub = threadIdx.x % TPP;
-  for (int64_t p0 = (int64_t)blockIdx.x * P; p0 < planes; p0 += (int64_t)gridDim.x * P) {
-    const int64_t np = planes - p0 < P ? planes - p0 : P;
-    const int64_t ne = np * a.hw;
-    const in_t* src = a.x + p0 * a.hw;
-    if (!a.direct) {
-      for (int64_t i = (int64_t)threadIdx.x * V; i < ne; i += (int64_t)NT * V) {
+  for (I p0 = (I)blockIdx.x * P; p0 < planes; p0 += (I)gridDim.x * P) {
+    const I np = planes - p0 < P ? planes - p0 : (I)P;
+    const in_t* src = a.x + p0 * hw;
+    float acc = 0.f;
+    if constexpr (STAGED) {  // the block's planes fit in shared memory: int indices there
+      const int ne = (int)(np * hw);
+      for (int i = (int)threadIdx.x * V; i < ne; i += BT * V) {
         if (i + V <= ne) copy_vec<in_t, V>(tile + i, src + i);
         else
-          for (int64_t t = i; t < ne; ++t) tile[t] = src[t];
+          for (int t = i; t < ne; ++t) tile[t] = src[t];
       }
       __syncthreads();
-    }
-    const in_t* from = (a.direct ? src : tile) + (int64_t)j * a.hw;
-    float acc = 0.f;
-    if (j < np) {
-      if (a.hw <= 0x7fffffff) {
-        const int hw = (int)a.hw;
-#pragma unroll 4
-        for (int k = sub; k < hw; k += TPP) acc += to_f(from[k]);
-      } else {
-        for (int64_t k = sub; k < a.hw; k += TPP) acc += to_f(from[k]);
-      }
+      if (j < np) acc = strided_sum<TPP>(tile + j * (int)hw, (int)hw, sub);
+    } else {
+      if (j < np) acc = strided_sum<TPP>(src + (I)j * hw, hw, sub);
     }
 #pragma unroll
     for (int o = TPP / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
     if (sub == 0 && j < np) a.y[p0 + j] = from_f<out_t>(finalize(acc * a.inv_hw));
-    if (!a.direct) __syncthreads();
+    if constexpr (STAGED) __syncthreads();
   }
 }
 
-// channels_last: x[n][hw][c]; CLT threads across channel vectors, NT / CLT rows of positions. Lanes that
+// ---- NCHW "flat" reads (small batches, small_direct = 2) ----
+// A block owns P whole planes: one contiguous range of P * hw elements that starts on a 16-byte boundary and is
+// at most k_flat_k vectors a thread (flat_fits). Each thread issues its 16-byte loads first, so the block waits
+// for one round trip; it adds each run of a vector's elements that belong to one plane in registers and leaves the
+// run sums in shared memory, slot j of vector i holding the j-th plane the vector touches; then thread t adds
+// plane t's slots in vector order. No atomics: the order is fixed, so reruns are bitwise identical.
+constexpr int k_flat_v = 16 / (int)sizeof(in_t);  // elements per 16-byte vector
+
+// The slots a vector needs: how many planes V consecutive elements can touch.
+inline int flat_slots(int hw) {
+  const int s = (k_flat_v - 1 + hw - 1) / hw + 1;
+  return s < k_flat_v ? s : k_flat_v;
+}
+
+// g / hw for the element indices of a flat range (below 2^16, flat_fits): the float product is within one of it.
+__device__ __forceinline__ int flat_div(int g, int hw, float inv_hw) {
+  int q = __float2int_rz((float)g * inv_hw);
+  q += (q + 1) * hw <= g;
+  q -= q * hw > g;
+  return q;
+}
+
+// x[0] + ... + x[N - 1] as a tree: a short dependent chain, in a fixed order.
+template <int N>
+__device__ __forceinline__ float tree_sum(const float* x) {
+  if constexpr (N == 1) return x[0];
+  else return tree_sum<N / 2>(x) + tree_sum<N - N / 2>(x + N / 2);
+}
+
+// Writes the run sums of vector i of the block's range, x[0, cnt): part[j * nv + i] for the j-th plane touched.
+__device__ __forceinline__ void flat_runs(float* part, int nv, int i, const float* x, int cnt, int hw, float inv_hw) {
+  constexpr int V = k_flat_v;
+  const int g0 = i * V;
+  const int next = (flat_div(g0, hw, inv_hw) + 1) * hw - g0;  // where in x the next plane starts (>= 1)
+  if (hw >= V) {  // at most one plane starts inside the vector: two sums
+    float m0[V], m1[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      const float e = v < cnt ? x[v] : 0.f;
+      m0[v] = v < next ? e : 0.f;
+      m1[v] = v < next ? 0.f : e;
+    }
+    part[i] = tree_sum<V>(m0);
+    if (next < cnt) part[nv + i] = tree_sum<V>(m1);
+    return;
+  }
+  // Planes shorter than a vector: a new one starts at most once a step.
+  float acc = 0.f;
+  int j = 0, b = next;
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    if (v < cnt) {
+      if (v == b) {
+        part[j * nv + i] = acc;
+        acc = 0.f;
+        ++j;
+        b += hw;
+      }
+      acc += x[v];
+    }
+  }
+  part[j * nv + i] = acc;
+}
+
+template <int BT, int P>
+__global__ void __launch_bounds__(BT) nchw_flat_kernel(pool_args a) {
+  static_assert(P <= BT, "a thread adds each plane");
+  constexpr int V = k_flat_v, K = k_flat_k;
+  extern __shared__ float part[];  // [flat_slots(hw)][nv]
+  const int64_t planes = a.n * a.c;
+  const int hw = (int)a.hw, nv = P * hw / V;  // vectors of a whole block's range
+  for (int64_t p0 = (int64_t)blockIdx.x * P; p0 < planes; p0 += (int64_t)gridDim.x * P) {
+    const int np = planes - p0 < P ? (int)(planes - p0) : P;
+    const int ne = np * hw, nfull = ne / V, nvec = (ne + V - 1) / V;  // a partial vector only ends the last range
+    const in_t* src = a.x + p0 * a.hw;
+    const uint4* vsrc = reinterpret_cast<const uint4*>(src);
+    uint4 r[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int i = k * BT + (int)threadIdx.x;
+      if (i < nfull) r[k] = __ldg(vsrc + i);
+    }
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int i = k * BT + (int)threadIdx.x;
+      float x[V];
+      if (i < nfull) {
+        const in_t* e = reinterpret_cast<const in_t*>(&r[k]);
+#pragma unroll
+        for (int v = 0; v < V; ++v) x[v] = to_f(e[v]);
+        flat_runs(part, nv, i, x, V, hw, a.inv_hw);
+      } else if (i < nvec) {
+        const int cnt = ne - i * V;
+#pragma unroll
+        for (int v = 0; v < V; ++v) x[v] = v < cnt ? to_f(src[i * V + v]) : 0.f;
+        flat_runs(part, nv, i, x, cnt, hw, a.inv_hw);
+      }
+    }
+    __syncthreads();
+    const int t = threadIdx.x;
+    if (t < np) {
+      // Plane t starts in vector f (in slot t - f's first plane) and fills slot 0 of the vectors after f, up to l.
+      const int f = t * hw / V, l = ((t + 1) * hw - 1) / V;
+      float s0 = part[(t - flat_div(f * V, hw, a.inv_hw)) * nv + f], s1 = 0.f;
+      int i = f + 1;
+      for (; i < l; i += 2) {  // two chains
+        s0 += part[i];
+        s1 += part[i + 1];
+      }
+      if (i == l) s0 += part[i];
+      a.y[p0 + t] = from_f<out_t>(finalize((s0 + s1) * a.inv_hw));
+    }
+    if (p0 + (int64_t)gridDim.x * P < planes) __syncthreads();  // the next range reuses `part`
+  }
+}
+
+// Whether blocks of P planes can read flat: every block's range starts 16-byte aligned and is at most k_flat_k
+// vectors a thread.
+template <int BT, int P>
+bool flat_fits(const pool_args& a) {
+  const int64_t ne = (int64_t)P * a.hw;
+  return ne <= (int64_t)BT * k_flat_k * k_flat_v && (ne * (int64_t)sizeof(in_t)) % 16 == 0 && aligned(a.x, 16);
+}
+
+// channels_last: x[n][hw][c]; CLT threads across channel vectors, BT / CLT rows of positions. Lanes that
 // share channels first add through shuffles, so shared memory holds one partial row per warp (CLT <= 32).
-template <int V, int CLT>
-__global__ void __launch_bounds__(NT) nhwc_kernel(pool_args a) {
-  constexpr int HS = NT / CLT, W = CLT * V;
-  constexpr int R = CLT <= 32 ? NT / 32 : HS;  // partial rows left for shared memory
+template <int BT, int V, int CLT, typename I>
+__global__ void __launch_bounds__(BT) nhwc_kernel(pool_args a) {
+  constexpr int HS = BT / CLT, W = CLT * V;
+  constexpr int R = CLT <= 32 ? BT / 32 : HS;  // partial rows left for shared memory
   __shared__ float part[R * W];
   const int tc = threadIdx.x % CLT, th = threadIdx.x / CLT;
-  const int64_t tiles = (a.c + W - 1) / W;
-  for (int64_t t = blockIdx.x; t < a.n * tiles; t += gridDim.x) {
-    const int64_t n = t / tiles, c0 = (t % tiles) * W, c = c0 + (int64_t)tc * V;
+  const I C = (I)a.c, hw = (I)a.hw, tiles = (C + W - 1) / W;
+  for (I t = blockIdx.x; t < (I)a.n * tiles; t += gridDim.x) {
+    const I n = t / tiles;
+    const I c0 = (t - n * tiles) * W, c = c0 + (I)tc * V;
     float acc[V];
 #pragma unroll
     for (int v = 0; v < V; ++v) acc[v] = 0.f;
-    if (c < a.c) {
-      const in_t* base = a.x + n * a.hw * a.c + c;
+    if (c < C) {
+      const in_t* base = a.x + n * hw * C + c;
 #pragma unroll 4
-      for (int64_t h = th; h < a.hw; h += HS) {
+      for (I h = th; h < hw; h += HS) {
         float x[V];
-        load_vec<in_t, V>(base + h * a.c, x);
+        load_vec<in_t, V>(base + h * C, x);
 #pragma unroll
         for (int v = 0; v < V; ++v) acc[v] += x[v];
       }
@@ -341,58 +480,131 @@ __global__ void __launch_bounds__(NT) nhwc_kernel(pool_args a) {
       for (int v = 0; v < V; ++v) part[row * W + tc * V + v] = acc[v];
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < W; i += NT) {
+    for (int i = threadIdx.x; i < W; i += BT) {
       float s = 0.f;
 #pragma unroll
       for (int h = 0; h < R; ++h) s += part[h * W + i];
-      if (c0 + i < a.c) a.y[n * a.c + c0 + i] = from_f<out_t>(finalize(s * a.inv_hw));
+      if (c0 + i < C) a.y[n * C + c0 + i] = from_f<out_t>(finalize(s * a.inv_hw));
     }
     __syncthreads();
+  }
+}
+
+// channels_last, small batches (small_cl_loop = V): a thread owns V channels of one image and adds up all of their
+// positions itself, two independent sums so the loads go out back to back: one round trip, no shuffles, no shared
+// memory, no barrier. Needs C % V == 0 and V-aligned x (launch_nhwc_loop checks).
+template <int BT, int V, typename I>
+__global__ void __launch_bounds__(BT) nhwc_loop_kernel(pool_args a) {
+  const I C = (I)a.c, hw = (I)a.hw, vecs = C / V;
+  for (I t = (I)blockIdx.x * BT + threadIdx.x; t < (I)a.n * vecs; t += (I)gridDim.x * BT) {
+    const I n = t / vecs, c = (t - n * vecs) * V;
+    const in_t* base = a.x + n * hw * C + c;
+    float s0[V], s1[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) s0[v] = s1[v] = 0.f;
+    I h = 0;
+#pragma unroll 8
+    for (; h + 1 < hw; h += 2) {
+      float x0[V], x1[V];
+      load_vec<in_t, V>(base + h * C, x0);
+      load_vec<in_t, V>(base + (h + 1) * C, x1);
+#pragma unroll
+      for (int v = 0; v < V; ++v) s0[v] += x0[v], s1[v] += x1[v];
+    }
+    if (h < hw) {
+      float x0[V];
+      load_vec<in_t, V>(base + h * C, x0);
+#pragma unroll
+      for (int v = 0; v < V; ++v) s0[v] += x0[v];
+    }
+#pragma unroll
+    for (int v = 0; v < V; ++v) a.y[n * C + c + v] = from_f<out_t>(finalize((s0[v] + s1[v]) * a.inv_hw));
   }
 }
 
 // The SMs of the current device: a grid smaller than this leaves some idle.
 inline int sm_count() {
   int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
     return 1;
   return sms;
 }
 
-// `direct`: threads read their plane's elements from global memory instead of staging whole planes in shared
-// memory first (one round trip less; small batches, whose planes sit in L2 or are few).
-template <int TPP>
-int launch_nchw(pool_args a, bool direct, cudaStream_t s) {
-  constexpr int P = NT / TPP;
-  size_t smem = (size_t)P * (size_t)a.hw * sizeof(in_t);
-  if (direct || smem > 96 * 1024) {
-    a.direct = 1;
-    smem = 0;
+// How many blocks a layout's launch makes with `per_block` planes (or channels) per block.
+inline int64_t blocks_for(int64_t units, int64_t per_block) { return (units + per_block - 1) / per_block; }
+
+// The grid for `blocks` blocks: capped, the kernels loop over what is left.
+inline unsigned grid_of(int64_t blocks) {
+  constexpr int64_t k_grid_cap = 1 << 20;
+  return (unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap);
+}
+
+// Whether the kernels' indices fit in an int for x, with `step` the most a grid-stride loop steps past its end in
+// planes (NCHW) or threads and blocks (channels_last): every index stays below (planes + step) * hw. 64-bit
+// address arithmetic in front of the first load cost the batch-1 launches ([1, 2048, 7, 7], 64 blocks) about
+// 0.15 us of their 1.7 us in a CUDA graph; 32-bit division is also far shorter than 64-bit.
+inline bool index_fits(const pool_args& a, int64_t step) {
+  return (a.n * a.c + step) * a.hw < 0x7fffffffll;
+}
+
+// The kernel for planes of `vec`-aligned size and address or not, staged or not, with int indices where they fit.
+template <int BT, int TPP, bool STAGED>
+auto nchw_kernel_for(bool vec, bool narrow) {
+  if (vec) return narrow ? nchw_kernel<BT, k_vec, TPP, STAGED, int> : nchw_kernel<BT, k_vec, TPP, STAGED, int64_t>;
+  return narrow ? nchw_kernel<BT, 1, TPP, STAGED, int> : nchw_kernel<BT, 1, TPP, STAGED, int64_t>;
+}
+
+// MODE (small_direct): 0 stages whole planes in shared memory (up to 96 KB a block; larger planes are read as 1);
+// 1 (direct) reads each plane's elements from global memory (one round trip less; small batches, whose planes sit
+// in L2 or are few); 2 reads the block's planes flat (nchw_flat_kernel) where flat_fits allows, else as 1.
+template <int BT, int TPP, int MODE>
+int launch_nchw(const pool_args& a, cudaStream_t s) {
+  constexpr int P = BT / TPP;
+  const unsigned grid = grid_of(blocks_for(a.n * a.c, P));
+  if constexpr (MODE == 2) {
+    if (flat_fits<BT, P>(a)) {
+      const int hw = (int)a.hw;
+      const size_t smem = sizeof(float) * (size_t)flat_slots(hw) * (size_t)(P * hw / k_flat_v);
+      nchw_flat_kernel<BT, P><<<grid, BT, smem, s>>>(a);
+      return 0;
+    }
   }
-  const int64_t blocks0 = (a.n * a.c + P - 1) / P, k_grid_cap = 1 << 20;
-  const unsigned blocks = (unsigned)(blocks0 < k_grid_cap ? blocks0 : k_grid_cap);
+  const size_t smem = (size_t)P * (size_t)a.hw * sizeof(in_t);
+  const bool staged = MODE == 0 && smem <= 96 * 1024;
   const bool vec = (P * a.hw) % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
-  auto kernel = vec ? nchw_kernel<k_vec, TPP> : nchw_kernel<1, TPP>;
+  const bool narrow = index_fits(a, (int64_t)grid * P);
+  if (!staged) {
+    nchw_kernel_for<BT, TPP, false>(vec, narrow)<<<grid, BT, 0, s>>>(a);
+    return 0;
+  }
+  auto kernel = nchw_kernel_for<BT, TPP, true>(vec, narrow);
   if (smem > 48 * 1024 &&
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
     return 3;
-  kernel<<<blocks, NT, smem, s>>>(a);
+  kernel<<<grid, BT, smem, s>>>(a);
   return 0;
 }
 
-template <int CLT>
+// Non-zero when the loop kernel cannot take this input (channels not a multiple of V, x not V-aligned).
+template <int BT, int V>
+int launch_nhwc_loop(const pool_args& a, cudaStream_t s) {
+  if (a.c % V != 0 || !aligned(a.x, vec_align<in_t, V>())) return 1;
+  const unsigned grid = grid_of(blocks_for(a.n * (a.c / V), BT));
+  if (index_fits(a, (int64_t)grid * BT)) nhwc_loop_kernel<BT, V, int><<<grid, BT, 0, s>>>(a);
+  else nhwc_loop_kernel<BT, V, int64_t><<<grid, BT, 0, s>>>(a);
+  return 0;
+}
+
+template <int BT, int CLT>
 int launch_nhwc(const pool_args& a, cudaStream_t s) {
   const bool vec = a.c % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
-  const int64_t wv = (int64_t)CLT * (vec ? k_vec : 1), k_grid_cap = 1 << 20;
-  const int64_t blocks0 = a.n * ((a.c + wv - 1) / wv);
-  const unsigned blocks = (unsigned)(blocks0 < k_grid_cap ? blocks0 : k_grid_cap);
-  if (vec) nhwc_kernel<k_vec, CLT><<<blocks, NT, 0, s>>>(a);
-  else nhwc_kernel<1, CLT><<<blocks, NT, 0, s>>>(a);
+  const unsigned blocks = grid_of(a.n * blocks_for(a.c, (int64_t)CLT * (vec ? k_vec : 1)));
+  const bool narrow = index_fits(a, blocks);
+  if (vec) (narrow ? nhwc_kernel<BT, k_vec, CLT, int> : nhwc_kernel<BT, k_vec, CLT, int64_t>)<<<blocks, BT, 0, s>>>(a);
+  else (narrow ? nhwc_kernel<BT, 1, CLT, int> : nhwc_kernel<BT, 1, CLT, int64_t>)<<<blocks, BT, 0, s>>>(a);
   return 0;
 }
-
-// How many blocks a layout's launch makes with `per_block` planes (or channels) per block.
-inline int64_t blocks_for(int64_t units, int64_t per_block) { return (units + per_block - 1) / per_block; }
 
 int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_t s) {
   if (n_in != k_n_inputs || n_out != 1) return 1;
@@ -413,15 +625,19 @@ int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_
   const int64_t C = a.c, W = x.shape[d0 + 2], H = x.shape[d0 + 1];
   const bool nhwc = x.ndim == 4 && !contiguous(x) && x.stride[1] == 1 && x.stride[3] == C && x.stride[2] == W * C &&
                     (x.shape[0] == 1 || x.stride[0] == H * W * C);
-  // Small batches: when the knobs' launch would leave SMs idle, the small_* knobs give more, smaller blocks.
+  // Small batches: when the knobs' launch would leave SMs idle, the small_* knobs give more, smaller blocks
+  // (k_small_threads threads each).
   if (contiguous(x)) {
-    const bool small = k_small_tpp > 0 && blocks_for(a.n * a.c, NT / k_tpp) < sm_count();
-    const int rc = small ? launch_nchw<k_tpp_small>(a, k_small_direct, s) : launch_nchw<k_tpp>(a, false, s);
+    const bool small = k_small_tpp > 0 && blocks_for(a.n * a.c, k_threads / k_tpp) < sm_count();
+    const int rc = small ? launch_nchw<k_small_threads, k_tpp_small, k_small_direct>(a, s)
+                         : launch_nchw<k_threads, k_tpp, 0>(a, s);
     if (rc != 0) return rc;
   } else if (nhwc) {
-    const bool small = k_small_clt > 0 && a.n * blocks_for(C, (int64_t)k_clt * k_vec) < sm_count();
-    if (small) launch_nhwc<k_clt_small>(a, s);
-    else launch_nhwc<k_clt>(a, s);
+    const bool small = a.n * blocks_for(C, (int64_t)k_clt * k_vec) < sm_count();
+    bool looped = false;  // the loop kernel, when asked for and the input allows it
+    if constexpr (k_small_cl_loop > 0) looped = small && launch_nhwc_loop<k_small_threads, k_small_cl_loop>(a, s) == 0;
+    if (!looped && small && k_small_clt > 0) launch_nhwc<k_small_threads, k_clt_small>(a, s);
+    else if (!looped) launch_nhwc<k_threads, k_clt>(a, s);
   } else {
     return 1;
   }
