@@ -2,7 +2,8 @@
 // kforge's compiler and run through the worker's kernel impl on a real GPU (skipped without one): results against
 // LibTorch in float64 on shapes that leave partial segments and odd vector widths, launches of different shapes
 // one after another (the counters a launch leaves must not leak into the next), and launches replayed from a CUDA
-// graph, as hot timing runs them.
+// graph, as hot timing runs them. Also pool_cuda's small-batch kernels on shapes that take and refuse their fast
+// paths.
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -38,8 +39,9 @@ at::Tensor group_norm_silu_ref(const at::Tensor& x, const at::Tensor& w, const a
 // Compiles every variant of `spec` in one batch (into the default compile cache); the impls load them as the
 // worker does. No temp_dir here: libtorch.so exports its own std::filesystem::remove_all, which binds ahead of
 // libstdc++'s in this binary and crashed on an existing folder (a null function pointer) on the GPU runner.
-std::vector<std::unique_ptr<impl>> build(const workload_spec& spec, const std::vector<variant>& vs) {
-  const family* f = find_family("group_norm_cuda", device_kind::cuda);
+std::vector<std::unique_ptr<impl>> build(const workload_spec& spec, const std::vector<variant>& vs,
+                                         const std::string& family_name = "group_norm_cuda") {
+  const family* f = find_family(family_name, device_kind::cuda);
   std::vector<compile_request> reqs;
   for (auto& v : vs) {
     knob_values k = f->default_variant(spec);
@@ -141,6 +143,65 @@ TEST(families_cuda_run, grid_strategies_replay_from_a_cuda_graph) {
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
   }
+}
+
+// Average pooling of batches small enough for pool_cuda's small launch, every kernel of it against LibTorch in
+// three dtypes: NCHW staged, direct and flat reads; channels_last split, warp (1, 2, 4 warps a block) and
+// loop kernels. Shapes take and refuse the fast paths: windows shorter than a vector or a warp, longer than a
+// range or two warps' worth of positions, plane or channel counts that leave a partial range or are not a multiple
+// of a 16-byte vector, and an x that starts one element past a 16-byte boundary.
+void check_pool_small_launches(const std::string& format, const std::vector<variant>& vs) {
+  const std::vector<std::vector<int64_t>> shapes = {{1, 2048, 7, 7}, {3, 24, 5, 9}, {1, 64, 12, 12}, {2, 16, 2, 3},
+                                                    {1, 20, 7, 7},   {2, 40, 9, 8}, {1, 16, 3, 3}};
+  c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(false, 0);
+  c10::cuda::CUDAStreamGuard guard(stream);
+  at::manual_seed(5);
+  for (auto t : {dtype::float16, dtype::bfloat16, dtype::float32}) {
+    auto spec = test::pool_spec(format, t);
+    spec.inputs[0].shape = {test::sym("N"), test::sym("C"), test::sym("H"), test::sym("W")};
+    spec.cases = {test::make_case({{"N", 1}, {"C", 2048}, {"H", 7}, {"W", 7}}, true)};
+    const auto st = t == dtype::float16 ? at::kHalf : t == dtype::bfloat16 ? at::kBFloat16 : at::kFloat;
+    auto opt = at::TensorOptions().device(at::kCUDA).dtype(st);
+    auto impls = build(spec, vs, "pool_cuda");
+    for (size_t i = 0; i < impls.size(); ++i) {
+      if (!impls[i]) continue;
+      for (auto& shape : shapes)
+        for (bool offset : {false, true}) {
+          const int64_t n = shape[0], c = shape[1], h = shape[2], w = shape[3];
+          // Values around 3 rather than 0: sums that grow, so a lost or doubled partial shows.
+          auto flat = at::randn({n * c * h * w + 1}, opt) + 3;
+          auto body = flat.narrow(0, offset ? 1 : 0, n * c * h * w);
+          auto x = format == "channels_last" ? body.as_strided(shape, {h * w * c, 1, w * c, c}) : body.view(shape);
+          auto y = at::full({n, c}, std::nan(""), opt);
+          std::vector<at::Tensor> out{y};
+          const std::string what = vs[i].label + " " + std::string(c10::toString(st)) + " on " +
+                                   c10::str(at::IntArrayRef(shape)) + (offset ? " (x one element off)" : "");
+          ASSERT_EQ(impls[i]->launch({x}, out, stream.stream()), 0) << what;
+          ASSERT_EQ(cudaStreamSynchronize(stream.stream()), cudaSuccess) << what;
+          EXPECT_LT(worst_error(y, x.to(at::kDouble).mean({2, 3})), 1e-2) << what;
+        }
+    }
+  }
+}
+
+TEST(families_cuda_run, pool_nchw_small_launches_match_torch) {
+  REQUIRE_GPU();
+  check_pool_small_launches("contiguous", {
+                                              {"staged", {{"small_direct", "0"}}},
+                                              {"direct", {{"small_direct", "1"}}},
+                                              {"flat", {{"small_direct", "2"}, {"small_tpp", "8"}}},
+                                          });
+}
+
+TEST(families_cuda_run, pool_channels_last_small_launches_match_torch) {
+  REQUIRE_GPU();
+  check_pool_small_launches("channels_last", {
+                                                 {"split", {}},
+                                                 {"warp1", {{"small_cl_warp", "1"}}},
+                                                 {"warp2", {{"small_cl_warp", "2"}}},
+                                                 {"warp4", {{"small_cl_warp", "4"}}},
+                                                 {"loop2", {{"small_cl_loop", "2"}}},
+                                             });
 }
 
 }  // namespace

@@ -65,6 +65,11 @@ std::vector<family_case> cases() {
   // ... and its direct reads with one-warp blocks.
   out.back().extra.push_back(
       {pool_spec("contiguous", dtype::float64), {{"small_threads", "32"}, {"small_direct", "1"}, {"small_tpp", "4"}}});
+  // The channels_last kernels take their own knobs (emit fixes them for NCHW): covering sets of their own, and the
+  // warp kernel's reduce-scatter in every vector width (2, 4 or 8 elements of 16 bytes).
+  out.push_back({"pool_cuda", pool_spec("channels_last"), {}});
+  for (auto t : {dtype::float32, dtype::float64, dtype::bfloat16})
+    out.back().extra.push_back({pool_spec("channels_last", t), {{"small_cl_warp", "2"}, {"small_cl_loop", "0"}}});
   // group_norm_cuda's stream strategy on further graphs and item sizes.
   auto& gn = out[1].extra;
   gn.push_back({group_norm_spec(), {{"strategy", "stream"}, {"seg_kb", "8"}, {"lag_mb", "16"}, {"stats", "sumsq"}}});
@@ -77,7 +82,10 @@ std::vector<family_case> cases() {
   for (auto& s : seeds())
     for (auto* f : covering_families(s, device_kind::cuda))
       for (auto& c : out)
-        if (c.family == f->name()) c.others.push_back(s);
+        if (c.family == f->name()) {
+          c.others.push_back(s);
+          break;
+        }
   return out;
 }
 
@@ -199,6 +207,14 @@ TEST(families_cuda, pool_small_batch_launch_knobs) {
   v["threads"] = "64";
   EXPECT_TRUE(pool.valid(v, test::pool_spec(), &why)) << why;
   EXPECT_NE(pool.emit(test::pool_spec(), v).find("constexpr int k_small_threads = 64;"), std::string::npos);
+  // Two kernels for the channels_last small launch: one at a time.
+  v = pool.default_variant(cl);
+  v["small_cl_warp"] = "2";
+  EXPECT_TRUE(pool.valid(v, cl, &why)) << why;
+  EXPECT_NE(pool.emit(cl, v).find("constexpr int k_small_cl_warp = 2;"), std::string::npos);
+  v["small_cl_loop"] = "4";
+  EXPECT_FALSE(pool.valid(v, cl, &why));
+  EXPECT_NE(why.find("small_cl_loop"), std::string::npos) << why;
 }
 
 TEST(families_cuda, emitted_source_names_family_knobs_and_graph) {
@@ -253,11 +269,12 @@ TEST(families_cuda, sources_compile_for_every_knob_value) {
       EXPECT_TRUE(f.valid(v, spec, &why)) << c.family << ": " << why;
       sources.push_back(f.emit(spec, v));
     }
-    auto src = dir.path() / (c.family + ".cu");
+    const std::string stem = c.family + "_" + std::to_string(labels.size());
+    auto src = dir.path() / (stem + ".cu");
     write_file_atomic(src, combine(sources));
     std::vector<std::string> argv = {KFORGE_NVCC, "-O1", "-std=c++17", "-c", "-Xcompiler", "-fPIC",
                                      "-gencode=arch=compute_90a,code=sm_90a", "-I" KFORGE_SOURCE_DIR "/lib/exec",
-                                     "-o", (dir.path() / (c.family + ".o")).string(), src.string()};
+                                     "-o", (dir.path() / (stem + ".o")).string(), src.string()};
     labels.push_back(c.family + " (" + std::to_string(sources.size()) + " variants)");
     builds.push_back(std::async(std::launch::async, [argv] { return run_process(argv); }));
   }

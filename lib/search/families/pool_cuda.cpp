@@ -3,8 +3,9 @@
 //  - NCHW: a block stages `threads / tpp` whole planes (contiguous) into shared memory with 16-byte copies,
 //    then `tpp` threads reduce each plane (small planes, like ResNet's 7x7, are never split across blocks);
 //  - channels_last (NHWC strides): `cl_threads` threads cover contiguous channel vectors, the rest of the block
-//    splits the H*W positions, partial sums meet in shared memory; or, for small batches (small_cl_loop), a thread
-//    owns a few channels of one image and adds up all of their positions itself.
+//    splits the H*W positions, partial sums meet in shared memory; or, for small batches, a warp owns a 16-byte
+//    vector of channels and its lanes the positions, reduced by a shuffle reduce-scatter (small_cl_warp), or a
+//    thread owns a few channels of one image and adds up all of their positions itself (small_cl_loop).
 // When a batch is too small for the knobs' launch to give every SM a block, a second launch takes over at run time
 // (the small_* knobs): its own block size, threads per plane or across channels, and NCHW read mode.
 #include <algorithm>
@@ -93,13 +94,18 @@ class pool_cuda final : public family {
         {"small_cl_loop", {"0", "1", "2", "4", "8"},
          "channels_last, small-batch launch: 0 splits positions across threads (small_cl_threads); N > 0 gives each "
          "thread N channels of one image and all of their positions (loads back to back, no shuffles, no barrier)"},
+        {"small_cl_warp", {"0", "1", "2", "4"},
+         "channels_last, small-batch launch: N > 0 gives each warp one 16-byte vector of channels of one image, its "
+         "lanes the positions, then a shuffle reduce-scatter (no shared memory, no barrier), N warps a block (ahead "
+         "of small_cl_loop; falls back when C is not a multiple of 16 bytes)"},
     };
   }
 
   knob_values default_variant(const workload_spec& spec) const override {
     knob_values v{{"threads", "256"},        {"vec", "8"},         {"tpp", "4"},
                   {"cl_threads", "32"},      {"small_tpp", "8"},   {"small_direct", "0"},
-                  {"small_cl_threads", "2"}, {"small_threads", "128"}, {"small_cl_loop", "0"}};
+                  {"small_cl_threads", "2"}, {"small_threads", "128"}, {"small_cl_loop", "0"},
+                  {"small_cl_warp", "0"}};
     auto g = match_pool(spec, nullptr);
     if (!g) return v;
     v["vec"] = std::to_string(std::max<int>(1, std::min<int>(8, static_cast<int>(16 / dtype_size(g->in_type)))));
@@ -158,6 +164,10 @@ class pool_cuda final : public family {
         if (why_not) *why_not = fmt::format("{} must not exceed the small launch's block ({} threads)", k, small_bt);
         return false;
       }
+    if (knob_int(v, "small_cl_warp") > 0 && knob_int(v, "small_cl_loop") > 0) {
+      if (why_not) *why_not = "small_cl_warp and small_cl_loop are two kernels for the same launch: set one";
+      return false;
+    }
     // Flat reads take ranges of whole planes that are a multiple of 16 bytes and at most k_flat_vectors a thread;
     // where no case has them the variant is small_direct=1 under another name.
     const int small_tpp = knob_int(v, "small_tpp");
@@ -181,7 +191,8 @@ class pool_cuda final : public family {
     if (spec.find_input(g->input)->memory_format == "channels_last")
       k.fix("tpp", "2"), k.fix("small_tpp", "8"), k.fix("small_direct", "0");
     else
-      k.fix("cl_threads", "32"), k.fix("small_cl_threads", "2"), k.fix("small_cl_loop", "0");
+      k.fix("cl_threads", "32"), k.fix("small_cl_threads", "2"), k.fix("small_cl_loop", "0"),
+          k.fix("small_cl_warp", "0");
     const knob_values& used = k.used;
     std::string s = cuda_emit::prelude(name(), k.shown, g->describe());
     s += "\n// ---- this variant ----\n";
@@ -190,11 +201,12 @@ class pool_cuda final : public family {
     s += fmt::format(
         "constexpr int k_threads = {};\nconstexpr int k_vec = {};\nconstexpr int k_tpp = {};\nconstexpr int k_clt = {};\n"
         "constexpr int k_small_threads = {};\nconstexpr int k_small_tpp = {};\nconstexpr int k_small_direct = {};\n"
-        "constexpr int k_small_clt = {};\nconstexpr int k_small_cl_loop = {};\nconstexpr int k_flat_k = {};\n"
+        "constexpr int k_small_clt = {};\nconstexpr int k_small_cl_loop = {};\nconstexpr int k_small_cl_warp = {};\n"
+        "constexpr int k_flat_k = {};\n"
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\n",
         used.at("threads"), used.at("vec"), used.at("tpp"), used.at("cl_threads"), small_block(used), used.at("small_tpp"),
-        used.at("small_direct"), used.at("small_cl_threads"), used.at("small_cl_loop"), k_flat_vectors, spec.inputs.size(),
-        input_index(spec, g->input));
+        used.at("small_direct"), used.at("small_cl_threads"), used.at("small_cl_loop"), used.at("small_cl_warp"),
+        k_flat_vectors, spec.inputs.size(), input_index(spec, g->input));
     const std::string post = cuda_emit::rounding_code(g->epilogue_casts);
     s += fmt::format("\n__device__ __forceinline__ float finalize(float x) {{\n{}  return x;\n}}\n", post);
     s += pool_cuda_body();
