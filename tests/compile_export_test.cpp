@@ -1,7 +1,15 @@
-// baselines/compile/export.py run as a subprocess on the cpu: a small softmax spec exports to a .pt2 package.
-// Skipped when python3 cannot import torch. (The export compiles C++ with g++: tens of seconds.)
-#include <filesystem>
+// baselines/compile/export.py run as a subprocess on the cpu: a small softmax spec exports to a .pt2 package, and
+// its --bench-lock makes inductor's timings wait for a lock another process holds. Skipped when python3 cannot
+// import torch. (The export compiles C++ with g++: tens of seconds.)
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <future>
+#include <thread>
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -67,6 +75,43 @@ TEST(compile_export, unknown_case_fails_with_a_reason) {
   EXPECT_EQ(line.at("ok"), false);
   EXPECT_NE(line.at("error").get<std::string>().find("no case `T=9`"), std::string::npos) << line.dump();
   EXPECT_FALSE(std::filesystem::exists(d.path() / "x.pt2"));
+}
+
+// Concurrent exports on one GPU take turns to time kernels: with the lock held elsewhere, inductor's benchmarker
+// waits, and runs once it is released.
+TEST(compile_export, bench_lock_makes_inductor_timings_wait_for_the_lock) {
+  std::string why;
+  if (!torch_importable(&why)) GTEST_SKIP() << "python3 cannot import torch: " << why;
+  temp_dir d;
+  const auto lock = d.path() / "bench.lock", before = d.path() / "before", after = d.path() / "after";
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  const std::string script = fmt::format(
+      "import sys; sys.path.insert(0, '{}')\n"
+      "import export\n"
+      "export.serialize_benchmarks('{}')\n"
+      "from torch._inductor.runtime.benchmarking import benchmarker\n"
+      "open('{}', 'w').close()\n"
+      "benchmarker.benchmark(lambda: sum(range(100)), device='cpu')\n"
+      "open('{}', 'w').close()\n",
+      std::filesystem::path(k_script).parent_path().string(), lock.string(), before.string(), after.string());
+  auto child = std::async(std::launch::async, [&] {
+    process_options o;
+    o.timeout = std::chrono::minutes(3);
+    return run_process({"python3", "-c", script}, o);
+  });
+  // Wait for the child to reach the benchmark (importing torch takes seconds), then give it time to finish it.
+  for (int i = 0; i < 1200 && !std::filesystem::exists(before); ++i)
+    if (child.wait_for(std::chrono::milliseconds(100)) == std::future_status::ready) break;
+  ASSERT_TRUE(std::filesystem::exists(before)) << child.get().describe() << "\n" << child.get().err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_FALSE(std::filesystem::exists(after)) << "the benchmark ran while another process held the lock";
+  ASSERT_EQ(::flock(fd, LOCK_UN), 0);
+  ::close(fd);
+  auto r = child.get();
+  EXPECT_TRUE(r.ok()) << r.describe() << "\n" << r.err.substr(0, 2000);
+  EXPECT_TRUE(std::filesystem::exists(after));
 }
 
 }  // namespace

@@ -68,7 +68,8 @@ if [ "$1" = "-c" ]; then echo "9.9.9+fake"; exit 0; fi
 echo run >> "$(dirname "$0")/runs"
 out=""; mode=""; spec=""
 while [ $# -gt 0 ]; do
-  case "$1" in --out) out="$2"; shift;; --mode) mode="$2"; shift;; --spec) spec="$2"; shift;; esac
+  case "$1" in --out) out="$2"; shift;; --mode) mode="$2"; shift;; --spec) spec="$2"; shift;;
+    --bench-lock) echo "$2" >> "$(dirname "$0")/locks"; shift;; esac
   shift
 done
 grep -q '"name":"tiny"' "$spec" || { echo "spec json not passed" >&2; exit 3; }
@@ -127,6 +128,20 @@ TEST(export_cache, prefetch_exports_every_workload_once_and_impl_for_then_hits_t
   runs = read_file(d.path() / "runs");
   EXPECT_EQ(std::count(runs.begin(), runs.end(), '\n'), 6);  // served from the cache
   EXPECT_EQ(cache.prefetch({{&a, {"N=4"}}}, "cuda", "sm90-nvidia-h200", {"default"}), 0);
+}
+
+// GPU exports take turns at timing kernels: each gets the device's lock file; cpu exports get none.
+TEST(export_cache, gpu_exports_get_the_devices_bench_lock) {
+  temp_dir d;
+  auto py = write_script(d, "python", k_fake_python);
+  export_cache cache(options_in(d, py.string()));
+  ASSERT_TRUE(cache.get(tiny_spec(), "N=4", "cpu", "cpu-x86-64", "default").ok());
+  EXPECT_FALSE(std::filesystem::exists(d.path() / "locks"));
+  ASSERT_TRUE(cache.get(tiny_spec(), "N=4", "cuda", "sm90-nvidia-h200", "default").ok());
+  ASSERT_TRUE(cache.get(tiny_spec(), "N=4", "cuda:1", "sm90-nvidia-h200-b", "default").ok());
+  const auto dir = std::filesystem::absolute(d.path() / "cache/aoti");
+  EXPECT_EQ(read_file(d.path() / "locks"),
+            (dir / "bench-cuda0.lock").string() + "\n" + (dir / "bench-cuda1.lock").string() + "\n");
 }
 
 TEST(export_cache, unknown_case_is_skipped) {

@@ -95,9 +95,10 @@ export_outcome export_cache::get(const workload_spec& spec, const std::string& c
   process_options po;
   po.timeout = m_options.timeout;
   po.merge_stderr = true;
-  process_result r = run_process({m_options.python, m_options.script.string(), "--spec", spec_json.string(), "--case",
-                                  case_name, "--device", device, "--mode", mode, "--out", partial.string()},
-                                 po);
+  std::vector<std::string> argv = {m_options.python, m_options.script.string(), "--spec", spec_json.string(), "--case",
+                                   case_name, "--device", device, "--mode", mode, "--out", partial.string()};
+  if (device.rfind("cuda", 0) == 0) argv.insert(argv.end(), {"--bench-lock", bench_lock(device).string()});
+  process_result r = run_process(argv, po);
   out.seconds = r.seconds;
   std::error_code ec;
   if (!r.ok() || !std::filesystem::exists(partial)) {
@@ -161,6 +162,12 @@ int export_cache::prefetch(const std::vector<wanted>& work, const std::string& d
   int exported = 0;
   for (const auto& o : get_all(jobs, device, gpu_key)) exported += o.ok() && !o.cached;
   return exported;
+}
+
+std::filesystem::path export_cache::bench_lock(const std::string& device) const {
+  const auto colon = device.find(':');
+  const std::string index = colon == std::string::npos ? "0" : device.substr(colon + 1);
+  return std::filesystem::absolute(folder() / fmt::format("bench-cuda{}.lock", index));
 }
 
 int export_jobs() {

@@ -34,7 +34,8 @@ struct export_outcome {
   bool ok() const { return skipped.empty(); }
 };
 
-// How many exports run at once: KFORGE_EXPORT_JOBS, else a quarter of the cores (1 to 4).
+// How many exports run at once: KFORGE_EXPORT_JOBS, else a quarter of the cores (1 to 4). On a GPU their
+// timings take turns (bench_lock); their code generation overlaps.
 int export_jobs();
 
 class export_cache {
@@ -70,6 +71,11 @@ class export_cache {
                const std::vector<std::string>& modes = export_modes());
 
   std::filesystem::path folder() const { return m_options.cache_root / "aoti"; }
+
+  // The file whose lock every exporter on `device` (cuda[:N]) holds while inductor times kernel configurations
+  // (export.py --bench-lock): concurrent exports take turns at the GPU, so each picks its configurations on an
+  // otherwise idle GPU.
+  std::filesystem::path bench_lock(const std::string& device) const;
 
  private:
   struct export_job {
