@@ -1,12 +1,12 @@
 // kforge winner: resnet50-avgpool-cl on sm90-nvidia-h200
-// kforge winner for resnet50-avgpool-cl on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-12-01T02:10:04Z
+// kforge winner for resnet50-avgpool-cl on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-12-01T03:08:44Z
 // family: pool_cuda
-// knobs: cl_threads=32 small_cl_loop=0 small_cl_threads=4 small_direct=1 small_threads=256 small_tpp=16 threads=256 tpp=2 vec=4
-// lineage: stored:sm90-nvidia-h200 (knobs now: small_cl_loop=0) -> template: vec 8->4
-// measured: 2.34 us (geometric mean over gated cases), 1.88x eager, 1.90x vendor
+// knobs: cl_threads=32 small_cl_loop=0 small_cl_threads=4 small_cl_warp=0 small_direct=1 small_threads=256 small_tpp=16 threads=128 tpp=2 vec=4
+// lineage: stored:sm90-nvidia-h200 (knobs now: small_cl_warp=0) -> template: threads 256->128
+// measured: 2.26 us (geometric mean over gated cases), 1.95x eager, 1.97x vendor
 
 // kforge candidate: family pool_cuda (cuda), emitted by the template proposer.
-// knobs: cl_threads=32 small_cl_loop=0 small_cl_threads=4 small_threads=256 threads=256 vec=4
+// knobs: cl_threads=32 small_cl_loop=0 small_cl_threads=4 small_cl_warp=0 small_threads=256 threads=128 vec=4
 // computes: x[float16, channels_last] -> adaptive_avg_pool2d(1) -> flatten
 
 #include "kf_abi.h"
@@ -234,7 +234,7 @@ inline int64_t numel(const kf_tensor& t) {
 // ---- this variant ----
 using in_t = __half;
 using out_t = __half;
-constexpr int k_threads = 256;
+constexpr int k_threads = 128;
 constexpr int k_vec = 4;
 constexpr int k_tpp = 2;
 constexpr int k_clt = 32;
@@ -243,6 +243,7 @@ constexpr int k_small_tpp = 8;
 constexpr int k_small_direct = 0;
 constexpr int k_small_clt = 4;
 constexpr int k_small_cl_loop = 0;
+constexpr int k_small_cl_warp = 0;
 constexpr int k_flat_k = 4;
 constexpr int k_n_inputs = 1;
 constexpr int k_x_input = 0;
@@ -522,6 +523,77 @@ __global__ void __launch_bounds__(BT) nhwc_loop_kernel(pool_args a) {
   }
 }
 
+// channels_last, small batches (small_cl_warp = WPB warps a block): a warp owns one 16-byte vector of channels
+// (V = 16 / sizeof(in_t)) of one image; its lanes take positions lane, lane + 32, ... with two sums in flight. A
+// reduce-scatter across the lanes then halves the vector at each of the first log2(V) shuffle steps (V / 2 + V / 4
+// + ... + 1 shuffles instead of V at each of 5 steps); the last steps add whole values, and lane l ends with
+// channel scatter_index(l) of the vector. Neighbouring warps of a block own neighbouring vectors, so the halves of
+// a 32-byte sector meet in L1. No shared memory, no barrier. Needs C % V == 0 and 16-byte aligned x.
+constexpr int k_scatter_v = 16 / (int)sizeof(in_t);
+
+// The sum over the warp of v[0, N) for element scatter_index(lane) (an argument of O = 16 at the top).
+template <int N, int O>
+__device__ __forceinline__ float scatter_sum(const float* v, int lane) {
+  if constexpr (N == 1) {
+    float x = v[0];
+#pragma unroll
+    for (int o = O; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+    return x;
+  } else {
+    static_assert(O > 0, "at most 32 values a lane");
+    const bool up = (lane & O) != 0;  // this lane keeps the upper half and hands its partner the lower one
+    float w[N / 2];
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      const float send = up ? v[i] : v[i + N / 2], keep = up ? v[i + N / 2] : v[i];
+      w[i] = keep + __shfl_xor_sync(0xffffffffu, send, O);
+    }
+    return scatter_sum<N / 2, O / 2>(w, lane);
+  }
+}
+
+// Which of the V elements scatter_sum<V, 16> leaves lane `lane` holding: one bit per halving step.
+template <int V>
+__device__ __forceinline__ int scatter_index(int lane) {
+  int idx = 0;
+#pragma unroll
+  for (int n = V, o = 16; n > 1; n >>= 1, o >>= 1)
+    if (lane & o) idx += n / 2;
+  return idx;
+}
+
+template <int WPB, typename I>
+__global__ void __launch_bounds__(WPB * 32) nhwc_warp_kernel(pool_args a) {
+  constexpr int V = k_scatter_v;
+  const int lane = threadIdx.x & 31;
+  const I C = (I)a.c, hw = (I)a.hw, vecs = C / V;
+  for (I u = (I)blockIdx.x * WPB + (I)(threadIdx.x / 32); u < (I)a.n * vecs; u += (I)gridDim.x * WPB) {
+    const I n = u / vecs, c = (u - n * vecs) * V;
+    const in_t* base = a.x + n * hw * C + c;
+    float s0[V], s1[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) s0[v] = s1[v] = 0.f;
+    I h = lane;
+    for (; h + 32 < hw; h += 64) {
+      float x0[V], x1[V];
+      load_vec<in_t, V>(base + h * C, x0);
+      load_vec<in_t, V>(base + (h + 32) * C, x1);
+#pragma unroll
+      for (int v = 0; v < V; ++v) s0[v] += x0[v], s1[v] += x1[v];
+    }
+    if (h < hw) {
+      float x0[V];
+      load_vec<in_t, V>(base + h * C, x0);
+#pragma unroll
+      for (int v = 0; v < V; ++v) s0[v] += x0[v];
+    }
+#pragma unroll
+    for (int v = 0; v < V; ++v) s0[v] += s1[v];
+    const float s = scatter_sum<V, 16>(s0, lane);
+    if ((lane & (32 / V - 1)) == 0) a.y[n * C + c + scatter_index<V>(lane)] = from_f<out_t>(finalize(s * a.inv_hw));
+  }
+}
+
 // The SMs of the current device: a grid smaller than this leaves some idle.
 inline int sm_count() {
   int dev = 0, sms = 0;
@@ -596,6 +668,16 @@ int launch_nhwc_loop(const pool_args& a, cudaStream_t s) {
   return 0;
 }
 
+// Non-zero when the warp kernel cannot take this input (channels not a multiple of 16 bytes, x not 16-aligned).
+template <int WPB>
+int launch_nhwc_warp(const pool_args& a, cudaStream_t s) {
+  if (a.c % k_scatter_v != 0 || !aligned(a.x, 16)) return 1;
+  const unsigned grid = grid_of(blocks_for(a.n * (a.c / k_scatter_v), WPB));
+  if (index_fits(a, (int64_t)grid * WPB)) nhwc_warp_kernel<WPB, int><<<grid, WPB * 32, 0, s>>>(a);
+  else nhwc_warp_kernel<WPB, int64_t><<<grid, WPB * 32, 0, s>>>(a);
+  return 0;
+}
+
 template <int BT, int CLT>
 int launch_nhwc(const pool_args& a, cudaStream_t s) {
   const bool vec = a.c % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
@@ -634,8 +716,10 @@ int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_
     if (rc != 0) return rc;
   } else if (nhwc) {
     const bool small = a.n * blocks_for(C, (int64_t)k_clt * k_vec) < sm_count();
-    bool looped = false;  // the loop kernel, when asked for and the input allows it
-    if constexpr (k_small_cl_loop > 0) looped = small && launch_nhwc_loop<k_small_threads, k_small_cl_loop>(a, s) == 0;
+    bool looped = false;  // the warp or loop kernel, when asked for and the input allows it
+    if constexpr (k_small_cl_warp > 0) looped = small && launch_nhwc_warp<k_small_cl_warp>(a, s) == 0;
+    if constexpr (k_small_cl_loop > 0)
+      looped = looped || (small && launch_nhwc_loop<k_small_threads, k_small_cl_loop>(a, s) == 0);
     if (!looped && small && k_small_clt > 0) launch_nhwc<k_small_threads, k_clt_small>(a, s);
     else if (!looped) launch_nhwc<k_threads, k_clt>(a, s);
   } else {

@@ -1,12 +1,12 @@
 // kforge winner: sd35-vae-groupnorm on sm90-nvidia-h200
-// kforge winner for sd35-vae-groupnorm on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T19:44:39Z
+// kforge winner for sd35-vae-groupnorm on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-12-01T03:23:22Z
 // family: group_norm_cuda
-// knobs: chunks=4 cluster=8 l2_hint=1 lag_mb=4 reverse=1 seg_kb=32 sm_blocks=0 splits=16 stats=shifted strategy=stream stream_store=1 team_kb=48 team_l2=50 threads=256 unroll=4 vec=8
-// lineage: stored:sm90-nvidia-h200 (knobs now: l2_hint=0) -> template: l2_hint 0->1
-// measured: 70.71 us (geometric mean over gated cases), 17.07x eager
+// knobs: chunks=4 cluster=8 l2_hint=1 lag_mb=0 reverse=1 seg_kb=32 sm_blocks=0 splits=16 stats=sumsq strategy=stream stream_store=1 team_kb=48 team_l2=50 threads=256 unroll=4 vec=8
+// lineage: tried: chunks=4 cluster=8 l2_hint=1 lag_mb=0 reverse=1 seg_kb=32 sm_blocks=0 splits=16 stats=shifted strategy=stream stream_store=1 team_kb=48 team_l2=50 threads=256 unroll=4 vec=8 -> template: stats shifted->sumsq
+// measured: 68.19 us (geometric mean over gated cases), 17.20x eager
 
 // kforge candidate: family group_norm_cuda (cuda), emitted by the template proposer.
-// knobs: l2_hint=1 lag_mb=4 seg_kb=32 sm_blocks=0 stats=shifted strategy=stream stream_store=1 team_kb=48 team_l2=50 threads=256 unroll=4 vec=8
+// knobs: l2_hint=1 lag_mb=0 seg_kb=32 sm_blocks=0 stats=sumsq strategy=stream stream_store=1 team_kb=48 team_l2=50 threads=256 unroll=4 vec=8
 // computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06)
 
 #include "kf_abi.h"
@@ -239,7 +239,7 @@ using b_t = __nv_bfloat16;
 constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_split = 3, s_team = 4, s_stream = 5;
 constexpr int st_shifted = 0, st_sumsq = 1, st_twopass = 2;
 constexpr int k_strategy = s_stream;
-constexpr int k_stats = st_shifted;
+constexpr int k_stats = st_sumsq;
 constexpr int NT = 256;
 constexpr int k_vec = 8;
 constexpr int k_chunks = 4;
@@ -248,7 +248,7 @@ constexpr int k_splits = 64;
 constexpr bool k_reverse = true;
 constexpr int k_team_kb = 48;
 constexpr int k_seg_kb = 32;
-constexpr int k_lag_mb = 4;
+constexpr int k_lag_mb = 0;
 constexpr int k_sm_blocks = 0;
 constexpr bool k_l2_hint = true;
 constexpr int k_team_l2 = 50;
