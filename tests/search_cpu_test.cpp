@@ -104,9 +104,9 @@ TEST(search_cpu, a_slow_candidate_loses_the_race_and_stops_at_min_samples) {
   worker_evaluator ev(spec, eo);
   auto* f = find_family("row_softmax_cpu", device_kind::cpu);
   auto root = family_candidate(*f, spec, f->default_variant(spec), "default");
-  auto fast = ev.evaluate({root}, 1e30);
+  auto fast = ev.evaluate({root}, 1e30, 0);
   ASSERT_EQ(fast.at(0).status, node_status::measured) << fast.at(0).detail;
-  auto lost = ev.evaluate({repeated(root, 30)}, 1e30);
+  auto lost = ev.evaluate({repeated(root, 30)}, 1e30, 0);
   ASSERT_EQ(lost.at(0).status, node_status::measured) << lost.at(0).detail;
   const auto& full = lost.at(0).stages.back();
   ASSERT_EQ(full.stage, "measure");

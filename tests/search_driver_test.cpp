@@ -94,6 +94,38 @@ TEST(search_driver, the_eta_counts_down_to_the_time_limit) {
   EXPECT_EQ(out.stop_reason, "time");
 }
 
+// A time limit stops a batch between candidates: the ones not started stay pending in the tree (a resumed run
+// takes them first) instead of the whole batch running past the limit.
+TEST(search_driver, a_time_limit_stops_inside_a_batch_and_leaves_the_rest_pending) {
+  temp_dir dir("kf-search-time-batch");
+  auto spec = test::softmax_spec();
+  spec.hash = "h1";
+  search_db db(dir.path() / "search.db");
+  test::fake_evaluator ev(60);  // 60 ms a candidate: a batch of 32 would take about 2 s
+  search_options o;
+  o.budget = 200;
+  o.batch = 32;
+  o.time_s = 0.3;
+  auto out = search_driver(spec, device_kind::cpu, k_key, db, ev, o).run(default_roots(spec));
+  EXPECT_EQ(out.stop_reason, "time");
+  EXPECT_GE(ev.calls, 1);
+  EXPECT_LT(ev.calls, 32);  // the rest of the first batch was not run
+  EXPECT_EQ(out.session_evaluations, ev.calls);
+  auto nodes = db.load_nodes(out.search_id);
+  const auto pending = std::count_if(nodes.begin(), nodes.end(), [](auto& r) { return r.status == node_status::pending; });
+  EXPECT_EQ(static_cast<int>(nodes.size() - pending), ev.calls);
+  EXPECT_GT(pending, 0);
+  // Resumed without a limit, the search takes the pending ones first.
+  test::fake_evaluator again;
+  o.resume = true;
+  o.time_s = 0;
+  o.budget = out.evaluations + static_cast<int>(pending);
+  auto resumed = search_driver(spec, device_kind::cpu, k_key, db, again, o).run(default_roots(spec));
+  EXPECT_EQ(resumed.search_id, out.search_id);
+  for (auto& r : db.load_nodes(out.search_id))
+    if (r.id <= nodes.back().id) EXPECT_NE(r.status, node_status::pending) << "node " << r.id;
+}
+
 // A first torch.compile export can take minutes: timing the baselines does not use up --time, so the search
 // still evaluates candidates, and says how long the baselines took.
 TEST(search_driver, timing_the_baselines_does_not_count_against_the_time_limit) {
@@ -125,8 +157,9 @@ class gate_evaluator : public test::fake_evaluator {
     auto it = c.knobs.find("vector_width");
     return it != c.knobs.end() && it->second == "16" ? 52.0 : 45.0;
   }
-  std::vector<eval_result> evaluate(const std::vector<candidate>& batch, double full_below_us) override {
-    auto out = fake_evaluator::evaluate(batch, full_below_us);
+  std::vector<eval_result> evaluate(const std::vector<candidate>& batch, double full_below_us,
+                                    double stop_at_s) override {
+    auto out = fake_evaluator::evaluate(batch, full_below_us, stop_at_s);
     for (size_t i = 0; i < out.size(); ++i)
       if (!out[i].case_us.empty()) out[i].case_us["c2"] = c2_of(batch[i]);
     return out;

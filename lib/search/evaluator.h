@@ -3,6 +3,7 @@
 // Multi-fidelity: a quick screen (one gated case verified and timed briefly) for every candidate, then the
 // full protocol (every case, >= 3 seeds, full measure) only for those whose screen time could win.
 #pragma once
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -15,8 +16,14 @@
 
 namespace kf {
 
+// Steady-clock seconds: the clock of evaluate()'s stop_at_s.
+inline double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 struct eval_result {
-  node_status status = node_status::pending;   // compile_failed | verify_failed | screened | measured
+  // compile_failed | verify_failed | screened | measured; pending: not evaluated (the batch ran out of time)
+  node_status status = node_status::pending;
   std::map<std::string, double> case_us;       // median time per gated case (screened or measured)
   std::string detail;                          // why it failed, or a summary
   std::vector<evaluation_row> stages;          // what was done (for the search db)
@@ -29,8 +36,11 @@ class evaluator {
   // The baselines' times: {"eager": {"<case>": us}, ...} over the gated cases; {} when none could be timed.
   virtual nlohmann::json baselines() = 0;
   // Evaluates a batch (compiled in parallel). `full_below_us`: a candidate whose screened time (geometric
-  // mean over gated cases) is below this goes through the full protocol; +inf sends every one.
-  virtual std::vector<eval_result> evaluate(const std::vector<candidate>& batch, double full_below_us) = 0;
+  // mean over gated cases) is below this goes through the full protocol; +inf sends every one. `stop_at_s`
+  // (steady_seconds(); 0: none): a candidate after the first not started by then is left out, its result
+  // `pending`, so that a time limit costs at most the one candidate in progress rather than the rest of a batch.
+  virtual std::vector<eval_result> evaluate(const std::vector<candidate>& batch, double full_below_us,
+                                            double stop_at_s) = 0;
   // The full protocol for one candidate (a screened winner is confirmed before it is written).
   virtual eval_result confirm(const candidate& c) = 0;
   // The environment to store with a winner (device, versions).

@@ -14,10 +14,7 @@
 namespace kf {
 namespace {
 
-double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return steady_seconds(); }
 
 }  // namespace
 
@@ -151,9 +148,11 @@ void search_driver::evaluate_batch(const std::vector<int64_t>& ids) {
     apply(tid, r);
   }
   if (todo.empty()) return;
-  auto results = m_ev.evaluate(todo, full_threshold());
+  const double stop_at = m_options.time_s > 0 ? m_started + m_options.time_s : 0.0;
+  auto results = m_ev.evaluate(todo, full_threshold(), stop_at);
   KF_ASSERT(results.size() == todo.size(), "the evaluator returned {} results for {} candidates", results.size(), todo.size());
-  for (size_t i = 0; i < todo.size(); ++i) apply(todo_ids[i], results[i]);
+  for (size_t i = 0; i < todo.size(); ++i)
+    if (results[i].status != node_status::pending) apply(todo_ids[i], results[i]);  // else left for a resumed run
 }
 
 search_progress search_driver::progress() const {

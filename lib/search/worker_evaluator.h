@@ -44,7 +44,8 @@ class worker_evaluator final : public evaluator {
   ~worker_evaluator() override;
 
   nlohmann::json baselines() override;
-  std::vector<eval_result> evaluate(const std::vector<candidate>& batch, double full_below_us) override;
+  std::vector<eval_result> evaluate(const std::vector<candidate>& batch, double full_below_us,
+                                    double stop_at_s) override;
   eval_result confirm(const candidate& c) override;
   nlohmann::json environment() override;
 
