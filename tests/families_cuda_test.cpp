@@ -3,7 +3,10 @@
 // To keep nvcc invocations few, each family's variants are compiled together as one translation unit: every
 // variant's `namespace kfk` and `kf_launch` are renamed apart.
 #include <future>
+#include <map>
 #include <regex>
+#include <set>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -245,30 +248,108 @@ TEST(families_cuda, emitted_source_names_family_knobs_and_graph) {
   EXPECT_EQ(f.emit(plain, f.default_variant(plain)).find("tanh="), std::string::npos);
 }
 
+// The "knob=value" pairs a source's code depends on: its "// knobs:" line (emit leaves out the knobs it fixes for
+// the graph or the strategy).
+std::set<std::string> shown_knobs(const std::string& src) {
+  std::smatch m;
+  std::set<std::string> out;
+  if (!std::regex_search(src, m, std::regex(R"(// knobs: ([^\n]*))"))) return out;
+  std::istringstream in(m[1].str());
+  for (std::string kv; in >> kv;) out.insert(kv);
+  return out;
+}
+
+// A source whose code uses `knob`=`value`: the default of one of `specs` with that value and up to two other knobs
+// changed, the first variant the family accepts whose source shows it; "" when there is none.
+std::string activating_source(const family& f, const std::vector<workload_spec>& specs, const std::string& knob,
+                              const std::string& value) {
+  const auto ks = f.knobs();
+  const std::string want = knob + "=" + value;
+  auto try_variant = [&](const workload_spec& spec, const knob_values& v) -> std::string {
+    if (!f.valid(v, spec, nullptr)) return "";
+    std::string src = f.emit(spec, v);
+    return shown_knobs(src).count(want) ? src : "";
+  };
+  for (auto& spec : specs) {
+    auto base = f.default_variant(spec);
+    base[knob] = value;
+    if (auto src = try_variant(spec, base); !src.empty()) return src;
+    for (size_t a = 0; a < ks.size(); ++a)
+      for (auto& va : ks[a].values) {
+        if (ks[a].name == knob) continue;
+        auto one = base;
+        one[ks[a].name] = va;
+        if (auto src = try_variant(spec, one); !src.empty()) return src;
+      }
+    for (size_t a = 0; a < ks.size(); ++a)
+      for (size_t b = a + 1; b < ks.size(); ++b)
+        for (auto& va : ks[a].values)
+          for (auto& vb : ks[b].values) {
+            if (ks[a].name == knob || ks[b].name == knob) continue;
+            auto two = base;
+            two[ks[a].name] = va;
+            two[ks[b].name] = vb;
+            if (auto src = try_variant(spec, two); !src.empty()) return src;
+          }
+  }
+  return "";
+}
+
+// The sources a family case compiles: its covering sets on the rich spec, the others' defaults, the extras, and
+// for each knob value none of those uses in its code (a cluster size beside a strategy that has no cluster), a
+// variant that does.
+std::vector<std::string> sources_of(const family_case& c) {
+  const family& f = cuda_family(c.family);
+  std::vector<std::string> sources;
+  for (auto& s : test::covering_sets(f, c.rich)) sources.push_back(f.emit(c.rich, s));
+  for (auto& o : c.others) sources.push_back(f.emit(o, f.default_variant(o)));
+  std::vector<workload_spec> specs = {c.rich};
+  for (auto& [spec, knobs] : c.extra) {
+    auto v = f.default_variant(spec);
+    for (auto& [k, val] : knobs) v[k] = val;
+    std::string why;
+    EXPECT_TRUE(f.valid(v, spec, &why)) << c.family << ": " << why;
+    sources.push_back(f.emit(spec, v));
+    specs.push_back(spec);
+  }
+  specs.insert(specs.end(), c.others.begin(), c.others.end());
+  std::set<std::string> shown;
+  for (auto& src : sources)
+    for (auto& kv : shown_knobs(src)) shown.insert(kv);
+  for (auto& k : f.knobs())
+    for (auto& val : k.values)
+      if (!shown.count(k.name + "=" + val))
+        if (auto src = activating_source(f, specs, k.name, val); !src.empty()) {
+          for (auto& kv : shown_knobs(src)) shown.insert(kv);
+          sources.push_back(std::move(src));
+        }
+  return sources;
+}
+
+// Every value of every knob reaches the code of some compiled source: a value no valid variant uses in its code
+// (a dead value) fails here.
+TEST(families_cuda, every_knob_value_reaches_an_emitted_source) {
+  std::map<std::string, std::set<std::string>> shown;  // family -> "knob=value"
+  for (auto& c : cases())
+    for (auto& src : sources_of(c)) {
+      auto kv = shown_knobs(src);
+      ASSERT_FALSE(kv.empty()) << "no // knobs: line in\n" << src.substr(0, 300);
+      shown[c.family].insert(kv.begin(), kv.end());
+    }
+  for (auto& [name, values] : shown)
+    for (auto& k : cuda_family(name).knobs())
+      for (auto& val : k.values)
+        EXPECT_TRUE(values.count(k.name + "=" + val)) << name << ": " << k.name << "=" << val
+                                                      << " reaches no compiled source's code";
+}
+
 TEST(families_cuda, sources_compile_for_every_knob_value) {
   if (std::string(KFORGE_NVCC).empty()) GTEST_SKIP() << "built without CUDA: no nvcc to compile candidates";
   temp_dir dir("kf-families-cuda");
   std::vector<std::future<process_result>> builds;
   std::vector<std::string> labels;
   for (auto& c : cases()) {
-    const family& f = cuda_family(c.family);
-    auto sets = test::covering_sets(f, c.rich);
-    for (auto& k : f.knobs())
-      for (auto& val : k.values) {
-        bool seen = false;
-        for (auto& s : sets) seen = seen || s.at(k.name) == val;
-        EXPECT_TRUE(seen) << c.family << ": " << k.name << "=" << val << " never compiled";
-      }
-    std::vector<std::string> sources;
-    for (auto& s : sets) sources.push_back(f.emit(c.rich, s));
-    for (auto& o : c.others) sources.push_back(f.emit(o, f.default_variant(o)));
-    for (auto& [spec, knobs] : c.extra) {
-      auto v = f.default_variant(spec);
-      for (auto& [k, val] : knobs) v[k] = val;
-      std::string why;
-      EXPECT_TRUE(f.valid(v, spec, &why)) << c.family << ": " << why;
-      sources.push_back(f.emit(spec, v));
-    }
+    const auto sources = sources_of(c);
     const std::string stem = c.family + "_" + std::to_string(labels.size());
     auto src = dir.path() / (stem + ".cu");
     write_file_atomic(src, combine(sources));
