@@ -73,6 +73,13 @@ const std::vector<variant>& grid_variants() {
       {"team", {{"strategy", "team"}}},
       {"team_96", {{"strategy", "team"}, {"team_kb", "96"}, {"threads", "256"}}},
       {"split", {{"strategy", "split"}, {"splits", "32"}}},
+      // Values the compile test reaches only through its added variants: split sizes at both ends, the forward
+      // order, the team's largest segments, clusters of 2 and 16 (non-portable) blocks a row.
+      {"split_8_forward", {{"strategy", "split"}, {"splits", "8"}, {"reverse", "0"}}},
+      {"split_256", {{"strategy", "split"}, {"splits", "256"}}},
+      {"team_192", {{"strategy", "team"}, {"team_kb", "192"}}},
+      {"cluster_2", {{"strategy", "cluster"}, {"cluster", "2"}}},
+      {"cluster_16", {{"strategy", "cluster"}, {"cluster", "16"}}},
   };
   return vs;
 }
