@@ -244,6 +244,32 @@ __global__ void __launch_bounds__(BT) nhwc_kernel(pool_args a) {
   }
 }
 
+// s[0, V) = the sums of V channels at `base` over the rows (positions) first, first + step, ... below hw, rows C
+// elements apart; two rows in flight.
+template <int V, typename I>
+__device__ __forceinline__ void sum_rows(const in_t* base, I C, I first, I step, I hw, float* s) {
+  float s1[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) s[v] = s1[v] = 0.f;
+  I h = first;
+#pragma unroll 4
+  for (; h + step < hw; h += 2 * step) {
+    float x0[V], x1[V];
+    load_vec<in_t, V>(base + h * C, x0);
+    load_vec<in_t, V>(base + (h + step) * C, x1);
+#pragma unroll
+    for (int v = 0; v < V; ++v) s[v] += x0[v], s1[v] += x1[v];
+  }
+  if (h < hw) {
+    float x0[V];
+    load_vec<in_t, V>(base + h * C, x0);
+#pragma unroll
+    for (int v = 0; v < V; ++v) s[v] += x0[v];
+  }
+#pragma unroll
+  for (int v = 0; v < V; ++v) s[v] += s1[v];
+}
+
 // channels_last, small batches (small_cl_loop = V): a thread owns V channels of one image and adds up all of their
 // positions itself, two independent sums so the loads go out back to back: one round trip, no shuffles, no shared
 // memory, no barrier. Needs C % V == 0 and V-aligned x (launch_nhwc_loop checks).
@@ -252,27 +278,10 @@ __global__ void __launch_bounds__(BT) nhwc_loop_kernel(pool_args a) {
   const I C = (I)a.c, hw = (I)a.hw, vecs = C / V;
   for (I t = (I)blockIdx.x * BT + threadIdx.x; t < (I)a.n * vecs; t += (I)gridDim.x * BT) {
     const I n = t / vecs, c = (t - n * vecs) * V;
-    const in_t* base = a.x + n * hw * C + c;
-    float s0[V], s1[V];
+    float s[V];
+    sum_rows<V>(a.x + n * hw * C + c, C, (I)0, (I)1, hw, s);
 #pragma unroll
-    for (int v = 0; v < V; ++v) s0[v] = s1[v] = 0.f;
-    I h = 0;
-#pragma unroll 8
-    for (; h + 1 < hw; h += 2) {
-      float x0[V], x1[V];
-      load_vec<in_t, V>(base + h * C, x0);
-      load_vec<in_t, V>(base + (h + 1) * C, x1);
-#pragma unroll
-      for (int v = 0; v < V; ++v) s0[v] += x0[v], s1[v] += x1[v];
-    }
-    if (h < hw) {
-      float x0[V];
-      load_vec<in_t, V>(base + h * C, x0);
-#pragma unroll
-      for (int v = 0; v < V; ++v) s0[v] += x0[v];
-    }
-#pragma unroll
-    for (int v = 0; v < V; ++v) a.y[n * C + c + v] = from_f<out_t>(finalize((s0[v] + s1[v]) * a.inv_hw));
+    for (int v = 0; v < V; ++v) a.y[n * C + c + v] = from_f<out_t>(finalize(s[v] * a.inv_hw));
   }
 }
 
@@ -322,27 +331,9 @@ __global__ void __launch_bounds__(WPB * 32) nhwc_warp_kernel(pool_args a) {
   const I C = (I)a.c, hw = (I)a.hw, vecs = C / V;
   for (I u = (I)blockIdx.x * WPB + (I)(threadIdx.x / 32); u < (I)a.n * vecs; u += (I)gridDim.x * WPB) {
     const I n = u / vecs, c = (u - n * vecs) * V;
-    const in_t* base = a.x + n * hw * C + c;
-    float s0[V], s1[V];
-#pragma unroll
-    for (int v = 0; v < V; ++v) s0[v] = s1[v] = 0.f;
-    I h = lane;
-    for (; h + 32 < hw; h += 64) {
-      float x0[V], x1[V];
-      load_vec<in_t, V>(base + h * C, x0);
-      load_vec<in_t, V>(base + (h + 32) * C, x1);
-#pragma unroll
-      for (int v = 0; v < V; ++v) s0[v] += x0[v], s1[v] += x1[v];
-    }
-    if (h < hw) {
-      float x0[V];
-      load_vec<in_t, V>(base + h * C, x0);
-#pragma unroll
-      for (int v = 0; v < V; ++v) s0[v] += x0[v];
-    }
-#pragma unroll
-    for (int v = 0; v < V; ++v) s0[v] += s1[v];
-    const float s = scatter_sum<V, 16>(s0, lane);
+    float part[V];
+    sum_rows<V>(a.x + n * hw * C + c, C, (I)lane, (I)32, hw, part);
+    const float s = scatter_sum<V, 16>(part, lane);
     if ((lane & (32 / V - 1)) == 0) a.y[n * C + c + scatter_index<V>(lane)] = from_f<out_t>(finalize(s * a.inv_hw));
   }
 }
