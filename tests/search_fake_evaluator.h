@@ -53,9 +53,8 @@ class fake_evaluator : public evaluator {
   std::vector<eval_result> evaluate(const std::vector<candidate>& batch, double full_below_us,
                                     double stop_at_s) override {
     std::vector<eval_result> out;
-    for (auto& c : batch)
-      out.push_back(!out.empty() && stop_at_s > 0 && steady_seconds() >= stop_at_s ? eval_result{}
-                                                                                   : one(c, time_of(c) < full_below_us));
+    for (size_t i = 0; i < batch.size(); ++i)
+      out.push_back(left_out(i, stop_at_s) ? eval_result{} : one(batch[i], time_of(batch[i]) < full_below_us));
     return out;
   }
   eval_result confirm(const candidate& c) override {

@@ -21,6 +21,10 @@ inline double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// Whether evaluate() leaves out the i-th candidate of its batch for `stop_at_s` (see there): every one but the
+// first, once the time has come.
+inline bool left_out(size_t i, double stop_at_s) { return i > 0 && stop_at_s > 0 && steady_seconds() >= stop_at_s; }
+
 struct eval_result {
   // compile_failed | verify_failed | screened | measured; pending: not evaluated (the batch ran out of time)
   node_status status = node_status::pending;

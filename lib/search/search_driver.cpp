@@ -1,7 +1,6 @@
 #include "search/search_driver.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -12,11 +11,6 @@
 #include "util/error.h"
 
 namespace kf {
-namespace {
-
-double now_s() { return steady_seconds(); }
-
-}  // namespace
 
 search_driver::search_driver(const workload_spec& spec, device_kind device, std::string gpu_key, search_db& db,
                              evaluator& ev, search_options options)
@@ -166,7 +160,7 @@ search_progress search_driver::progress() const {
   }
   p.best_baselines = best_baselines(m_search.baselines);
   p.baselines = m_search.baselines;
-  p.elapsed_s = now_s() - m_started;
+  p.elapsed_s = steady_seconds() - m_started;
   if (m_session > 0) p.eta_s = p.elapsed_s / m_session * std::max(0, m_options.budget - m_evaluated);
   // A time limit ends the run first when it comes before the budget does.
   if (m_options.time_s > 0 && (p.eta_s < 0 || p.elapsed_s + p.eta_s > m_options.time_s))
@@ -176,16 +170,16 @@ search_progress search_driver::progress() const {
 
 search_outcome search_driver::run(const std::vector<candidate>& roots,
                                   const std::function<void(const search_progress&)>& on_progress) {
-  const double opened = now_s();
+  const double opened = steady_seconds();
   open_search(roots);  // times the baselines: a first torch.compile export takes minutes, not the search's time
-  m_started = now_s();
+  m_started = steady_seconds();
   m_baseline_s = m_started - opened;
   auto proposer = make_proposer(m_options.proposer, m_options.seed + static_cast<uint64_t>(m_evaluated));
   std::string reason;
   for (;;) {
     if (m_options.stop_requested && m_options.stop_requested()) { reason = "interrupted"; break; }
     if (m_evaluated >= m_options.budget) { reason = "budget"; break; }
-    if (m_options.time_s > 0 && now_s() - m_started >= m_options.time_s) { reason = "time"; break; }
+    if (m_options.time_s > 0 && steady_seconds() - m_started >= m_options.time_s) { reason = "time"; break; }
     int room = std::min(m_options.batch, m_options.budget - m_evaluated);
     std::vector<int64_t> batch;
     for (auto& n : m_tree.nodes())  // pending first: roots, and what a killed run had in flight

@@ -258,8 +258,6 @@ eval_result worker_evaluator::after_compile(const candidate& c, const compile_re
 
 std::vector<eval_result> worker_evaluator::evaluate(const std::vector<candidate>& batch, double full_below_us,
                                                    double stop_at_s) {
-  // The first candidate always runs: a batch the driver started makes progress.
-  auto late = [&](size_t i) { return i > 0 && stop_at_s > 0 && steady_seconds() >= stop_at_s; };
   std::vector<compile_request> reqs;
   for (size_t i = 0; i < batch.size(); ++i)
     reqs.push_back({batch[i].source, m_options.device.kind, "sm_90a", {}, fmt::format("candidate{}", i)});
@@ -270,12 +268,12 @@ std::vector<eval_result> worker_evaluator::evaluate(const std::vector<candidate>
     for (auto& q : reqs) jobs.push_back(std::async(std::launch::async, [this, q] { return m_compiler.compile(q); }));
     if (!m_warmed) warm_inputs();
     for (size_t i = 0; i < batch.size(); ++i)
-      out.push_back(late(i) ? eval_result{} : after_compile(batch[i], jobs[i].get(), full_below_us));
+      out.push_back(left_out(i, stop_at_s) ? eval_result{} : after_compile(batch[i], jobs[i].get(), full_below_us));
     return out;  // the futures of candidates left out wait for their compiles here (they run side by side)
   }
   auto compiled = m_compiler.compile_batch(reqs);
   for (size_t i = 0; i < batch.size(); ++i)
-    out.push_back(late(i) ? eval_result{} : after_compile(batch[i], compiled[i], full_below_us));
+    out.push_back(left_out(i, stop_at_s) ? eval_result{} : after_compile(batch[i], compiled[i], full_below_us));
   return out;
 }
 
