@@ -134,6 +134,29 @@ TEST(compile, batch_keeps_request_order) {
   EXPECT_NE(results[0].so_path, results[2].so_path);
 }
 
+// Two requests of one source in a batch (two knob sets that emit the same code) compile once: built twice in
+// parallel, the loser's cleanup raced the winner's folder.
+TEST(compile, batch_compiles_a_repeated_source_once) {
+  temp_dir t;
+  auto o = opts(t);
+  o.jobs = 4;
+  compiler c(o);
+  std::vector<compile_request> reqs(4, compile_request{k_good, device_kind::cpu});
+  reqs[2].extra_flags = {"-DOTHER=1"};
+  auto results = c.compile_batch(reqs);
+  ASSERT_EQ(results.size(), 4u);
+  for (auto& r : results) EXPECT_TRUE(r.ok) << r.log;
+  EXPECT_EQ(results[0].so_path, results[1].so_path);
+  EXPECT_EQ(results[0].so_path, results[3].so_path);
+  EXPECT_GT(results[0].seconds, 0.0);  // compiled, not found in the cache
+  EXPECT_EQ(results[1].seconds, results[0].seconds);  // shared, not built (or looked up) a second time
+  EXPECT_EQ(results[3].seconds, results[0].seconds);
+  EXPECT_NE(results[0].so_path, results[2].so_path);
+  int entries = 0;
+  for (auto& e : fs::directory_iterator(t.path() / "cache" / "compile")) entries += e.is_directory();
+  EXPECT_EQ(entries, 2);  // no leftover private folders either
+}
+
 TEST(compile, timeout_is_a_result_and_not_cached) {
   temp_dir t;
   fs::path slow = t.path() / "slow-cxx";

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <map>
 #include <regex>
 #include <thread>
 
@@ -155,14 +156,18 @@ std::string compiler::compiler_identity(device_kind device) {
   return id;
 }
 
-compile_result compiler::compile(const compile_request& req) {
-  compile_result result;
+std::string compiler::cache_key(const compile_request& req) {
   std::string abi = read_file(fs::path(m_options.include_dir) / "kf_abi.h");
   std::string flags;
   for (auto& f : command(req, "SRC", "OUT")) flags += f + "\n";
-  result.key = sha256_hex(fmt::format("kforge-compile-v1\n{}\n{}\n{}\n{}\n{}\n{}", device_kind_name(req.device),
-                                      req.device == device_kind::cuda ? req.arch : "", flags,
-                                      compiler_identity(req.device), abi, req.source));
+  return sha256_hex(fmt::format("kforge-compile-v1\n{}\n{}\n{}\n{}\n{}\n{}", device_kind_name(req.device),
+                                req.device == device_kind::cuda ? req.arch : "", flags, compiler_identity(req.device),
+                                abi, req.source));
+}
+
+compile_result compiler::compile(const compile_request& req) {
+  compile_result result;
+  result.key = cache_key(req);
   fs::path dir = fs::absolute(m_options.cache_root) / "compile" / result.key;
   std::error_code ec;
   if (fs::exists(dir / "result.json", ec)) {
@@ -214,15 +219,25 @@ compile_result compiler::compile(const compile_request& req) {
 
 std::vector<compile_result> compiler::compile_batch(const std::vector<compile_request>& requests) {
   std::vector<compile_result> results(requests.size());
+  // One compile per key: two threads building the same entry race for its folder, and the loser's cleanup
+  // removed a folder that the other had just filled (in a process with LibTorch loaded, whose own
+  // std::filesystem::remove_all binds first, that crashed: the device tests on the GPU runner).
+  std::vector<size_t> unique, first_of(requests.size());
+  std::map<std::string, size_t> seen;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto [it, fresh] = seen.emplace(cache_key(requests[i]), i);
+    first_of[i] = it->second;
+    if (fresh) unique.push_back(i);
+  }
   int jobs = m_options.jobs > 0 ? m_options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  jobs = std::min<int>(jobs, static_cast<int>(requests.size()));
+  jobs = std::min<int>(jobs, static_cast<int>(unique.size()));
   std::atomic<size_t> next{0};
   std::exception_ptr failure;
   std::mutex failure_mutex;
   auto work = [&] {
-    for (size_t i; (i = next++) < requests.size();) {
+    for (size_t u; (u = next++) < unique.size();) {
       try {
-        results[i] = compile(requests[i]);
+        results[unique[u]] = compile(requests[unique[u]]);
       } catch (...) {
         std::lock_guard lock(failure_mutex);
         if (!failure) failure = std::current_exception();
@@ -234,6 +249,8 @@ std::vector<compile_result> compiler::compile_batch(const std::vector<compile_re
   work();
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);  // infrastructure only: compile errors are results
+  for (size_t i = 0; i < requests.size(); ++i)
+    if (first_of[i] != i) results[i] = results[first_of[i]];
   return results;
 }
 

@@ -65,8 +65,11 @@ class compiler {
  public:
   explicit compiler(compile_options options = {});
   compile_result compile(const compile_request& request);
-  // Compiles all requests on a pool of threads; results are in the order of the requests.
+  // Compiles all requests on a pool of threads; results are in the order of the requests. Requests with one
+  // cache key (the same source and flags) are compiled once and share the result.
   std::vector<compile_result> compile_batch(const std::vector<compile_request>& requests);
+  // The cache key of a request: its device, arch, flags, the compiler's identity, kf_abi.h and the source.
+  std::string cache_key(const compile_request& request);
   const compile_options& options() const { return m_options; }
 
   // The compiler command line for one request, and the compiler's identity (part of the cache key).
