@@ -86,6 +86,34 @@ TEST(static_scan, each_rule_with_its_line) {
   EXPECT_EQ(f[0].token, "printf");
 }
 
+// A cheat the dynamic checks catch only when the race shows: a PDL launch whose kernel reads its input without
+// waiting for the kernel that wrote it.
+TEST(static_scan, a_pdl_launch_must_wait_for_the_previous_grid) {
+  const char* launch = R"(__global__ void k(const float* x, float* y) { WAIT y[0] = x[0]; }
+int go(const float* x, float* y, cudaStream_t s) {
+  cudaLaunchAttribute a = {};
+  a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  a.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t c = {}; c.stream = s; c.attrs = &a; c.numAttrs = 1;
+  return cudaLaunchKernelEx(&c, k, x, y);
+}
+)";
+  auto with = [&](const char* wait) {
+    std::string src = launch;
+    src.replace(src.find("WAIT"), 4, wait);
+    return src;
+  };
+  auto f = static_scan(with(""), {});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].rule, "static.pdl_wait");
+  EXPECT_EQ(f[0].line, 4);
+  // Named in a comment only, the wait is still missing.
+  EXPECT_TRUE(finds(with("/* griddepcontrol.wait */"), "static.pdl_wait"));
+  EXPECT_FALSE(finds(with("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");"), "static.pdl_wait"));
+  EXPECT_FALSE(finds(with("cudaGridDependencySynchronize();"), "static.pdl_wait"));
+  EXPECT_FALSE(finds("__global__ void k(){}", "static.pdl_wait"));
+}
+
 TEST(static_scan, ordinary_names_are_not_findings) {
   // variables named like banned calls, method calls and namespaces that merely look alike
   const char* src = R"(

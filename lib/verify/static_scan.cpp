@@ -29,7 +29,7 @@ constexpr std::string_view k_stream = "static.stream_creation", k_thread = "stat
                            k_sync = "static.device_sync", k_io = "static.host_io", k_proc = "static.process",
                            k_l2 = "static.l2_persistence", k_dl = "static.dynamic_loading",
                            k_lib = "static.library_call", k_default = "static.default_stream",
-                           k_load = "static.load_time_code";
+                           k_load = "static.load_time_code", k_pdl = "static.pdl_wait";
 
 const std::vector<pattern>& patterns() {
   static const std::vector<pattern> table = {
@@ -269,6 +269,25 @@ void scan_launches(std::string_view t, std::vector<scan_finding>& out) {
   }
 }
 
+// A launch with programmatic dependent launch may start before the kernel ahead of it on the stream has finished
+// writing: the source must wait for it (griddepcontrol.wait, in an asm string, or cudaGridDependencySynchronize)
+// somewhere, or its kernels may read inputs that are not written yet. `code` keeps string contents (asm text).
+void scan_pdl(std::string_view text, std::string_view code, std::vector<scan_finding>& out) {
+  size_t first = std::string_view::npos;
+  for (std::string_view id : {"cudaLaunchAttributeProgrammaticStreamSerialization",
+                              "programmaticStreamSerializationAllowed", "cudaLaunchAttributeProgrammaticEvent",
+                              "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION",
+                              "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT"})
+    first = std::min(first, text.find(id));
+  if (first == std::string_view::npos) return;
+  if (code.find("griddepcontrol.wait") != std::string_view::npos ||
+      text.find("cudaGridDependencySynchronize") != std::string_view::npos)
+    return;
+  out.push_back({std::string(k_pdl), line_of(text, first), "programmatic dependent launch",
+                 "launches with PDL but never waits for the previous grid (griddepcontrol.wait or "
+                 "cudaGridDependencySynchronize): its kernels may read inputs before they are written"});
+}
+
 }  // namespace
 
 std::string blank_comments(std::string_view src, bool also_strings) {
@@ -381,7 +400,10 @@ std::vector<scan_finding> static_scan(std::string_view source, const scan_option
     }
     ++i;
   }
-  if (options.device == device_kind::cuda) scan_launches(text, out);
+  if (options.device == device_kind::cuda) {
+    scan_launches(text, out);
+    scan_pdl(text, no_comments, out);
+  }
   std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.line < b.line; });
   return out;
 }

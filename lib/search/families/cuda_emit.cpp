@@ -190,32 +190,70 @@ __device__ __forceinline__ T cluster_reduce(T v, F comb, T* scratch, T* slot) {
   return r;
 }
 
-// Launches `kernel` with one launch attribute (a cluster shape, a cooperative launch). Non-zero when the device
+// Launches `kernel` with launch attributes (a cluster shape, a cooperative launch, PDL). Non-zero when the device
 // refuses.
 template <typename K, typename... A>
-inline int launch_with(cudaLaunchAttribute attr, K kernel, dim3 grid, int threads, size_t smem, cudaStream_t s,
-                       A... args) {
+inline int launch_ex(const cudaLaunchAttribute* attrs, int n_attrs, K kernel, dim3 grid, int threads, size_t smem,
+                     cudaStream_t s, A... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(threads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  cfg.attrs = const_cast<cudaLaunchAttribute*>(attrs);
+  cfg.numAttrs = n_attrs;
   return cudaLaunchKernelEx(&cfg, kernel, args...) == cudaSuccess ? 0 : 3;
 }
-
-// Launches `kernel` on a grid of clusters of `cl` CTAs along x. Non-zero when the device refuses.
 template <typename K, typename... A>
+inline int launch_with(cudaLaunchAttribute attr, K kernel, dim3 grid, int threads, size_t smem, cudaStream_t s,
+                       A... args) {
+  return launch_ex(&attr, 1, kernel, grid, threads, smem, s, args...);
+}
+
+// ---- programmatic dependent launch (the `pdl` knob) ----
+// Launched with PDL, a kernel's blocks may be scheduled while the kernel before it on the stream is still finishing
+// (its last blocks exiting, its memory being flushed), so its own launch latency overlaps that tail. Every kernel
+// so launched runs wait_prior_grid before its first access to global memory: griddepcontrol.wait returns once the
+// grids it depends on have completed and their memory is visible. It never triggers its dependents early, so the
+// next kernel on the stream starts as it would after any kernel.
+template <bool PDL>
+__device__ __forceinline__ void wait_prior_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (PDL) asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+inline cudaLaunchAttribute pdl_attr() {
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  return attr;
+}
+
+// kernel<<<grid, threads, smem, s>>>(args...), with PDL when asked. Non-zero on a launch error.
+template <bool PDL, typename K, typename... A>
+inline int launch_kernel(K kernel, dim3 grid, int threads, size_t smem, cudaStream_t s, A... args) {
+  if constexpr (PDL) {
+    const cudaLaunchAttribute attr = pdl_attr();
+    return launch_ex(&attr, 1, kernel, grid, threads, smem, s, args...);
+  } else {
+    kernel<<<grid, threads, smem, s>>>(args...);
+    return cudaGetLastError() == cudaSuccess ? 0 : 3;
+  }
+}
+
+// Launches `kernel` on a grid of clusters of `cl` CTAs along x, with PDL when asked. Non-zero when the device
+// refuses.
+template <bool PDL = false, typename K, typename... A>
 inline int launch_clusters(K kernel, int cl, dim3 grid, int threads, size_t smem, cudaStream_t s, A... args) {
   if (cl > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
     return 3;
-  cudaLaunchAttribute attr = {};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = cl;
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  return launch_with(attr, kernel, grid, threads, smem, s, args...);
+  cudaLaunchAttribute attrs[2] = {};
+  attrs[0].id = cudaLaunchAttributeClusterDimension;
+  attrs[0].val.clusterDim.x = cl;
+  attrs[0].val.clusterDim.y = 1;
+  attrs[0].val.clusterDim.z = 1;
+  attrs[1] = pdl_attr();
+  return launch_ex(attrs, PDL ? 2 : 1, kernel, grid, threads, smem, s, args...);
 }
 
 // Whether a tensor has the standard row-major strides of its shape (size-1 dims may have any stride).

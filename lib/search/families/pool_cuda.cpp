@@ -98,6 +98,9 @@ class pool_cuda final : public family {
          "channels_last, small-batch launch: N > 0 gives each warp one 16-byte vector of channels of one image, its "
          "lanes the positions, then a shuffle reduce-scatter (no shared memory, no barrier), N warps a block (ahead "
          "of small_cl_loop; falls back when C is not a multiple of 16 bytes)"},
+        {"pdl", {"0", "1"},
+         "1: launched with programmatic dependent launch, the blocks scheduled while the previous kernel on the "
+         "stream finishes and waiting (griddepcontrol.wait) for its results before touching memory"},
     };
   }
 
@@ -105,7 +108,9 @@ class pool_cuda final : public family {
     knob_values v{{"threads", "256"},        {"vec", "8"},         {"tpp", "4"},
                   {"cl_threads", "32"},      {"small_tpp", "8"},   {"small_direct", "0"},
                   {"small_cl_threads", "2"}, {"small_threads", "128"}, {"small_cl_loop", "0"},
-                  {"small_cl_warp", "0"}};
+                  {"small_cl_warp", "0"},    {"pdl", "1"}};
+    // pdl=1: on an H200 (harness, [N, 2048, 7, 7] fp16, hot in a CUDA graph, the stored winners' knobs with and
+    // without it) N = 1 1.56 -> 1.33 us NCHW and 1.79 -> 1.52 channels_last, N = 32 3.05 -> 2.77 and 2.67 -> 2.36.
     auto g = match_pool(spec, nullptr);
     if (!g) return v;
     v["vec"] = std::to_string(std::max<int>(1, std::min<int>(8, static_cast<int>(16 / dtype_size(g->in_type)))));
@@ -202,11 +207,11 @@ class pool_cuda final : public family {
         "constexpr int k_threads = {};\nconstexpr int k_vec = {};\nconstexpr int k_tpp = {};\nconstexpr int k_clt = {};\n"
         "constexpr int k_small_threads = {};\nconstexpr int k_small_tpp = {};\nconstexpr int k_small_direct = {};\n"
         "constexpr int k_small_clt = {};\nconstexpr int k_small_cl_loop = {};\nconstexpr int k_small_cl_warp = {};\n"
-        "constexpr int k_flat_k = {};\n"
+        "constexpr int k_flat_k = {};\nconstexpr bool k_pdl = {};\n"
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\n",
         used.at("threads"), used.at("vec"), used.at("tpp"), used.at("cl_threads"), small_block(used), used.at("small_tpp"),
         used.at("small_direct"), used.at("small_cl_threads"), used.at("small_cl_loop"), used.at("small_cl_warp"),
-        k_flat_vectors, spec.inputs.size(), input_index(spec, g->input));
+        k_flat_vectors, used.at("pdl") == "1", spec.inputs.size(), input_index(spec, g->input));
     const std::string post = cuda_emit::rounding_code(g->epilogue_casts);
     s += fmt::format("\n__device__ __forceinline__ float finalize(float x) {{\n{}  return x;\n}}\n", post);
     s += pool_cuda_body();

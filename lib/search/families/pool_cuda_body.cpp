@@ -44,6 +44,7 @@ __device__ __forceinline__ float strided_sum(const in_t* x, I hw, int sub) {
 // I: the index type, int where every index fits (index_fits).
 template <int BT, int V, int TPP, bool STAGED, typename I>
 __global__ void __launch_bounds__(BT) nchw_kernel(pool_args a) {
+  wait_prior_grid<k_pdl>();  // before any access to global memory (a no-op unless k_pdl)
   extern __shared__ __align__(16) unsigned char smem_raw[];
   in_t* tile = reinterpret_cast<in_t*>(smem_raw);
   constexpr int P = BT / TPP;
@@ -138,6 +139,7 @@ __device__ __forceinline__ void flat_runs(float* part, int nv, int i, const floa
 
 template <int BT, int P>
 __global__ void __launch_bounds__(BT) nchw_flat_kernel(pool_args a) {
+  wait_prior_grid<k_pdl>();  // before any access to global memory (a no-op unless k_pdl)
   static_assert(P <= BT, "a thread adds each plane");
   constexpr int V = k_flat_v, K = k_flat_k;
   extern __shared__ float part[];  // [flat_slots(hw)][nv]
@@ -200,6 +202,7 @@ bool flat_fits(const pool_args& a) {
 // share channels first add through shuffles, so shared memory holds one partial row per warp (CLT <= 32).
 template <int BT, int V, int CLT, typename I>
 __global__ void __launch_bounds__(BT) nhwc_kernel(pool_args a) {
+  wait_prior_grid<k_pdl>();  // before any access to global memory (a no-op unless k_pdl)
   constexpr int HS = BT / CLT, W = CLT * V;
   constexpr int R = CLT <= 32 ? BT / 32 : HS;  // partial rows left for shared memory
   __shared__ float part[R * W];
@@ -275,6 +278,7 @@ __device__ __forceinline__ void sum_rows(const in_t* base, I C, I first, I step,
 // memory, no barrier. Needs C % V == 0 and V-aligned x (launch_nhwc_loop checks).
 template <int BT, int V, typename I>
 __global__ void __launch_bounds__(BT) nhwc_loop_kernel(pool_args a) {
+  wait_prior_grid<k_pdl>();  // before any access to global memory (a no-op unless k_pdl)
   const I C = (I)a.c, hw = (I)a.hw, vecs = C / V;
   for (I t = (I)blockIdx.x * BT + threadIdx.x; t < (I)a.n * vecs; t += (I)gridDim.x * BT) {
     const I n = t / vecs, c = (t - n * vecs) * V;
@@ -326,6 +330,7 @@ __device__ __forceinline__ int scatter_index(int lane) {
 
 template <int WPB, typename I>
 __global__ void __launch_bounds__(WPB * 32) nhwc_warp_kernel(pool_args a) {
+  wait_prior_grid<k_pdl>();  // before any access to global memory (a no-op unless k_pdl)
   constexpr int V = k_scatter_v;
   const int lane = threadIdx.x & 31;
   const I C = (I)a.c, hw = (I)a.hw, vecs = C / V;
@@ -364,6 +369,12 @@ inline bool index_fits(const pool_args& a, int64_t step) {
   return (a.n * a.c + step) * a.hw < 0x7fffffffll;
 }
 
+// kernel<<<grid, threads, smem, s>>>(a), with PDL where the pdl knob asks for it. Non-zero on a launch error.
+template <typename K>
+inline int start(K kernel, unsigned grid, int threads, size_t smem, const pool_args& a, cudaStream_t s) {
+  return launch_kernel<k_pdl>(kernel, dim3(grid), threads, smem, s, a);
+}
+
 // The kernel for planes of `vec`-aligned size and address or not, staged or not, with int indices where they fit.
 template <int BT, int TPP, bool STAGED>
 auto nchw_kernel_for(bool vec, bool narrow) {
@@ -382,44 +393,37 @@ int launch_nchw(const pool_args& a, cudaStream_t s) {
     if (flat_fits<BT, P>(a)) {
       const int hw = (int)a.hw;
       const size_t smem = sizeof(float) * (size_t)flat_slots(hw) * (size_t)(P * hw / k_flat_v);
-      nchw_flat_kernel<BT, P><<<grid, BT, smem, s>>>(a);
-      return 0;
+      return start(nchw_flat_kernel<BT, P>, grid, BT, smem, a, s);
     }
   }
   const size_t smem = (size_t)P * (size_t)a.hw * sizeof(in_t);
   const bool staged = MODE == 0 && smem <= 96 * 1024;
   const bool vec = (P * a.hw) % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
   const bool narrow = index_fits(a, (int64_t)grid * P);
-  if (!staged) {
-    nchw_kernel_for<BT, TPP, false>(vec, narrow)<<<grid, BT, 0, s>>>(a);
-    return 0;
-  }
+  if (!staged) return start(nchw_kernel_for<BT, TPP, false>(vec, narrow), grid, BT, 0, a, s);
   auto kernel = nchw_kernel_for<BT, TPP, true>(vec, narrow);
   if (smem > 48 * 1024 &&
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
     return 3;
-  kernel<<<grid, BT, smem, s>>>(a);
-  return 0;
+  return start(kernel, grid, BT, smem, a, s);
 }
 
-// Non-zero when the loop kernel cannot take this input (channels not a multiple of V, x not V-aligned).
+// -1 when the loop kernel cannot take this input (channels not a multiple of V, x not V-aligned).
 template <int BT, int V>
 int launch_nhwc_loop(const pool_args& a, cudaStream_t s) {
-  if (a.c % V != 0 || !aligned(a.x, vec_align<in_t, V>())) return 1;
+  if (a.c % V != 0 || !aligned(a.x, vec_align<in_t, V>())) return -1;
   const unsigned grid = grid_of(blocks_for(a.n * (a.c / V), BT));
-  if (index_fits(a, (int64_t)grid * BT)) nhwc_loop_kernel<BT, V, int><<<grid, BT, 0, s>>>(a);
-  else nhwc_loop_kernel<BT, V, int64_t><<<grid, BT, 0, s>>>(a);
-  return 0;
+  const bool narrow = index_fits(a, (int64_t)grid * BT);
+  return start(narrow ? nhwc_loop_kernel<BT, V, int> : nhwc_loop_kernel<BT, V, int64_t>, grid, BT, 0, a, s);
 }
 
-// Non-zero when the warp kernel cannot take this input (channels not a multiple of 16 bytes, x not 16-aligned).
+// -1 when the warp kernel cannot take this input (channels not a multiple of 16 bytes, x not 16-aligned).
 template <int WPB>
 int launch_nhwc_warp(const pool_args& a, cudaStream_t s) {
-  if (a.c % k_scatter_v != 0 || !aligned(a.x, 16)) return 1;
+  if (a.c % k_scatter_v != 0 || !aligned(a.x, 16)) return -1;
   const unsigned grid = grid_of(blocks_for(a.n * (a.c / k_scatter_v), WPB));
-  if (index_fits(a, (int64_t)grid * WPB)) nhwc_warp_kernel<WPB, int><<<grid, WPB * 32, 0, s>>>(a);
-  else nhwc_warp_kernel<WPB, int64_t><<<grid, WPB * 32, 0, s>>>(a);
-  return 0;
+  const bool narrow = index_fits(a, (int64_t)grid * WPB);
+  return start(narrow ? nhwc_warp_kernel<WPB, int> : nhwc_warp_kernel<WPB, int64_t>, grid, WPB * 32, 0, a, s);
 }
 
 template <int BT, int CLT>
@@ -427,9 +431,9 @@ int launch_nhwc(const pool_args& a, cudaStream_t s) {
   const bool vec = a.c % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
   const unsigned blocks = grid_of(a.n * blocks_for(a.c, (int64_t)CLT * (vec ? k_vec : 1)));
   const bool narrow = index_fits(a, blocks);
-  if (vec) (narrow ? nhwc_kernel<BT, k_vec, CLT, int> : nhwc_kernel<BT, k_vec, CLT, int64_t>)<<<blocks, BT, 0, s>>>(a);
-  else (narrow ? nhwc_kernel<BT, 1, CLT, int> : nhwc_kernel<BT, 1, CLT, int64_t>)<<<blocks, BT, 0, s>>>(a);
-  return 0;
+  auto kernel = vec ? (narrow ? nhwc_kernel<BT, k_vec, CLT, int> : nhwc_kernel<BT, k_vec, CLT, int64_t>)
+                    : (narrow ? nhwc_kernel<BT, 1, CLT, int> : nhwc_kernel<BT, 1, CLT, int64_t>);
+  return start(kernel, blocks, BT, 0, a, s);
 }
 
 int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_t s) {
@@ -455,21 +459,18 @@ int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_
   // (k_small_threads threads each).
   if (contiguous(x)) {
     const bool small = k_small_tpp > 0 && blocks_for(a.n * a.c, k_threads / k_tpp) < sm_count();
-    const int rc = small ? launch_nchw<k_small_threads, k_tpp_small, k_small_direct>(a, s)
-                         : launch_nchw<k_threads, k_tpp, 0>(a, s);
-    if (rc != 0) return rc;
-  } else if (nhwc) {
-    const bool small = a.n * blocks_for(C, (int64_t)k_clt * k_vec) < sm_count();
-    bool looped = false;  // the warp or loop kernel, when asked for and the input allows it
-    if constexpr (k_small_cl_warp > 0) looped = small && launch_nhwc_warp<k_small_cl_warp>(a, s) == 0;
-    if constexpr (k_small_cl_loop > 0)
-      looped = looped || (small && launch_nhwc_loop<k_small_threads, k_small_cl_loop>(a, s) == 0);
-    if (!looped && small && k_small_clt > 0) launch_nhwc<k_small_threads, k_clt_small>(a, s);
-    else if (!looped) launch_nhwc<k_threads, k_clt>(a, s);
-  } else {
-    return 1;
+    return small ? launch_nchw<k_small_threads, k_tpp_small, k_small_direct>(a, s)
+                 : launch_nchw<k_threads, k_tpp, 0>(a, s);
   }
-  return cudaGetLastError() == cudaSuccess ? 0 : 3;
+  if (!nhwc) return 1;
+  const bool small = a.n * blocks_for(C, (int64_t)k_clt * k_vec) < sm_count();
+  int rc = -1;  // the warp or loop kernel, when asked for and the input allows it
+  if constexpr (k_small_cl_warp > 0)
+    if (small) rc = launch_nhwc_warp<k_small_cl_warp>(a, s);
+  if constexpr (k_small_cl_loop > 0)
+    if (small && rc < 0) rc = launch_nhwc_loop<k_small_threads, k_small_cl_loop>(a, s);
+  if (rc >= 0) return rc;
+  return small && k_small_clt > 0 ? launch_nhwc<k_small_threads, k_clt_small>(a, s) : launch_nhwc<k_threads, k_clt>(a, s);
 }
 )CUDA";
 }

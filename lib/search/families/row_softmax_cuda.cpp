@@ -80,13 +80,17 @@ class row_softmax_cuda final : public family {
         {"stream_store", {"0", "1"}, "evict-first stores of the output"},
         {"tanh", {"exp", "approx"}, "softcap's tanh: one exp and one reciprocal (~1e-7) or tanh.approx.f32 (~5e-4 relative)"},
         {"fit", {"0", "1"}, "strategy=block: at run time, halve the block while the row still fits its registers"},
+        {"pdl", {"0", "1"},
+         "1: launched with programmatic dependent launch, the blocks scheduled while the previous kernel on the "
+         "stream finishes and waiting (griddepcontrol.wait) for its results before touching memory"},
     };
   }
 
   knob_values default_variant(const workload_spec& spec) const override {
     knob_values v{{"strategy", "block"}, {"threads", "256"}, {"vec", "8"},  {"chunks", "1"},
                   {"cluster", "8"},      {"cache", "regs"},  {"online", "0"}, {"unroll", "1"},
-                  {"stream_store", "0"}, {"tanh", "exp"},   {"fit", "1"}};
+                  {"stream_store", "0"}, {"tanh", "exp"},   {"fit", "1"},
+                  {"pdl", "1"}};  // H200 harness, Qwen router [4096, 256], hot: 2.89 -> 2.54 us at 256 threads
     auto g = match_softmax(spec, nullptr);
     if (!g) return v;
     const int vec = std::min<int>(8, static_cast<int>(16 / dtype_size(g->in_type)));
@@ -177,13 +181,13 @@ class row_softmax_cuda final : public family {
         "constexpr int NT = {};\nconstexpr int k_vec = {};\nconstexpr int k_chunks = {};\nconstexpr int k_cluster = {};\n"
         "constexpr int k_unroll = {};\nconstexpr bool k_online = {};\nconstexpr bool k_cache_smem = {};\n"
         "constexpr bool k_stream_store = {};\nconstexpr bool k_log = {};\nconstexpr int k_topk = {};\n"
-        "constexpr bool k_fit = {};\n"
+        "constexpr bool k_fit = {};\nconstexpr bool k_pdl = {};\n"
         "constexpr size_t k_smem_limit = 227 * 1024;\n"
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\nconstexpr int k_n_masks = {};\n",
         st, v.at("threads"), v.at("vec"), v.at("chunks"), v.at("cluster"), v.at("unroll"),
         v.at("online") == "1" ? "true" : "false", v.at("cache") == "smem" ? "true" : "false",
         v.at("stream_store") == "1" ? "true" : "false", g.log ? "true" : "false", g.topk,
-        v.at("fit") == "1" ? "true" : "false", spec.inputs.size(),
+        v.at("fit") == "1" ? "true" : "false", v.at("pdl") == "1" ? "true" : "false", spec.inputs.size(),
         input_index(spec, g.input), nm);
     s += fmt::format("constexpr int k_mask_input[] = {{{}}};\n", nm ? mask_idx : "-1");
     s += fmt::format("constexpr int k_mask_dtype[] = {{{}}};\n", nm ? mask_codes : "-1");

@@ -238,6 +238,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
 
 template <int V>
 __global__ void __launch_bounds__(NT) softmax_kernel(row_args a) {
+  wait_prior_grid<k_pdl>();  // before any access to global memory (a no-op unless k_pdl)
   __shared__ f2 scratch[NT / 32];
   __shared__ f2 slot;
   extern __shared__ float dyn[];
@@ -274,18 +275,17 @@ int run(row_args a, cudaStream_t s) {
   const int64_t k_grid_cap = 1 << 22;
   if constexpr (k_strategy == s_warp) {
     const int64_t blocks = (a.rows + NT / 32 - 1) / (NT / 32);
-    kernel<<<(unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap), NT, smem, s>>>(a);
+    return launch_kernel<k_pdl>(kernel, dim3((unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap)), NT, smem, s, a);
   } else if constexpr (k_strategy == s_block) {
     // k_fit: a short row gets a narrower block (more rows in flight per SM), as long as it still fits the
     // register cache of `k_chunks` vectors per thread.
     int bt = NT;
     while (k_fit && !a.use_smem && bt > 64 && a.n <= (int64_t)k_chunks * (bt / 2) * V) bt /= 2;
-    kernel<<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), bt, smem, s>>>(a);
+    return launch_kernel<k_pdl>(kernel, dim3((unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap)), bt, smem, s, a);
   } else {
     const dim3 grid(k_cluster, (unsigned)(a.rows < 65535 ? a.rows : 65535));
-    if (launch_clusters(kernel, k_cluster, grid, NT, smem, s, a) != 0) return 3;
+    return launch_clusters<k_pdl>(kernel, k_cluster, grid, NT, smem, s, a);
   }
-  return cudaGetLastError() == cudaSuccess ? 0 : 3;
 }
 
 int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_t s) {
