@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "crash_context.h"
 #include "exec/compile.h"
 #include "exec/impl_torch.h"
 #include "search/family.h"
@@ -50,7 +51,9 @@ std::vector<std::unique_ptr<impl>> build(const workload_spec& spec, const std::v
     EXPECT_TRUE(f->valid(k, spec, &why)) << v.label << ": " << why;
     reqs.push_back({f->emit(spec, k), device_kind::cuda, "sm_90a", {}, v.label});
   }
+  test::crash_context("compiling " + std::to_string(reqs.size()) + " " + family_name + " variants");
   auto results = compiler().compile_batch(reqs);
+  test::crash_context("loading them");
   std::vector<std::unique_ptr<impl>> out;
   for (size_t i = 0; i < vs.size(); ++i) {
     EXPECT_TRUE(results[i].ok) << vs[i].label << ": " << results[i].log.substr(0, 4000);
@@ -74,12 +77,22 @@ const std::vector<variant>& grid_variants() {
       {"team_96", {{"strategy", "team"}, {"team_kb", "96"}, {"threads", "256"}}},
       {"split", {{"strategy", "split"}, {"splits", "32"}}},
       // Values the compile test reaches only through its added variants: split sizes at both ends, the forward
-      // order, the team's largest segments, clusters of 2 and 16 (non-portable) blocks a row.
+      // order, the team's 144 KiB segments (192, the default, is `team`), clusters of 2 and 16 (non-portable)
+      // blocks a row.
       {"split_8_forward", {{"strategy", "split"}, {"splits", "8"}, {"reverse", "0"}}},
       {"split_256", {{"strategy", "split"}, {"splits", "256"}}},
-      {"team_192", {{"strategy", "team"}, {"team_kb", "192"}}},
+      {"team_144", {{"strategy", "team"}, {"team_kb", "144"}}},
       {"cluster_2", {{"strategy", "cluster"}, {"cluster", "2"}}},
       {"cluster_16", {{"strategy", "cluster"}, {"cluster", "16"}}},
+      // The ring of shared-memory slots: few and many slots a block, every `ahead`, the team handover for small
+      // tensors; rows too long for the device's shared memory (the last shape) take the stream kernel instead.
+      {"ring", {{"strategy", "ring"}}},
+      {"ring_64_few_slots", {{"strategy", "ring"}, {"ring_kb", "64"}, {"seg_kb", "16"}, {"threads", "128"}}},
+      {"ring_96_ahead1", {{"strategy", "ring"}, {"ring_kb", "96"}, {"ahead", "1"}}},
+      {"ring_128_ahead3", {{"strategy", "ring"}, {"ring_kb", "128"}, {"seg_kb", "16"}, {"ahead", "3"}}},
+      {"ring_224_many_slots",
+       {{"strategy", "ring"}, {"ring_kb", "224"}, {"seg_kb", "8"}, {"ahead", "4"}, {"stats", "sumsq"}, {"threads", "512"}}},
+      {"ring_team_l2", {{"strategy", "ring"}, {"team_l2", "25"}, {"team_kb", "96"}}},
   };
   return vs;
 }
@@ -98,8 +111,9 @@ TEST(families_cuda_run, grid_strategies_match_torch_across_shapes_launch_after_l
   auto opt = at::TensorOptions().device(at::kCUDA);
   // Long rows (2 MiB groups: many segments and team members), a row shorter than one segment, odd H*W (the
   // scalar path, partial last segments), then the first shape again: each launch must start from clean counters.
+  // Last, 25 MiB groups: more than the ring's slots hold on an H200.
   const std::vector<std::vector<int64_t>> shapes = {
-      {1, 32, 512, 512}, {2, 32, 8, 8}, {3, 32, 37, 29}, {1, 32, 512, 512}, {4, 32, 96, 160}};
+      {1, 32, 512, 512}, {2, 32, 8, 8}, {3, 32, 37, 29}, {1, 32, 512, 512}, {4, 32, 96, 160}, {1, 32, 2048, 1536}};
   at::manual_seed(7);
   for (size_t i = 0; i < impls.size(); ++i) {
     if (!impls[i]) continue;
@@ -108,6 +122,7 @@ TEST(families_cuda_run, grid_strategies_match_torch_across_shapes_launch_after_l
       auto w = at::randn({32}, opt), b = at::randn({32}, opt);
       auto y = at::full(shape, std::nan(""), opt.dtype(at::kBFloat16));
       std::vector<at::Tensor> out{y};
+      test::crash_context(grid_variants()[i].label + " on " + c10::str(at::IntArrayRef(shape)));
       ASSERT_EQ(impls[i]->launch({x, w, b}, out, stream.stream()), 0) << grid_variants()[i].label;
       ASSERT_EQ(cudaStreamSynchronize(stream.stream()), cudaSuccess) << grid_variants()[i].label;
       EXPECT_LT(worst_error(y, group_norm_silu_ref(x, w, b)), 2e-2)
@@ -209,6 +224,85 @@ TEST(families_cuda_run, pool_channels_last_small_launches_match_torch) {
                                                  {"warp4", {{"small_cl_warp", "4"}}},
                                                  {"loop2", {{"small_cl_loop", "2"}}},
                                              });
+}
+
+// A kernel launched with PDL (pdl=1) may be scheduled before the kernel ahead of it on the stream has finished: it
+// must still read what that kernel wrote. Each launch here follows a kernel that rewrites x (x *= 2), in stream
+// order and replayed from a CUDA graph, as hot timing runs them; a launch that read x before the copy finished
+// would return the previous input's answer.
+TEST(families_cuda_run, pdl_launches_read_what_the_kernel_before_them_wrote) {
+  REQUIRE_GPU();
+  c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(false, 0);
+  c10::cuda::CUDAStreamGuard guard(stream);
+  struct op_case {
+    std::string family;
+    workload_spec spec;
+    std::vector<int64_t> shape;
+    std::vector<variant> variants;
+  };
+  const std::vector<variant> pool_variants = {{"pool_pdl", {{"pdl", "1"}}},
+                                              {"pool_pdl_direct", {{"pdl", "1"}, {"small_direct", "1"}}}};
+  const std::vector<op_case> ops = {
+      {"pool_cuda", test::pool_spec(), {1, 2048, 7, 7}, pool_variants},
+      {"pool_cuda", test::pool_spec(), {32, 2048, 7, 7}, pool_variants},
+      {"pool_cuda", test::pool_spec("channels_last"), {1, 2048, 7, 7}, {{"pool_cl_pdl", {{"pdl", "1"}}}}},
+      {"row_softmax_cuda", test::softmax_spec(), {1, 8, 256, 256},
+       {{"softmax_warp_pdl", {{"pdl", "1"}, {"strategy", "warp"}, {"threads", "128"}, {"chunks", "1"}}},
+        {"softmax_block_pdl", {{"pdl", "1"}, {"strategy", "block"}, {"threads", "128"}, {"chunks", "1"}}},
+        {"softmax_cluster_pdl", {{"pdl", "1"}, {"strategy", "cluster"}, {"cluster", "2"}, {"threads", "128"}}}}},
+  };
+  at::manual_seed(3);
+  for (auto& op : ops) {
+    auto impls = build(op.spec, op.variants, op.family);
+    const bool cl = op.spec.inputs[0].memory_format == "channels_last";
+    auto opt = at::TensorOptions().device(at::kCUDA).dtype(op.family == "pool_cuda" ? at::kHalf : at::kBFloat16);
+    auto fresh = [&] {
+      auto t = at::randn(op.shape, opt) * 4 + 1;
+      return cl ? t.contiguous(at::MemoryFormat::ChannelsLast) : t;
+    };
+    auto want_for = [&](const at::Tensor& in) {
+      if (op.family == "pool_cuda") return in.to(at::kDouble).mean({2, 3});
+      return at::softmax(at::tanh(in.to(at::kDouble) / 50) * 50 * 0.5, -1);
+    };
+    for (size_t i = 0; i < impls.size(); ++i) {
+      if (!impls[i]) continue;
+      const std::string label = op.variants[i].label + " on " + c10::str(at::IntArrayRef(op.shape));
+      auto x = fresh();
+      const std::vector<at::Tensor> next = {fresh(), fresh(), fresh()};
+      auto y_shape = op.family == "pool_cuda" ? std::vector<int64_t>{op.shape[0], op.shape[1]} : op.shape;
+      std::vector<at::Tensor> ys;
+      for (size_t k = 0; k < next.size(); ++k) ys.push_back(at::full(y_shape, std::nan(""), opt));
+      std::vector<at::Tensor> halves;  // exact: x / 2 in a 16-bit float
+      for (auto& t : next) halves.push_back(t / 2);
+      auto run_all = [&] {
+        for (size_t k = 0; k < next.size(); ++k) {
+          x.copy_(halves[k]);  // a copy, then a kernel that writes x right before the launch
+          x.mul_(2);
+          std::vector<at::Tensor> out{ys[k]};
+          EXPECT_EQ(impls[i]->launch({x}, out, stream.stream()), 0) << label;
+        }
+      };
+      auto check = [&](const char* how) {
+        ASSERT_EQ(cudaStreamSynchronize(stream.stream()), cudaSuccess) << label;
+        for (size_t k = 0; k < next.size(); ++k)
+          EXPECT_LT(worst_error(ys[k], want_for(next[k])), 1e-2) << label << ", launch " << k << " " << how;
+      };
+      run_all();
+      check("in stream order");
+      for (auto& y : ys) y.fill_(std::nan(""));
+      x.zero_();
+      cudaGraph_t graph = nullptr;
+      ASSERT_EQ(cudaStreamBeginCapture(stream.stream(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+      run_all();
+      ASSERT_EQ(cudaStreamEndCapture(stream.stream(), &graph), cudaSuccess) << label;
+      cudaGraphExec_t exec = nullptr;
+      ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess) << label;
+      ASSERT_EQ(cudaGraphLaunch(exec, stream.stream()), cudaSuccess) << label;
+      check("replayed from a CUDA graph");
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
+    }
+  }
 }
 
 }  // namespace

@@ -81,6 +81,13 @@ std::vector<family_case> cases() {
   gn.push_back({row_norm_spec(false), {{"strategy", "stream"}, {"team_l2", "50"}, {"team_kb", "48"}}});
   gn.push_back({group_norm_spec(), {{"strategy", "stream"}, {"sm_blocks", "1"}, {"threads", "1024"}, {"lag_mb", "0"},
                                     {"l2_hint", "1"}}});
+  // ... and its ring strategy (16-byte vectors of every element size it stores; the fewest and most slots).
+  gn.push_back({group_norm_spec(), {{"strategy", "ring"}, {"ring_kb", "64"}, {"seg_kb", "8"}, {"ahead", "4"}}});
+  gn.push_back({group_norm_spec(false, dtype::float32),
+                {{"strategy", "ring"}, {"vec", "4"}, {"ring_kb", "128"}, {"ahead", "1"}, {"stats", "sumsq"}}});
+  gn.push_back({row_norm_spec(true), {{"strategy", "ring"}, {"ring_kb", "224"}, {"seg_kb", "16"}, {"ahead", "3"}}});
+  gn.push_back({row_norm_spec(false),
+                {{"strategy", "ring"}, {"ring_kb", "96"}, {"seg_kb", "16"}, {"team_l2", "50"}, {"team_kb", "48"}}});
   // Each seed workload's default joins its family's translation unit.
   for (auto& s : seeds())
     for (auto* f : covering_families(s, device_kind::cuda))
@@ -179,6 +186,33 @@ TEST(families_cuda, valid_rejects_impossible_combinations) {
   EXPECT_FALSE(gn.valid(g, test::group_norm_spec(), &why));
   g["stats"] = "shifted";
   EXPECT_TRUE(gn.valid(g, test::group_norm_spec(), &why)) << why;
+}
+
+TEST(families_cuda, group_norm_ring_needs_16_byte_vectors_and_room_for_its_copies_in_flight) {
+  const family& gn = cuda_family("group_norm_cuda");
+  auto g = gn.default_variant(test::group_norm_spec());  // bfloat16 x: 8 elements make 16 bytes
+  g["strategy"] = "ring";
+  std::string why;
+  EXPECT_TRUE(gn.valid(g, test::group_norm_spec(), &why)) << why;
+  g["stats"] = "twopass";  // one-pass statistics, as stream's
+  EXPECT_FALSE(gn.valid(g, test::group_norm_spec(), &why));
+  g["stats"] = "sumsq";
+  g["vec"] = "4";  // 8 bytes: no bulk copies
+  EXPECT_FALSE(gn.valid(g, test::group_norm_spec(), &why));
+  EXPECT_NE(why.find("16-byte"), std::string::npos) << why;
+  EXPECT_TRUE(gn.valid(g, test::group_norm_spec(false, dtype::float32), &why)) << why;  // 4 floats do
+  g["vec"] = "8";
+  g["ring_kb"] = "64";
+  g["seg_kb"] = "32";
+  g["ahead"] = "1";  // two slots of 32 KiB: one in flight leaves one, not the two it needs
+  EXPECT_FALSE(gn.valid(g, test::group_norm_spec(), &why));
+  EXPECT_NE(why.find("3 slots"), std::string::npos) << why;
+  g["seg_kb"] = "16";
+  EXPECT_TRUE(gn.valid(g, test::group_norm_spec(), &why)) << why;
+  // The stream knobs it does not read are fixed in the source; the ring's own are shown.
+  const std::string src = gn.emit(test::group_norm_spec(), g);
+  EXPECT_NE(src.find("ring_kb=64"), std::string::npos);
+  EXPECT_EQ(src.find("lag_mb="), std::string::npos);
 }
 
 TEST(families_cuda, pool_small_batch_launch_knobs) {

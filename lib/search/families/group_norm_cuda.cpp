@@ -5,8 +5,10 @@
 // order, to start on what is still in L2), or `team`: co-resident blocks (a cooperative launch), a team of them
 // per row, each keeping its segment of the row in shared memory from the statistics to the apply step, so rows
 // far larger than one SM still read x from DRAM once, or `stream`: statistics and apply items over segments in
-// ticket order, the apply step a few MiB behind the statistics so it reads x back from L2. Statistics: sums
-// shifted by the row's first element, plain sums, or two passes.
+// ticket order, the apply step a few MiB behind the statistics so it reads x back from L2, or `ring`: the same
+// tickets, each block keeping the segments it takes in a ring of shared-memory slots until their rows' statistics
+// are in (x read once, from DRAM only). Statistics: sums shifted by the row's first element, plain sums, or two
+// passes.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -47,7 +49,7 @@ class group_norm_cuda final : public family {
 
   std::vector<knob> knobs() const override {
     return {
-        {"strategy", {"warp", "block", "cluster", "split", "team", "stream"},
+        {"strategy", {"warp", "block", "cluster", "split", "team", "stream", "ring"},
          "threads per row (a group or a normalized slice)"},
         {"threads", {"64", "128", "256", "512", "1024"}, "threads per block"},
         {"vec", {"1", "2", "4", "8"}, "elements per access (16-byte loads at 8 x 16-bit)"},
@@ -58,7 +60,11 @@ class group_norm_cuda final : public family {
         {"reverse", {"0", "1"}, "strategy=split: apply pass in reverse order (L2 hits)"},
         {"team_kb", {"48", "96", "144", "192", "224"},
          "strategy=team: KiB of shared memory per block holding its segment (fewer KiB: more blocks per SM)"},
-        {"seg_kb", {"8", "16", "32", "64"}, "strategy=stream: KiB of x per work item"},
+        {"seg_kb", {"8", "16", "32", "64"}, "strategy=stream or ring: KiB of x per work item"},
+        {"ring_kb", {"64", "96", "128", "192", "224"},
+         "strategy=ring: KiB of shared memory per block for its slots of seg_kb (fewer KiB: more blocks per SM)"},
+        {"ahead", {"1", "2", "3", "4"},
+         "strategy=ring: slots whose bulk copies stay in flight while a block reduces or applies the others"},
         {"lag_mb", {"0", "1", "2", "4", "8", "16"},
          "strategy=stream: MiB by which the apply step trails the statistics, past a row and the grid (x stays in L2)"},
         {"sm_blocks", {"0", "1", "2"},
@@ -68,7 +74,7 @@ class group_norm_cuda final : public family {
          "strategy=stream, 16-byte vectors: the statistics read marks a segment evict-last in L2 and its apply read "
          "evict-first, so x outlasts the output stream until it is read again"},
         {"team_l2", {"0", "25", "50", "100"},
-         "strategy=stream: a tensor within this % of L2 runs the team kernel instead (0: never)"},
+         "strategy=stream or ring: a tensor within this % of L2 runs the team kernel instead (0: never)"},
         {"unroll", {"1", "2", "4"}, "unrolling of the streaming loops"},
         {"stream_store", {"0", "1"}, "evict-first stores of the output (keeps x in L2)"},
     };
@@ -77,7 +83,8 @@ class group_norm_cuda final : public family {
   knob_values default_variant(const workload_spec& spec) const override {
     knob_values v{{"strategy", "block"}, {"threads", "512"}, {"vec", "8"},     {"chunks", "4"},
                   {"cluster", "8"},      {"splits", "64"},   {"stats", "shifted"}, {"reverse", "1"},
-                  {"team_kb", "192"},   {"seg_kb", "32"},      {"lag_mb", "4"},        {"sm_blocks", "0"},
+                  {"team_kb", "192"},   {"seg_kb", "32"},      {"ring_kb", "192"},     {"ahead", "2"},
+                  {"lag_mb", "4"},        {"sm_blocks", "0"},
                   {"l2_hint", "0"},
                   {"team_l2", "0"},
                   {"unroll", "2"},       {"stream_store", "1"}};
@@ -147,14 +154,22 @@ class group_norm_cuda final : public family {
       if (why_not) *why_not = std::move(m);
       return false;
     };
-    (void)spec;
     if (knob_int(v, "chunks") * knob_int(v, "vec") > 64)
       return fail("chunks x vec > 64 floats per thread would spill registers");
     const auto& st = v.at("strategy");
-    if ((st == "split" || st == "team" || st == "stream") && v.at("stats") == "twopass")
+    if ((st == "split" || st == "team" || st == "stream" || st == "ring") && v.at("stats") == "twopass")
       return fail("strategy=" + st + " accumulates in one pass: stats=shifted or sumsq, not twopass");
     if (st == "cluster" && knob_int(v, "threads") < 128)
       return fail("strategy=cluster wants at least 128 threads per CTA");
+    if (st == "ring") {
+      auto g = match_norm(spec, nullptr);
+      if (g && knob_int(v, "vec") * static_cast<int>(dtype_size(g->in_type)) != 16)
+        return fail("strategy=ring moves 16-byte vectors with bulk copies: vec x the input's element size must be 16");
+      if (knob_int(v, "ring_kb") / knob_int(v, "seg_kb") < knob_int(v, "ahead") + 2)
+        return fail(fmt::format("strategy=ring needs ahead + 2 = {} slots of seg_kb in ring_kb; {} / {} holds {}",
+                                knob_int(v, "ahead") + 2, v.at("ring_kb"), v.at("seg_kb"),
+                                knob_int(v, "ring_kb") / knob_int(v, "seg_kb")));
+    }
     return true;
   }
 
@@ -168,14 +183,19 @@ class group_norm_cuda final : public family {
     const auto& st = v.at("strategy");
     if (st != "cluster") k.fix("cluster", "8");
     if (st != "split") k.fix("splits", "64"), k.fix("reverse", "1");
-    if (st != "team" && !(st == "stream" && v.at("team_l2") != "0")) k.fix("team_kb", "192");
+    const bool segments = st == "stream" || st == "ring";
+    if (st != "team" && !(segments && v.at("team_l2") != "0")) k.fix("team_kb", "192");
+    if (!segments) k.fix("seg_kb", "32"), k.fix("team_l2", "0");
+    if (st != "ring") k.fix("ring_kb", "192"), k.fix("ahead", "2");
+    // ring falls back to stream only for rows longer than the device's shared memory holds: that stream launch
+    // runs with the stream default's lag and hint.
     if (st != "stream")
-      for (auto [knob, value] : {std::pair{"seg_kb", "32"}, {"lag_mb", "4"}, {"sm_blocks", "0"}, {"l2_hint", "0"},
-                                 {"team_l2", "0"}})
+      for (auto [knob, value] : {std::pair{"lag_mb", st == "ring" ? "0" : "4"}, {"sm_blocks", "0"},
+                                 {"l2_hint", st == "ring" ? "1" : "0"}})
         k.fix(knob, value);
-    if (st == "split" || st == "team" || st == "stream") k.fix("chunks", "4");
+    if (st == "split" || st == "team" || segments) k.fix("chunks", "4");
     return cuda_emit::prelude(name(), k.shown, g->describe()) + config(spec, *g, k.used) + group_norm_cuda_rows() +
-           group_norm_cuda_grid() + group_norm_cuda_launch() +
+           group_norm_cuda_grid() + group_norm_cuda_ring() + group_norm_cuda_launch() +
            cuda_emit::epilogue();
   }
 
@@ -200,12 +220,13 @@ class group_norm_cuda final : public family {
                      cuda_emit::c_type(g.in_type), cuda_emit::c_type(g.out_type),
                      has_w ? cuda_emit::c_type(g.weight_type) : "float", has_b ? cuda_emit::c_type(g.bias_type) : "float");
     s += fmt::format(
-        "constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_split = 3, s_team = 4, s_stream = 5;\n"
+        "constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_split = 3, s_team = 4, s_stream = 5, s_ring = 6;\n"
         "constexpr int st_shifted = 0, st_sumsq = 1, st_twopass = 2;\n"
         "constexpr int k_strategy = s_{};\nconstexpr int k_stats = st_{};\n"
         "constexpr int NT = {};\nconstexpr int k_vec = {};\nconstexpr int k_chunks = {};\nconstexpr int k_cluster = {};\n"
         "constexpr int k_splits = {};\nconstexpr bool k_reverse = {};\nconstexpr int k_team_kb = {};\n"
-        "constexpr int k_seg_kb = {};\nconstexpr int k_lag_mb = {};\nconstexpr int k_sm_blocks = {};\n"
+        "constexpr int k_seg_kb = {};\nconstexpr int k_ring_kb = {};\nconstexpr int k_ahead = {};\n"
+        "constexpr int k_lag_mb = {};\nconstexpr int k_sm_blocks = {};\n"
         "constexpr bool k_l2_hint = {};\n"
         "constexpr int k_team_l2 = {};\n"
         "constexpr int k_unroll = {};\n"
@@ -216,7 +237,8 @@ class group_norm_cuda final : public family {
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\nconstexpr int k_w_input = {};\n"
         "constexpr int k_b_input = {};\n",
         v.at("strategy"), v.at("stats"), v.at("threads"), v.at("vec"), v.at("chunks"), v.at("cluster"),
-        v.at("splits"), v.at("reverse") == "1", v.at("team_kb"), v.at("seg_kb"), v.at("lag_mb"), v.at("sm_blocks"),
+        v.at("splits"), v.at("reverse") == "1", v.at("team_kb"), v.at("seg_kb"), v.at("ring_kb"),
+        v.at("ahead"), v.at("lag_mb"), v.at("sm_blocks"),
         v.at("l2_hint") == "1", v.at("team_l2"), v.at("unroll"), v.at("stream_store") == "1", group,
         g.what == norm_graph::kind::rms_norm, g.num_groups, g.normalized_dims, cuda_emit::float_literal(g.eps), has_w,
         has_b, spec.inputs.size(), input_index(spec, g.input), has_w ? input_index(spec, g.weight) : -1,

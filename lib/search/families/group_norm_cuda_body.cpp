@@ -220,7 +220,7 @@ int run(norm_args a, cudaStream_t s) {
     const int rc = launch_team<V>(a, s);
     if (rc >= 0) return rc;
   }
-  if constexpr (k_strategy == s_stream) {
+  if constexpr (k_strategy == s_stream || k_strategy == s_ring) {
     const int rc = launch_stream<V>(a, s);
     if (rc >= 0) return rc;
   }

@@ -1,6 +1,7 @@
 // The group_norm_cuda kernels that span the grid, each reading x from DRAM once however long a row is:
 // `team` (co-resident blocks per row, the row held in shared memory, one cooperative launch) and `stream` (the
-// apply step trailing the statistics by a few MiB, reading x back from L2, blocks taking work in ticket order).
+// apply step trailing the statistics by a few MiB, reading x back from L2, blocks taking work in ticket order);
+// `stream`'s launch also starts `ring` (group_norm_cuda_ring.cpp), which keeps the segments in shared memory.
 // Emitted after the per-row kernels (group_norm_cuda_body.cpp), whose statistics helpers they use.
 #include "search/families/group_norm_cuda_body.h"
 
@@ -274,6 +275,58 @@ __device__ __forceinline__ int64_t stream_item(int64_t t, int64_t total, int64_t
   return *stats = false, total - lag + (u - 2 * (total - lag));
 }
 
+// A statistics item: segment [lo, hi) of `row` (segment g of the tensor), read through load(i, x), reduced into
+// its partial record; the row's last item (`*last`, shared) sums the records into (mean, rstd) and publishes them.
+template <int V, typename L>
+__device__ __forceinline__ void segment_stats(const norm_args& a, int64_t g, int64_t row, int64_t lo, int64_t hi,
+                                              int64_t segs, L load, f3* scratch, bool* last) {
+  const int64_t base = row * a.n;
+  moments mo;
+  mo.shift = row_shift<V>(a, base);
+#pragma unroll k_unroll
+  for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
+    float x[V];
+    load(i, x);
+    mo.add<V>(x);
+  }
+  const f3 p = block_reduce<NT>(mo.record(), comb_add, scratch);
+  if (threadIdx.x == 0) {
+    g_part[g] = p;
+    __threadfence();
+    *last = atomicAdd(&g_row_done[row], 1u) == (unsigned)segs - 1;
+  }
+  __syncthreads();
+  if (*last && threadIdx.x < 32) {  // the row's last statistics item: every record of the row is written
+    __threadfence();
+    const f3 q = warp_sum_records(&g_part[row * segs], segs);
+    if (threadIdx.x == 0) {
+      g_row_mr[row] = finish_stats(q, mo.shift, a.eps);
+      __threadfence();
+      st_release(&g_row_ready[row], 1u);
+    }
+  }
+}
+
+// One thread: waits for the row's statistics (published by its last statistics item) and returns them.
+__device__ __forceinline__ float2 wait_row_stats(int64_t row) {
+  while (ld_acquire(&g_row_ready[row]) == 0) __nanosleep(64);
+  return __ldcg(&g_row_mr[row]);
+}
+
+// An apply item: y over segment [lo, hi) of `row` from x read through load(i, x), with the row's (mean, rstd).
+template <int V, typename L>
+__device__ __forceinline__ void segment_apply(const norm_args& a, int64_t row, int64_t lo, int64_t hi, float2 mr,
+                                              L load) {
+  const int64_t base = row * a.n;
+#pragma unroll k_unroll
+  for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
+    float x[V];
+    load(i, x);
+    apply<V>(a, row, i, mr.x, mr.y, x);
+    store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
+  }
+}
+
 // With 16-byte vectors each segment comes into shared memory in one bulk copy (two stages: the next item's copy
 // runs while this one is reduced or applied); otherwise the threads load x themselves.
 template <int V>
@@ -326,44 +379,11 @@ __global__ void __launch_bounds__(NT) stream_kernel(norm_args a, int64_t lag) {
       else load_x<V>(a, base + i, x);
     };
     if (stats) {
-      moments mo;
-      mo.shift = row_shift<V>(a, base);
-#pragma unroll k_unroll
-      for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
-        float x[V];
-        load(i, x);
-        mo.add<V>(x);
-      }
-      const f3 p = block_reduce<NT>(mo.record(), comb_add, scratch);
-      if (threadIdx.x == 0) {
-        g_part[g] = p;
-        __threadfence();
-        last = atomicAdd(&g_row_done[row], 1u) == (unsigned)segs - 1;
-      }
-      __syncthreads();
-      if (last && threadIdx.x < 32) {  // the row's last statistics item: every record of the row is written
-        __threadfence();
-        const f3 q = warp_sum_records(&g_part[row * segs], segs);
-        if (threadIdx.x == 0) {
-          g_row_mr[row] = finish_stats(q, mo.shift, a.eps);
-          __threadfence();
-          st_release(&g_row_ready[row], 1u);
-        }
-      }
+      segment_stats<V>(a, g, row, lo, hi, segs, load, scratch, &last);
     } else {
-      if (threadIdx.x == 0) {
-        while (ld_acquire(&g_row_ready[row]) == 0) __nanosleep(64);
-        row_stats = __ldcg(&g_row_mr[row]);
-      }
+      if (threadIdx.x == 0) row_stats = wait_row_stats(row);
       __syncthreads();
-      const float2 mr = row_stats;  // rewritten only by a later apply item, after two barriers
-#pragma unroll k_unroll
-      for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
-        float x[V];
-        load(i, x);
-        apply<V>(a, row, i, mr.x, mr.y, x);
-        store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
-      }
+      segment_apply<V>(a, row, lo, hi, row_stats, load);  // row_stats is rewritten only after two barriers
     }
     __syncthreads();  // the stage is free again, and the next ticket is in
   }
@@ -380,6 +400,9 @@ __global__ void __launch_bounds__(NT) stream_kernel(norm_args a, int64_t lag) {
 }
 
 static grid_setup g_stream_setup[2];  // two stages of a segment a block
+
+template <int V>
+int launch_ring(norm_args a, cudaStream_t s);  // group_norm_cuda_ring.cpp: strategy=ring, over stream's segments
 
 // As many blocks as run at once (more would only queue for tickets), at most k_sm_blocks an SM when set. -1 when the shape does not fit the counters
 // or the device cannot run the kernel (the caller falls back to a block per row), 3 on a launch error.
@@ -419,6 +442,10 @@ int launch_stream(norm_args a, cudaStream_t s) {
   }
   a.seg = seg;
   a.splits = (int)segs;
+  if constexpr (k_strategy == s_ring) {  // the segments held in shared memory where the device has room for them
+    const int rc = launch_ring<V>(a, s);
+    if (rc >= 0) return rc;
+  }
   const int64_t total = a.rows * segs;
   const int per_sm = k_sm_blocks > 0 && k_sm_blocks < su.per_sm ? k_sm_blocks : su.per_sm;
   const int64_t blocks = min(2 * total, (int64_t)per_sm * su.sms);
