@@ -1,12 +1,12 @@
 // kforge winner: qwen-router-softmax on sm90-nvidia-h200
-// kforge winner for qwen-router-softmax on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T06:45:43Z
+// kforge winner for qwen-router-softmax on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-12-01T08:30:33Z
 // family: row_softmax_cuda
-// knobs: cache=regs chunks=1 cluster=8 online=0 strategy=warp stream_store=0 tanh=exp threads=128 unroll=4 vec=8
-// lineage: default -> template: unroll 1->2 -> template: unroll 2->4
-// measured: 2.84 us (geometric mean over gated cases), 2.24x eager, 2.07x vendor
+// knobs: cache=regs chunks=1 cluster=8 fit=1 online=0 pdl=1 strategy=warp stream_store=0 tanh=exp threads=128 unroll=4 vec=8
+// lineage: tried: pdl=1 cache=regs chunks=1 online=0 strategy=warp stream_store=0 threads=128 unroll=4 vec=8
+// measured: 2.57 us (geometric mean over gated cases), 2.46x eager, 2.25x vendor
 
 // kforge candidate: family row_softmax_cuda (cuda), emitted by the template proposer.
-// knobs: cache=regs chunks=1 online=0 strategy=warp stream_store=0 threads=128 unroll=4 vec=8
+// knobs: cache=regs chunks=1 online=0 pdl=1 strategy=warp stream_store=0 threads=128 unroll=4 vec=8
 // computes: x[bfloat16] -> softmax(float32)
 
 #include "kf_abi.h"
@@ -35,6 +35,19 @@ template <> __device__ __forceinline__ float from_f<float>(float x) { return x; 
 template <> __device__ __forceinline__ double from_f<double>(float x) { return (double)x; }
 template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+// 16-bit pairs: two floats rounded in one instruction (the low half is the first value).
+template <typename T> struct pair_of { static constexpr bool ok = false; };
+template <> struct pair_of<__nv_bfloat16> {
+  static constexpr bool ok = true;
+  using type = __nv_bfloat162;
+  static __device__ __forceinline__ type make(float a, float b) { return __floats2bfloat162_rn(a, b); }
+};
+template <> struct pair_of<__half> {
+  static constexpr bool ok = true;
+  using type = __half2;
+  static __device__ __forceinline__ type make(float a, float b) { return __floats2half2_rn(a, b); }
+};
 
 // ---- vector access: V consecutive elements in accesses of at most 16 bytes ----
 template <int B> struct raw_bits;
@@ -76,21 +89,44 @@ __device__ __forceinline__ void store_vec(T* __restrict__ p, const float* x) {
   } else {
     using R = typename raw_bits<B>::type;
     R r;
-    T* t = reinterpret_cast<T*>(&r);
+    if constexpr (pair_of<T>::ok && V % 2 == 0) {  // one conversion instruction per two values
+      auto* t2 = reinterpret_cast<typename pair_of<T>::type*>(&r);
 #pragma unroll
-    for (int v = 0; v < V; ++v) t[v] = from_f<T>(x[v]);
+      for (int v = 0; v < V / 2; ++v) t2[v] = pair_of<T>::make(x[2 * v], x[2 * v + 1]);
+    } else {
+      T* t = reinterpret_cast<T*>(&r);
+#pragma unroll
+      for (int v = 0; v < V; ++v) t[v] = from_f<T>(x[v]);
+    }
     if constexpr (STREAM) __stcs(reinterpret_cast<R*>(p), r);
     else *reinterpret_cast<R*>(p) = r;
   }
 }
 
-// softcap's tanh. tanhf costs ~30 instructions, which made softcapped softmax compute-bound on an H200:
-// tanh_exp takes one exp and one reciprocal (absolute error ~1e-7; clamped so that the exp never overflows),
-// tanh_approx the single tanh.approx.f32 instruction (relative error ~5e-4: verify decides if that is enough).
-__device__ __forceinline__ float tanh_exp(float y) {
-  y = fminf(fmaxf(y, -15.f), 15.f);
-  return 1.f - __fdividef(2.f, 1.f + __expf(2.f * y));
+// ---- the multi-function unit's exp2 and reciprocal, one instruction each ----
+// The .ftz forms: without it each gets range fixes around it (measured on an H200: softcapped attention rows
+// were issue-bound at 38 instructions per element, ncu 86 % issue slots busy). Results below 2^-126 become 0.
+__device__ __forceinline__ float ex2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
 }
+__device__ __forceinline__ float rcp_ftz(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float exp_ftz(float x) { return ex2_ftz(x * 1.44269504088896341f); }
+
+// tanh(y) = 1 - 2 / (1 + exp(2y)): one ex2, one rcp (absolute error ~1e-7; +-inf give +-1, NaN stays NaN).
+__device__ __forceinline__ float tanh_exp(float y) {
+  return fmaf(-2.f, rcp_ftz(1.f + ex2_ftz(y * 2.88539008177792681f)), 1.f);
+}
+// softcap: cap * tanh(x / cap) = cap - 2 cap / (1 + exp(2 x / cap)), with k2 = 2 log2(e) / cap: five instructions.
+__device__ __forceinline__ float softcap_exp(float x, float k2, float cap) {
+  return fmaf(-2.f * cap, rcp_ftz(1.f + ex2_ftz(x * k2)), cap);
+}
+// The tanh.approx.f32 instruction (relative error ~5e-4: verify decides if that is enough).
 __device__ __forceinline__ float tanh_approx(float y) {
   float t;
   asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(y));
@@ -120,8 +156,9 @@ __device__ __forceinline__ T warp_reduce(T v, F comb) {
 }
 
 // Every thread of the block gets the result. `scratch` holds one T per warp; it is free again on return.
+// `warps`: the block's warps when it was launched with fewer than NT threads.
 template <int NT, typename T, typename F>
-__device__ __forceinline__ T block_reduce(T v, F comb, T* scratch) {
+__device__ __forceinline__ T block_reduce(T v, F comb, T* scratch, int warps = NT / 32) {
   v = warp_reduce(v, comb);
   if constexpr (NT <= 32) {
     return v;
@@ -130,7 +167,8 @@ __device__ __forceinline__ T block_reduce(T v, F comb, T* scratch) {
     __syncthreads();
     T r = scratch[0];
 #pragma unroll
-    for (int i = 1; i < NT / 32; ++i) r = comb(r, scratch[i]);
+    for (int i = 1; i < NT / 32; ++i)
+      if (i < warps) r = comb(r, scratch[i]);
     __syncthreads();
     return r;
   }
@@ -150,24 +188,70 @@ __device__ __forceinline__ T cluster_reduce(T v, F comb, T* scratch, T* slot) {
   return r;
 }
 
-// Launches `kernel` on a grid of clusters of `cl` CTAs along x. Non-zero when the device refuses.
+// Launches `kernel` with launch attributes (a cluster shape, a cooperative launch, PDL). Non-zero when the device
+// refuses.
 template <typename K, typename... A>
-inline int launch_clusters(K kernel, int cl, dim3 grid, int threads, size_t smem, cudaStream_t s, A... args) {
-  if (cl > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
-    return 3;
+inline int launch_ex(const cudaLaunchAttribute* attrs, int n_attrs, K kernel, dim3 grid, int threads, size_t smem,
+                     cudaStream_t s, A... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(threads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = cl;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cfg.attrs = const_cast<cudaLaunchAttribute*>(attrs);
+  cfg.numAttrs = n_attrs;
   return cudaLaunchKernelEx(&cfg, kernel, args...) == cudaSuccess ? 0 : 3;
+}
+template <typename K, typename... A>
+inline int launch_with(cudaLaunchAttribute attr, K kernel, dim3 grid, int threads, size_t smem, cudaStream_t s,
+                       A... args) {
+  return launch_ex(&attr, 1, kernel, grid, threads, smem, s, args...);
+}
+
+// ---- programmatic dependent launch (the `pdl` knob) ----
+// Launched with PDL, a kernel's blocks may be scheduled while the kernel before it on the stream is still finishing
+// (its last blocks exiting, its memory being flushed), so its own launch latency overlaps that tail. Every kernel
+// so launched runs wait_prior_grid before its first access to global memory: griddepcontrol.wait returns once the
+// grids it depends on have completed and their memory is visible. It never triggers its dependents early, so the
+// next kernel on the stream starts as it would after any kernel.
+template <bool PDL>
+__device__ __forceinline__ void wait_prior_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (PDL) asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+inline cudaLaunchAttribute pdl_attr() {
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  return attr;
+}
+
+// kernel<<<grid, threads, smem, s>>>(args...), with PDL when asked. Non-zero on a launch error.
+template <bool PDL, typename K, typename... A>
+inline int launch_kernel(K kernel, dim3 grid, int threads, size_t smem, cudaStream_t s, A... args) {
+  if constexpr (PDL) {
+    const cudaLaunchAttribute attr = pdl_attr();
+    return launch_ex(&attr, 1, kernel, grid, threads, smem, s, args...);
+  } else {
+    kernel<<<grid, threads, smem, s>>>(args...);
+    return cudaGetLastError() == cudaSuccess ? 0 : 3;
+  }
+}
+
+// Launches `kernel` on a grid of clusters of `cl` CTAs along x, with PDL when asked. Non-zero when the device
+// refuses.
+template <bool PDL = false, typename K, typename... A>
+inline int launch_clusters(K kernel, int cl, dim3 grid, int threads, size_t smem, cudaStream_t s, A... args) {
+  if (cl > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+    return 3;
+  cudaLaunchAttribute attrs[2] = {};
+  attrs[0].id = cudaLaunchAttributeClusterDimension;
+  attrs[0].val.clusterDim.x = cl;
+  attrs[0].val.clusterDim.y = 1;
+  attrs[0].val.clusterDim.z = 1;
+  attrs[1] = pdl_attr();
+  return launch_ex(attrs, PDL ? 2 : 1, kernel, grid, threads, smem, s, args...);
 }
 
 // Whether a tensor has the standard row-major strides of its shape (size-1 dims may have any stride).
@@ -200,6 +284,8 @@ constexpr bool k_cache_smem = false;
 constexpr bool k_stream_store = false;
 constexpr bool k_log = false;
 constexpr int k_topk = 0;
+constexpr bool k_fit = false;
+constexpr bool k_pdl = true;
 constexpr size_t k_smem_limit = 227 * 1024;
 constexpr int k_n_inputs = 1;
 constexpr int k_x_input = 0;
@@ -286,7 +372,7 @@ struct group {
   f2* slot;
   template <typename F> __device__ __forceinline__ f2 reduce(f2 v, F comb) const {
     if constexpr (k_strategy == s_warp) return warp_reduce(v, comb);
-    else if constexpr (k_strategy == s_block) return block_reduce<NT>(v, comb, scratch);
+    else if constexpr (k_strategy == s_block) return block_reduce<NT>(v, comb, scratch, nthr / 32);
     else return cluster_reduce<NT, k_cluster>(v, comb, scratch, slot);
   }
 };
@@ -379,7 +465,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
       for (int c = 0; c < k_chunks; ++c)
 #pragma unroll
         for (int v = 0; v < V; ++v) {
-          const float e = __expf(r[c][v] - ref);
+          const float e = exp_ftz(r[c][v] - ref);
           ls += e;
           if constexpr (!k_log) r[c][v] = e;
         }
@@ -406,7 +492,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
       for (int c = 0; c < k_chunks; ++c)
 #pragma unroll
         for (int v = 0; v < V; ++v) {
-          const float e = __expf(r[c][v] - M);
+          const float e = exp_ftz(r[c][v] - M);
           ls += e;
           if constexpr (!k_log) r[c][v] = e;
         }
@@ -451,7 +537,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
         if (nm != -INFINITY) {
           s *= __expf(m - nm);
 #pragma unroll
-          for (int v = 0; v < V; ++v) s += __expf(x[v] - nm);
+          for (int v = 0; v < V; ++v) s += exp_ftz(x[v] - nm);
         }
         m = nm;
       } else {
@@ -478,7 +564,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
         float x[V];
         fetch(i, x);
 #pragma unroll
-        for (int v = 0; v < V; ++v) s += __expf(x[v] - M);
+        for (int v = 0; v < V; ++v) s += exp_ftz(x[v] - M);
       }
       S = g.reduce(f2{s, 0.f}, comb_sum).a;
     }
@@ -488,7 +574,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
       float x[V];
       fetch(i, x);
 #pragma unroll
-      for (int v = 0; v < V; ++v) x[v] = finalize(k_log ? x[v] - off : __expf(x[v] - M) * f);
+      for (int v = 0; v < V; ++v) x[v] = finalize(k_log ? x[v] - off : exp_ftz(x[v] - M) * f);
       if constexpr (k_topk > 0) {
 #pragma unroll
         for (int v = 0; v < V; ++v) tl.insert(x[v], (int)(i + v));
@@ -502,6 +588,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
 
 template <int V>
 __global__ void __launch_bounds__(NT) softmax_kernel(row_args a) {
+  wait_prior_grid<k_pdl>();  // before any access to global memory (a no-op unless k_pdl)
   __shared__ f2 scratch[NT / 32];
   __shared__ f2 slot;
   extern __shared__ float dyn[];
@@ -511,7 +598,7 @@ __global__ void __launch_bounds__(NT) softmax_kernel(row_args a) {
     for (int64_t row = (int64_t)blockIdx.x * (NT / 32) + warp; row < a.rows; row += (int64_t)gridDim.x * (NT / 32))
       do_row<V>(a, g, row, 0, a.n, a.n, dyn + (a.use_smem ? warp * a.seg : 0));
   } else if constexpr (k_strategy == s_block) {
-    const group g{(int)threadIdx.x, NT, scratch, &slot};
+    const group g{(int)threadIdx.x, (int)blockDim.x, scratch, &slot};  // blockDim.x <= NT (k_fit)
     for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) do_row<V>(a, g, row, 0, a.n, a.n, dyn);
   } else {
     const group g{(int)threadIdx.x, NT, scratch, &slot};
@@ -538,14 +625,17 @@ int run(row_args a, cudaStream_t s) {
   const int64_t k_grid_cap = 1 << 22;
   if constexpr (k_strategy == s_warp) {
     const int64_t blocks = (a.rows + NT / 32 - 1) / (NT / 32);
-    kernel<<<(unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap), NT, smem, s>>>(a);
+    return launch_kernel<k_pdl>(kernel, dim3((unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap)), NT, smem, s, a);
   } else if constexpr (k_strategy == s_block) {
-    kernel<<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), NT, smem, s>>>(a);
+    // k_fit: a short row gets a narrower block (more rows in flight per SM), as long as it still fits the
+    // register cache of `k_chunks` vectors per thread.
+    int bt = NT;
+    while (k_fit && !a.use_smem && bt > 64 && a.n <= (int64_t)k_chunks * (bt / 2) * V) bt /= 2;
+    return launch_kernel<k_pdl>(kernel, dim3((unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap)), bt, smem, s, a);
   } else {
     const dim3 grid(k_cluster, (unsigned)(a.rows < 65535 ? a.rows : 65535));
-    if (launch_clusters(kernel, k_cluster, grid, NT, smem, s, a) != 0) return 3;
+    return launch_clusters<k_pdl>(kernel, k_cluster, grid, NT, smem, s, a);
   }
-  return cudaGetLastError() == cudaSuccess ? 0 : 3;
 }
 
 int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_t s) {

@@ -1,12 +1,12 @@
 // kforge winner: resnet50-avgpool-cl on sm90-nvidia-h200
-// kforge winner for resnet50-avgpool-cl on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-12-01T03:08:44Z
+// kforge winner for resnet50-avgpool-cl on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-12-01T08:30:08Z
 // family: pool_cuda
-// knobs: cl_threads=32 small_cl_loop=0 small_cl_threads=4 small_cl_warp=0 small_direct=1 small_threads=256 small_tpp=16 threads=128 tpp=2 vec=4
-// lineage: stored:sm90-nvidia-h200 (knobs now: small_cl_warp=0) -> template: threads 256->128
-// measured: 2.26 us (geometric mean over gated cases), 1.95x eager, 1.97x vendor
+// knobs: cl_threads=32 pdl=1 small_cl_loop=0 small_cl_threads=4 small_cl_warp=0 small_direct=1 small_threads=256 small_tpp=16 threads=128 tpp=2 vec=4
+// lineage: tried: pdl=1 cl_threads=32 small_cl_loop=0 small_cl_threads=4 small_cl_warp=0 small_direct=1 small_threads=256 small_tpp=16 threads=128 tpp=2 vec=4
+// measured: 2.10 us (geometric mean over gated cases), 2.10x eager, 2.12x vendor
 
 // kforge candidate: family pool_cuda (cuda), emitted by the template proposer.
-// knobs: cl_threads=32 small_cl_loop=0 small_cl_threads=4 small_cl_warp=0 small_threads=256 threads=128 vec=4
+// knobs: cl_threads=32 pdl=1 small_cl_loop=0 small_cl_threads=4 small_cl_warp=0 small_threads=256 threads=128 vec=4
 // computes: x[float16, channels_last] -> adaptive_avg_pool2d(1) -> flatten
 
 #include "kf_abi.h"
@@ -188,32 +188,70 @@ __device__ __forceinline__ T cluster_reduce(T v, F comb, T* scratch, T* slot) {
   return r;
 }
 
-// Launches `kernel` with one launch attribute (a cluster shape, a cooperative launch). Non-zero when the device
+// Launches `kernel` with launch attributes (a cluster shape, a cooperative launch, PDL). Non-zero when the device
 // refuses.
 template <typename K, typename... A>
-inline int launch_with(cudaLaunchAttribute attr, K kernel, dim3 grid, int threads, size_t smem, cudaStream_t s,
-                       A... args) {
+inline int launch_ex(const cudaLaunchAttribute* attrs, int n_attrs, K kernel, dim3 grid, int threads, size_t smem,
+                     cudaStream_t s, A... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(threads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  cfg.attrs = const_cast<cudaLaunchAttribute*>(attrs);
+  cfg.numAttrs = n_attrs;
   return cudaLaunchKernelEx(&cfg, kernel, args...) == cudaSuccess ? 0 : 3;
 }
-
-// Launches `kernel` on a grid of clusters of `cl` CTAs along x. Non-zero when the device refuses.
 template <typename K, typename... A>
+inline int launch_with(cudaLaunchAttribute attr, K kernel, dim3 grid, int threads, size_t smem, cudaStream_t s,
+                       A... args) {
+  return launch_ex(&attr, 1, kernel, grid, threads, smem, s, args...);
+}
+
+// ---- programmatic dependent launch (the `pdl` knob) ----
+// Launched with PDL, a kernel's blocks may be scheduled while the kernel before it on the stream is still finishing
+// (its last blocks exiting, its memory being flushed), so its own launch latency overlaps that tail. Every kernel
+// so launched runs wait_prior_grid before its first access to global memory: griddepcontrol.wait returns once the
+// grids it depends on have completed and their memory is visible. It never triggers its dependents early, so the
+// next kernel on the stream starts as it would after any kernel.
+template <bool PDL>
+__device__ __forceinline__ void wait_prior_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (PDL) asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+inline cudaLaunchAttribute pdl_attr() {
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  return attr;
+}
+
+// kernel<<<grid, threads, smem, s>>>(args...), with PDL when asked. Non-zero on a launch error.
+template <bool PDL, typename K, typename... A>
+inline int launch_kernel(K kernel, dim3 grid, int threads, size_t smem, cudaStream_t s, A... args) {
+  if constexpr (PDL) {
+    const cudaLaunchAttribute attr = pdl_attr();
+    return launch_ex(&attr, 1, kernel, grid, threads, smem, s, args...);
+  } else {
+    kernel<<<grid, threads, smem, s>>>(args...);
+    return cudaGetLastError() == cudaSuccess ? 0 : 3;
+  }
+}
+
+// Launches `kernel` on a grid of clusters of `cl` CTAs along x, with PDL when asked. Non-zero when the device
+// refuses.
+template <bool PDL = false, typename K, typename... A>
 inline int launch_clusters(K kernel, int cl, dim3 grid, int threads, size_t smem, cudaStream_t s, A... args) {
   if (cl > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
     return 3;
-  cudaLaunchAttribute attr = {};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = cl;
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  return launch_with(attr, kernel, grid, threads, smem, s, args...);
+  cudaLaunchAttribute attrs[2] = {};
+  attrs[0].id = cudaLaunchAttributeClusterDimension;
+  attrs[0].val.clusterDim.x = cl;
+  attrs[0].val.clusterDim.y = 1;
+  attrs[0].val.clusterDim.z = 1;
+  attrs[1] = pdl_attr();
+  return launch_ex(attrs, PDL ? 2 : 1, kernel, grid, threads, smem, s, args...);
 }
 
 // Whether a tensor has the standard row-major strides of its shape (size-1 dims may have any stride).
@@ -245,6 +283,7 @@ constexpr int k_small_clt = 4;
 constexpr int k_small_cl_loop = 0;
 constexpr int k_small_cl_warp = 0;
 constexpr int k_flat_k = 4;
+constexpr bool k_pdl = true;
 constexpr int k_n_inputs = 1;
 constexpr int k_x_input = 0;
 
@@ -291,6 +330,7 @@ __device__ __forceinline__ float strided_sum(const in_t* x, I hw, int sub) {
 // I: the index type, int where every index fits (index_fits).
 template <int BT, int V, int TPP, bool STAGED, typename I>
 __global__ void __launch_bounds__(BT) nchw_kernel(pool_args a) {
+  wait_prior_grid<k_pdl>();  // before any access to global memory (a no-op unless k_pdl)
   extern __shared__ __align__(16) unsigned char smem_raw[];
   in_t* tile = reinterpret_cast<in_t*>(smem_raw);
   constexpr int P = BT / TPP;
@@ -385,6 +425,7 @@ __device__ __forceinline__ void flat_runs(float* part, int nv, int i, const floa
 
 template <int BT, int P>
 __global__ void __launch_bounds__(BT) nchw_flat_kernel(pool_args a) {
+  wait_prior_grid<k_pdl>();  // before any access to global memory (a no-op unless k_pdl)
   static_assert(P <= BT, "a thread adds each plane");
   constexpr int V = k_flat_v, K = k_flat_k;
   extern __shared__ float part[];  // [flat_slots(hw)][nv]
@@ -447,6 +488,7 @@ bool flat_fits(const pool_args& a) {
 // share channels first add through shuffles, so shared memory holds one partial row per warp (CLT <= 32).
 template <int BT, int V, int CLT, typename I>
 __global__ void __launch_bounds__(BT) nhwc_kernel(pool_args a) {
+  wait_prior_grid<k_pdl>();  // before any access to global memory (a no-op unless k_pdl)
   constexpr int HS = BT / CLT, W = CLT * V;
   constexpr int R = CLT <= 32 ? BT / 32 : HS;  // partial rows left for shared memory
   __shared__ float part[R * W];
@@ -491,35 +533,45 @@ __global__ void __launch_bounds__(BT) nhwc_kernel(pool_args a) {
   }
 }
 
+// s[0, V) = the sums of V channels at `base` over the rows (positions) first, first + step, ... below hw, rows C
+// elements apart; two rows in flight.
+template <int V, typename I>
+__device__ __forceinline__ void sum_rows(const in_t* base, I C, I first, I step, I hw, float* s) {
+  float s1[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) s[v] = s1[v] = 0.f;
+  I h = first;
+#pragma unroll 4
+  for (; h + step < hw; h += 2 * step) {
+    float x0[V], x1[V];
+    load_vec<in_t, V>(base + h * C, x0);
+    load_vec<in_t, V>(base + (h + step) * C, x1);
+#pragma unroll
+    for (int v = 0; v < V; ++v) s[v] += x0[v], s1[v] += x1[v];
+  }
+  if (h < hw) {
+    float x0[V];
+    load_vec<in_t, V>(base + h * C, x0);
+#pragma unroll
+    for (int v = 0; v < V; ++v) s[v] += x0[v];
+  }
+#pragma unroll
+  for (int v = 0; v < V; ++v) s[v] += s1[v];
+}
+
 // channels_last, small batches (small_cl_loop = V): a thread owns V channels of one image and adds up all of their
 // positions itself, two independent sums so the loads go out back to back: one round trip, no shuffles, no shared
 // memory, no barrier. Needs C % V == 0 and V-aligned x (launch_nhwc_loop checks).
 template <int BT, int V, typename I>
 __global__ void __launch_bounds__(BT) nhwc_loop_kernel(pool_args a) {
+  wait_prior_grid<k_pdl>();  // before any access to global memory (a no-op unless k_pdl)
   const I C = (I)a.c, hw = (I)a.hw, vecs = C / V;
   for (I t = (I)blockIdx.x * BT + threadIdx.x; t < (I)a.n * vecs; t += (I)gridDim.x * BT) {
     const I n = t / vecs, c = (t - n * vecs) * V;
-    const in_t* base = a.x + n * hw * C + c;
-    float s0[V], s1[V];
+    float s[V];
+    sum_rows<V>(a.x + n * hw * C + c, C, (I)0, (I)1, hw, s);
 #pragma unroll
-    for (int v = 0; v < V; ++v) s0[v] = s1[v] = 0.f;
-    I h = 0;
-#pragma unroll 8
-    for (; h + 1 < hw; h += 2) {
-      float x0[V], x1[V];
-      load_vec<in_t, V>(base + h * C, x0);
-      load_vec<in_t, V>(base + (h + 1) * C, x1);
-#pragma unroll
-      for (int v = 0; v < V; ++v) s0[v] += x0[v], s1[v] += x1[v];
-    }
-    if (h < hw) {
-      float x0[V];
-      load_vec<in_t, V>(base + h * C, x0);
-#pragma unroll
-      for (int v = 0; v < V; ++v) s0[v] += x0[v];
-    }
-#pragma unroll
-    for (int v = 0; v < V; ++v) a.y[n * C + c + v] = from_f<out_t>(finalize((s0[v] + s1[v]) * a.inv_hw));
+    for (int v = 0; v < V; ++v) a.y[n * C + c + v] = from_f<out_t>(finalize(s[v] * a.inv_hw));
   }
 }
 
@@ -564,32 +616,15 @@ __device__ __forceinline__ int scatter_index(int lane) {
 
 template <int WPB, typename I>
 __global__ void __launch_bounds__(WPB * 32) nhwc_warp_kernel(pool_args a) {
+  wait_prior_grid<k_pdl>();  // before any access to global memory (a no-op unless k_pdl)
   constexpr int V = k_scatter_v;
   const int lane = threadIdx.x & 31;
   const I C = (I)a.c, hw = (I)a.hw, vecs = C / V;
   for (I u = (I)blockIdx.x * WPB + (I)(threadIdx.x / 32); u < (I)a.n * vecs; u += (I)gridDim.x * WPB) {
     const I n = u / vecs, c = (u - n * vecs) * V;
-    const in_t* base = a.x + n * hw * C + c;
-    float s0[V], s1[V];
-#pragma unroll
-    for (int v = 0; v < V; ++v) s0[v] = s1[v] = 0.f;
-    I h = lane;
-    for (; h + 32 < hw; h += 64) {
-      float x0[V], x1[V];
-      load_vec<in_t, V>(base + h * C, x0);
-      load_vec<in_t, V>(base + (h + 32) * C, x1);
-#pragma unroll
-      for (int v = 0; v < V; ++v) s0[v] += x0[v], s1[v] += x1[v];
-    }
-    if (h < hw) {
-      float x0[V];
-      load_vec<in_t, V>(base + h * C, x0);
-#pragma unroll
-      for (int v = 0; v < V; ++v) s0[v] += x0[v];
-    }
-#pragma unroll
-    for (int v = 0; v < V; ++v) s0[v] += s1[v];
-    const float s = scatter_sum<V, 16>(s0, lane);
+    float part[V];
+    sum_rows<V>(a.x + n * hw * C + c, C, (I)lane, (I)32, hw, part);
+    const float s = scatter_sum<V, 16>(part, lane);
     if ((lane & (32 / V - 1)) == 0) a.y[n * C + c + scatter_index<V>(lane)] = from_f<out_t>(finalize(s * a.inv_hw));
   }
 }
@@ -620,6 +655,12 @@ inline bool index_fits(const pool_args& a, int64_t step) {
   return (a.n * a.c + step) * a.hw < 0x7fffffffll;
 }
 
+// kernel<<<grid, threads, smem, s>>>(a), with PDL where the pdl knob asks for it. Non-zero on a launch error.
+template <typename K>
+inline int start(K kernel, unsigned grid, int threads, size_t smem, const pool_args& a, cudaStream_t s) {
+  return launch_kernel<k_pdl>(kernel, dim3(grid), threads, smem, s, a);
+}
+
 // The kernel for planes of `vec`-aligned size and address or not, staged or not, with int indices where they fit.
 template <int BT, int TPP, bool STAGED>
 auto nchw_kernel_for(bool vec, bool narrow) {
@@ -638,44 +679,37 @@ int launch_nchw(const pool_args& a, cudaStream_t s) {
     if (flat_fits<BT, P>(a)) {
       const int hw = (int)a.hw;
       const size_t smem = sizeof(float) * (size_t)flat_slots(hw) * (size_t)(P * hw / k_flat_v);
-      nchw_flat_kernel<BT, P><<<grid, BT, smem, s>>>(a);
-      return 0;
+      return start(nchw_flat_kernel<BT, P>, grid, BT, smem, a, s);
     }
   }
   const size_t smem = (size_t)P * (size_t)a.hw * sizeof(in_t);
   const bool staged = MODE == 0 && smem <= 96 * 1024;
   const bool vec = (P * a.hw) % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
   const bool narrow = index_fits(a, (int64_t)grid * P);
-  if (!staged) {
-    nchw_kernel_for<BT, TPP, false>(vec, narrow)<<<grid, BT, 0, s>>>(a);
-    return 0;
-  }
+  if (!staged) return start(nchw_kernel_for<BT, TPP, false>(vec, narrow), grid, BT, 0, a, s);
   auto kernel = nchw_kernel_for<BT, TPP, true>(vec, narrow);
   if (smem > 48 * 1024 &&
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
     return 3;
-  kernel<<<grid, BT, smem, s>>>(a);
-  return 0;
+  return start(kernel, grid, BT, smem, a, s);
 }
 
-// Non-zero when the loop kernel cannot take this input (channels not a multiple of V, x not V-aligned).
+// -1 when the loop kernel cannot take this input (channels not a multiple of V, x not V-aligned).
 template <int BT, int V>
 int launch_nhwc_loop(const pool_args& a, cudaStream_t s) {
-  if (a.c % V != 0 || !aligned(a.x, vec_align<in_t, V>())) return 1;
+  if (a.c % V != 0 || !aligned(a.x, vec_align<in_t, V>())) return -1;
   const unsigned grid = grid_of(blocks_for(a.n * (a.c / V), BT));
-  if (index_fits(a, (int64_t)grid * BT)) nhwc_loop_kernel<BT, V, int><<<grid, BT, 0, s>>>(a);
-  else nhwc_loop_kernel<BT, V, int64_t><<<grid, BT, 0, s>>>(a);
-  return 0;
+  const bool narrow = index_fits(a, (int64_t)grid * BT);
+  return start(narrow ? nhwc_loop_kernel<BT, V, int> : nhwc_loop_kernel<BT, V, int64_t>, grid, BT, 0, a, s);
 }
 
-// Non-zero when the warp kernel cannot take this input (channels not a multiple of 16 bytes, x not 16-aligned).
+// -1 when the warp kernel cannot take this input (channels not a multiple of 16 bytes, x not 16-aligned).
 template <int WPB>
 int launch_nhwc_warp(const pool_args& a, cudaStream_t s) {
-  if (a.c % k_scatter_v != 0 || !aligned(a.x, 16)) return 1;
+  if (a.c % k_scatter_v != 0 || !aligned(a.x, 16)) return -1;
   const unsigned grid = grid_of(blocks_for(a.n * (a.c / k_scatter_v), WPB));
-  if (index_fits(a, (int64_t)grid * WPB)) nhwc_warp_kernel<WPB, int><<<grid, WPB * 32, 0, s>>>(a);
-  else nhwc_warp_kernel<WPB, int64_t><<<grid, WPB * 32, 0, s>>>(a);
-  return 0;
+  const bool narrow = index_fits(a, (int64_t)grid * WPB);
+  return start(narrow ? nhwc_warp_kernel<WPB, int> : nhwc_warp_kernel<WPB, int64_t>, grid, WPB * 32, 0, a, s);
 }
 
 template <int BT, int CLT>
@@ -683,9 +717,9 @@ int launch_nhwc(const pool_args& a, cudaStream_t s) {
   const bool vec = a.c % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
   const unsigned blocks = grid_of(a.n * blocks_for(a.c, (int64_t)CLT * (vec ? k_vec : 1)));
   const bool narrow = index_fits(a, blocks);
-  if (vec) (narrow ? nhwc_kernel<BT, k_vec, CLT, int> : nhwc_kernel<BT, k_vec, CLT, int64_t>)<<<blocks, BT, 0, s>>>(a);
-  else (narrow ? nhwc_kernel<BT, 1, CLT, int> : nhwc_kernel<BT, 1, CLT, int64_t>)<<<blocks, BT, 0, s>>>(a);
-  return 0;
+  auto kernel = vec ? (narrow ? nhwc_kernel<BT, k_vec, CLT, int> : nhwc_kernel<BT, k_vec, CLT, int64_t>)
+                    : (narrow ? nhwc_kernel<BT, 1, CLT, int> : nhwc_kernel<BT, 1, CLT, int64_t>);
+  return start(kernel, blocks, BT, 0, a, s);
 }
 
 int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_t s) {
@@ -711,21 +745,18 @@ int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_
   // (k_small_threads threads each).
   if (contiguous(x)) {
     const bool small = k_small_tpp > 0 && blocks_for(a.n * a.c, k_threads / k_tpp) < sm_count();
-    const int rc = small ? launch_nchw<k_small_threads, k_tpp_small, k_small_direct>(a, s)
-                         : launch_nchw<k_threads, k_tpp, 0>(a, s);
-    if (rc != 0) return rc;
-  } else if (nhwc) {
-    const bool small = a.n * blocks_for(C, (int64_t)k_clt * k_vec) < sm_count();
-    bool looped = false;  // the warp or loop kernel, when asked for and the input allows it
-    if constexpr (k_small_cl_warp > 0) looped = small && launch_nhwc_warp<k_small_cl_warp>(a, s) == 0;
-    if constexpr (k_small_cl_loop > 0)
-      looped = looped || (small && launch_nhwc_loop<k_small_threads, k_small_cl_loop>(a, s) == 0);
-    if (!looped && small && k_small_clt > 0) launch_nhwc<k_small_threads, k_clt_small>(a, s);
-    else if (!looped) launch_nhwc<k_threads, k_clt>(a, s);
-  } else {
-    return 1;
+    return small ? launch_nchw<k_small_threads, k_tpp_small, k_small_direct>(a, s)
+                 : launch_nchw<k_threads, k_tpp, 0>(a, s);
   }
-  return cudaGetLastError() == cudaSuccess ? 0 : 3;
+  if (!nhwc) return 1;
+  const bool small = a.n * blocks_for(C, (int64_t)k_clt * k_vec) < sm_count();
+  int rc = -1;  // the warp or loop kernel, when asked for and the input allows it
+  if constexpr (k_small_cl_warp > 0)
+    if (small) rc = launch_nhwc_warp<k_small_cl_warp>(a, s);
+  if constexpr (k_small_cl_loop > 0)
+    if (small && rc < 0) rc = launch_nhwc_loop<k_small_threads, k_small_cl_loop>(a, s);
+  if (rc >= 0) return rc;
+  return small && k_small_clt > 0 ? launch_nhwc<k_small_threads, k_clt_small>(a, s) : launch_nhwc<k_threads, k_clt>(a, s);
 }
 
 }  // namespace kfk
