@@ -219,7 +219,7 @@ __global__ void __launch_bounds__(NT + 32) ring_kernel(norm_args a, int slots) {
   }
 }
 
-static grid_setup g_ring_setup[2];
+static grid_setup g_ring_setup;  // one vector width (16 bytes) runs the ring
 
 // The ring launch over the stream kernel's segments (a.seg elements, a.splits a row): as many blocks as fit on the
 // device at once with k_ring_kb KiB of slots each. -1 where it does not apply (vectors of other than 16 bytes,
@@ -234,7 +234,7 @@ int launch_ring(norm_args a, cudaStream_t s) {
     const int slots = (int)min((int64_t)k_ring_slots, (int64_t)k_ring_kb * 1024 / seg_bytes);
     if (slots < k_ahead + 2) return -1;
     const size_t smem = (size_t)slots * (size_t)seg_bytes;
-    grid_setup& su = g_ring_setup[0];
+    grid_setup& su = g_ring_setup;
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess) return 3;
     if (dev != su.dev || smem != su.smem) {
