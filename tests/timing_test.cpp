@@ -240,6 +240,18 @@ TEST(timing, an_implementation_that_lost_the_race_stops_at_min_samples) {
   EXPECT_FALSE(cr[0].hot.has_value());
   EXPECT_EQ(cr[0].cold.stop, "lost_race");
   EXPECT_EQ(cr[0].cold.samples_us.size(), 10u);
+
+  // A loaded machine: the timeout falls due before min_samples are in. The loser still stops at min_samples and
+  // says it lost rather than that it timed out (the search counts lost races; CI once saw "timed_out" here).
+  timing_options late = quick();
+  late.stopping.timeout_s = 2e-3;  // two samples in (each moves the fake clock 1 ms), far from the 10x cap
+  late.stopping.min_seconds = 1e9;
+  late.race_s = 10e-6;
+  fake_sampler ls;
+  ls.durations = {{"slow", 11e-6}};
+  auto lr = time_interleaved(ls, {make_impl(ls, "slow")}, late, [&] { return ls.clock; });
+  EXPECT_EQ(lr[0].cold.stop, "lost_race");
+  EXPECT_EQ(lr[0].cold.samples_us.size(), 10u);
 }
 
 TEST(timing, race_of_a_case_from_the_stopping_object) {

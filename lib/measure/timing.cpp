@@ -184,6 +184,9 @@ std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_im
         fail(st, e.what());
         continue;
       }
+      // The race first: a series that has its min_samples and lost says so, even when the clock ran out on the
+      // same sample (on a loaded machine the timeout often falls due just as min_samples is reached).
+      if (options.race_s > 0) race(st);
       double elapsed = now() - t0;
       if (!st.cold.done) st.cold.check(elapsed);
       if (st.hot && !st.hot->done) st.hot->check(elapsed);
@@ -192,7 +195,6 @@ std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_im
         st.cold.done = true;
         st.result->cold.stop = "follows_hot";
       }
-      if (options.race_s > 0) race(st);
       if (!st.hot_decided && st.cold.done) {  // never got a kept cold sample before stopping
         st.hot_decided = true;
         if (st.result->hot_skipped.empty()) st.result->hot_skipped = "no kept cold sample to size the hot loop";
