@@ -71,6 +71,13 @@ const std::vector<variant>& grid_variants() {
       {"stream_sumsq", {{"strategy", "stream"}, {"seg_kb", "64"}, {"lag_mb", "16"}, {"stats", "sumsq"}}},
       {"stream_one_block_an_sm", {{"strategy", "stream"}, {"sm_blocks", "1"}, {"threads", "1024"}, {"lag_mb", "0"}}},
       {"stream_l2_hint", {{"strategy", "stream"}, {"l2_hint", "1"}}},
+      // Epoch-tagged records (no counter to reset: each launch and each graph replay must see only its own) and
+      // deeper copy pipelines (a block holding up to three tickets ahead).
+      {"stream_tagged", {{"strategy", "stream"}, {"publish", "tagged"}}},
+      {"stream_tagged_3_stages", {{"strategy", "stream"}, {"publish", "tagged"}, {"stages", "3"}, {"stats", "sumsq"}}},
+      {"stream_tagged_4_small_stages",
+       {{"strategy", "stream"}, {"publish", "tagged"}, {"stages", "4"}, {"seg_kb", "8"}, {"threads", "128"}}},
+      {"stream_counter_3_stages", {{"strategy", "stream"}, {"stages", "3"}, {"seg_kb", "64"}}},
       // The team kernel for tensors within L2 (the small shapes here), the stream kernel above.
       {"stream_team_l2", {{"strategy", "stream"}, {"team_l2", "25"}, {"team_kb", "96"}}},
       {"team", {{"strategy", "team"}}},

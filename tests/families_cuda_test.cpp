@@ -81,6 +81,9 @@ std::vector<family_case> cases() {
   gn.push_back({row_norm_spec(false), {{"strategy", "stream"}, {"team_l2", "50"}, {"team_kb", "48"}}});
   gn.push_back({group_norm_spec(), {{"strategy", "stream"}, {"sm_blocks", "1"}, {"threads", "1024"}, {"lag_mb", "0"},
                                     {"l2_hint", "1"}}});
+  gn.push_back({row_norm_spec(true), {{"strategy", "stream"}, {"publish", "tagged"}, {"stages", "4"}, {"seg_kb", "16"}}});
+  gn.push_back({group_norm_spec(false, dtype::float32),
+                {{"strategy", "stream"}, {"publish", "tagged"}, {"stages", "3"}, {"vec", "1"}}});
   // ... and its ring strategy (16-byte vectors of every element size it stores; the fewest and most slots).
   gn.push_back({group_norm_spec(), {{"strategy", "ring"}, {"ring_kb", "64"}, {"seg_kb", "8"}, {"ahead", "4"}}});
   gn.push_back({group_norm_spec(false, dtype::float32),
@@ -213,6 +216,26 @@ TEST(families_cuda, group_norm_ring_needs_16_byte_vectors_and_room_for_its_copie
   const std::string src = gn.emit(test::group_norm_spec(), g);
   EXPECT_NE(src.find("ring_kb=64"), std::string::npos);
   EXPECT_EQ(src.find("lag_mb="), std::string::npos);
+}
+
+TEST(families_cuda, group_norm_stream_stages_fit_in_shared_memory) {
+  const family& gn = cuda_family("group_norm_cuda");
+  auto g = gn.default_variant(test::group_norm_spec());
+  g["strategy"] = "stream";
+  g["stages"] = "4";
+  g["seg_kb"] = "64";  // 256 KiB a block
+  std::string why;
+  EXPECT_FALSE(gn.valid(g, test::group_norm_spec(), &why));
+  EXPECT_NE(why.find("256 KiB"), std::string::npos) << why;
+  g["seg_kb"] = "32";
+  EXPECT_TRUE(gn.valid(g, test::group_norm_spec(), &why)) << why;
+  const std::string src = gn.emit(test::group_norm_spec(), g);
+  EXPECT_NE(src.find("constexpr int k_stages = 4;"), std::string::npos);
+  // Strategies that do not stream fix the knobs (one source for every value they ignore).
+  g["strategy"] = "split";
+  const std::string split = gn.emit(test::group_norm_spec(), g);
+  EXPECT_NE(split.find("constexpr int k_stages = 2;"), std::string::npos);
+  EXPECT_NE(split.find("constexpr int k_publish = pub_counter;"), std::string::npos);
 }
 
 TEST(families_cuda, pool_small_batch_launch_knobs) {

@@ -70,6 +70,13 @@ class group_norm_cuda final : public family {
         {"sm_blocks", {"0", "1", "2"},
          "strategy=stream: blocks an SM at most (0: as many as fit); fewer blocks hold fewer segments in flight, so "
          "the apply step trails the statistics by less and x stays in L2"},
+        {"stages", {"2", "3", "4"},
+         "strategy=stream, 16-byte vectors: segments a block holds in shared memory, the current one and the copies "
+         "of its next tickets in flight"},
+        {"publish", {"counter", "tagged"},
+         "strategy=stream: how a row's statistics reach its apply items: `counter` (each statistics item fences and "
+         "counts itself in, the row's last one sums the records and raises a flag) or `tagged` (records stored as "
+         "epoch-tagged words, no fence or atomic; each apply item sums its row's records once all are in)"},
         {"l2_hint", {"0", "1"},
          "strategy=stream, 16-byte vectors: the statistics read marks a segment evict-last in L2 and its apply read "
          "evict-first, so x outlasts the output stream until it is read again"},
@@ -84,7 +91,7 @@ class group_norm_cuda final : public family {
     knob_values v{{"strategy", "block"}, {"threads", "512"}, {"vec", "8"},     {"chunks", "4"},
                   {"cluster", "8"},      {"splits", "64"},   {"stats", "shifted"}, {"reverse", "1"},
                   {"team_kb", "192"},   {"seg_kb", "32"},      {"ring_kb", "192"},     {"ahead", "2"},
-                  {"lag_mb", "4"},        {"sm_blocks", "0"},
+                  {"lag_mb", "4"},        {"sm_blocks", "0"},  {"stages", "2"}, {"publish", "counter"},
                   {"l2_hint", "0"},
                   {"team_l2", "0"},
                   {"unroll", "2"},       {"stream_store", "1"}};
@@ -161,6 +168,9 @@ class group_norm_cuda final : public family {
       return fail("strategy=" + st + " accumulates in one pass: stats=shifted or sumsq, not twopass");
     if (st == "cluster" && knob_int(v, "threads") < 128)
       return fail("strategy=cluster wants at least 128 threads per CTA");
+    if (st == "stream" && knob_int(v, "stages") * knob_int(v, "seg_kb") > 224)
+      return fail(fmt::format("strategy=stream holds stages x seg_kb = {} KiB of shared memory a block; an SM has 227",
+                              knob_int(v, "stages") * knob_int(v, "seg_kb")));
     if (st == "ring") {
       auto g = match_norm(spec, nullptr);
       if (g && knob_int(v, "vec") * static_cast<int>(dtype_size(g->in_type)) != 16)
@@ -191,7 +201,7 @@ class group_norm_cuda final : public family {
     // runs with the stream default's lag and hint.
     if (st != "stream")
       for (auto [knob, value] : {std::pair{"lag_mb", st == "ring" ? "0" : "4"}, {"sm_blocks", "0"},
-                                 {"l2_hint", st == "ring" ? "1" : "0"}})
+                                 {"l2_hint", st == "ring" ? "1" : "0"}, {"stages", "2"}, {"publish", "counter"}})
         k.fix(knob, value);
     if (st == "split" || st == "team" || segments) k.fix("chunks", "4");
     return cuda_emit::prelude(name(), k.shown, g->describe()) + config(spec, *g, k.used) + group_norm_cuda_rows() +
@@ -227,6 +237,7 @@ class group_norm_cuda final : public family {
         "constexpr int k_splits = {};\nconstexpr bool k_reverse = {};\nconstexpr int k_team_kb = {};\n"
         "constexpr int k_seg_kb = {};\nconstexpr int k_ring_kb = {};\nconstexpr int k_ahead = {};\n"
         "constexpr int k_lag_mb = {};\nconstexpr int k_sm_blocks = {};\n"
+        "constexpr int pub_counter = 0, pub_tagged = 1;\nconstexpr int k_stages = {};\nconstexpr int k_publish = pub_{};\n"
         "constexpr bool k_l2_hint = {};\n"
         "constexpr int k_team_l2 = {};\n"
         "constexpr int k_unroll = {};\n"
@@ -238,7 +249,7 @@ class group_norm_cuda final : public family {
         "constexpr int k_b_input = {};\n",
         v.at("strategy"), v.at("stats"), v.at("threads"), v.at("vec"), v.at("chunks"), v.at("cluster"),
         v.at("splits"), v.at("reverse") == "1", v.at("team_kb"), v.at("seg_kb"), v.at("ring_kb"),
-        v.at("ahead"), v.at("lag_mb"), v.at("sm_blocks"),
+        v.at("ahead"), v.at("lag_mb"), v.at("sm_blocks"), v.at("stages"), v.at("publish"),
         v.at("l2_hint") == "1", v.at("team_l2"), v.at("unroll"), v.at("stream_store") == "1", group,
         g.what == norm_graph::kind::rms_norm, g.num_groups, g.normalized_dims, cuda_emit::float_literal(g.eps), has_w,
         has_b, spec.inputs.size(), input_index(spec, g.input), has_w ? input_index(spec, g.weight) : -1,
@@ -290,6 +301,30 @@ __device__ __forceinline__ void apply(const norm_args& a, int64_t row, int64_t i
 #pragma unroll
     for (int v = 0; v < V; ++v) x[v] = finalize((x[v] - mean) * rstd * w[v] + b[v]);
   }
+}
+
+// GroupNorm over [lo, hi) of a row that one channel covers (channels are runs of hw elements; a segment shorter
+// than a channel usually lies in one): the channel's scale and shift, computed once for the range with the same
+// arithmetic as apply's, so the loop over it needs no division and no weight or bias load per vector (the compiler
+// cannot hoist those past the stores to y, which may alias them). false otherwise: apply per vector.
+__device__ __forceinline__ bool uniform_affine(const norm_args& a, int64_t row, int64_t lo, int64_t hi, float mean,
+                                               float rstd, float* sc, float* sh) {
+  if constexpr (!k_group) {
+    return false;
+  } else {
+    if (hi <= lo || lo / a.hw != (hi - 1) / a.hw) return false;
+    const int64_t c = (row % a.groups) * a.cpg + lo / a.hw;
+    const float w = k_has_w ? to_f(a.w[c]) : 1.f, b = k_has_b ? to_f(a.b[c]) : 0.f;
+    *sc = rstd * w;
+    *sh = b - mean * *sc;
+    return true;
+  }
+}
+
+template <int V>
+__device__ __forceinline__ void apply_uniform(float sc, float sh, float* x) {
+#pragma unroll
+  for (int v = 0; v < V; ++v) x[v] = finalize(x[v] * sc + sh);
 }
 )CUDA";
     return s;

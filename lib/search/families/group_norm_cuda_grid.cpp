@@ -275,11 +275,70 @@ __device__ __forceinline__ int64_t stream_item(int64_t t, int64_t total, int64_t
   return *stats = false, total - lag + (u - 2 * (total - lag));
 }
 
+// ---- publish=tagged: a statistics item stores its record as three 64-bit words, each (the launch's epoch, a
+// float's bits) and single-copy atomic, so a record is complete once all three words carry the epoch. No fence, no
+// counter and no last item finishing the row: each apply item sums its row's records itself (the same records in
+// the same order, so every item of a row gets the same statistics). Records left by an earlier launch carry an
+// earlier epoch (the last block out advances g_stream_epoch; zeroed memory is epoch 0, and launches count from 1),
+// so nothing is reset between launches, and a CUDA graph replays with the epoch it finds in device memory.
+__device__ unsigned long long g_stream_rec[k_part_cap][3];
+__device__ unsigned g_stream_epoch;
+
+__device__ __forceinline__ void st_relaxed_u64(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ unsigned long long ld_relaxed_u64(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void post_tagged(int64_t g, f3 p, unsigned epoch) {
+  const unsigned long long e = (unsigned long long)epoch << 32;
+  st_relaxed_u64(&g_stream_rec[g][0], e | __float_as_uint(p.a));
+  st_relaxed_u64(&g_stream_rec[g][1], e | __float_as_uint(p.b));
+  st_relaxed_u64(&g_stream_rec[g][2], e | __float_as_uint(p.c));
+}
+
+// The sum of the n tagged records from `first` on, for every lane of the calling warp, once each carries `epoch`:
+// four records a lane in flight at a time (a poll is one round trip to L2, not one per record), added in the order
+// warp_sum_records adds them.
+__device__ __forceinline__ f3 warp_sum_tagged(int64_t first, int64_t n, unsigned epoch) {
+  constexpr int R = 4;
+  const int lane = threadIdx.x & 31;
+  f3 p{0.f, 0.f, 0.f};
+  for (int64_t j0 = 0; j0 < n; j0 += 32 * R) {
+    unsigned long long w[R][3];
+    for (;;) {
+      bool ready = true;
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const int64_t j = j0 + r * 32 + lane;
+#pragma unroll
+        for (int k = 0; k < 3; ++k) w[r][k] = j < n ? ld_relaxed_u64(&g_stream_rec[first + j][k]) : 0ull;
+      }
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int k = 0; k < 3; ++k) ready = ready && (j0 + r * 32 + lane >= n || (unsigned)(w[r][k] >> 32) == epoch);
+      if (ready) break;
+      __nanosleep(64);
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      if (j0 + r * 32 + lane < n)
+        p = comb_add(p, f3{__uint_as_float((unsigned)w[r][0]), __uint_as_float((unsigned)w[r][1]),
+                           __uint_as_float((unsigned)w[r][2])});
+  }
+  return warp_reduce(p, comb_add);
+}
+
 // A statistics item: segment [lo, hi) of `row` (segment g of the tensor), read through load(i, x), reduced into
-// its partial record; the row's last item (`*last`, shared) sums the records into (mean, rstd) and publishes them.
+// its partial record. publish=counter: the row's last item (`*last`, shared) sums the records into (mean, rstd) and
+// publishes them; publish=tagged: the record is posted with the launch's epoch, and that is all.
 template <int V, typename L>
 __device__ __forceinline__ void segment_stats(const norm_args& a, int64_t g, int64_t row, int64_t lo, int64_t hi,
-                                              int64_t segs, L load, f3* scratch, bool* last) {
+                                              int64_t segs, L load, f3* scratch, bool* last, unsigned epoch) {
   const int64_t base = row * a.n;
   moments mo;
   mo.shift = row_shift<V>(a, base);
@@ -290,6 +349,10 @@ __device__ __forceinline__ void segment_stats(const norm_args& a, int64_t g, int
     mo.add<V>(x);
   }
   const f3 p = block_reduce<NT>(mo.record(), comb_add, scratch);
+  if constexpr (k_publish == pub_tagged) {
+    if (threadIdx.x == 0) post_tagged(g, p, epoch);
+    return;
+  }
   if (threadIdx.x == 0) {
     g_part[g] = p;
     __threadfence();
@@ -318,6 +381,17 @@ template <int V, typename L>
 __device__ __forceinline__ void segment_apply(const norm_args& a, int64_t row, int64_t lo, int64_t hi, float2 mr,
                                               L load) {
   const int64_t base = row * a.n;
+  float sc, sh;
+  if (uniform_affine(a, row, lo, hi, mr.x, mr.y, &sc, &sh)) {
+#pragma unroll k_unroll
+    for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
+      float x[V];
+      load(i, x);
+      apply_uniform<V>(sc, sh, x);
+      store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
+    }
+    return;
+  }
 #pragma unroll k_unroll
   for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
     float x[V];
@@ -327,17 +401,19 @@ __device__ __forceinline__ void segment_apply(const norm_args& a, int64_t row, i
   }
 }
 
-// With 16-byte vectors each segment comes into shared memory in one bulk copy (two stages: the next item's copy
-// runs while this one is reduced or applied); otherwise the threads load x themselves.
+// With 16-byte vectors each segment comes into shared memory in one bulk copy, into k_stages stages a block: the
+// copies of the block's next k_stages - 1 tickets run while the current item is reduced or applied; otherwise the
+// threads load x themselves.
 template <int V>
 __global__ void __launch_bounds__(NT) stream_kernel(norm_args a, int64_t lag) {
   constexpr bool k_bulk = V * sizeof(in_t) == 16;
   extern __shared__ __align__(128) unsigned char stream_smem[];
   __shared__ f3 scratch[NT / 32];
-  __shared__ unsigned tickets[2];
-  __shared__ __align__(8) uint64_t bars[2];
+  __shared__ unsigned tickets[k_stages];
+  __shared__ __align__(8) uint64_t bars[k_stages];
   __shared__ bool last;
   __shared__ float2 row_stats;
+  __shared__ unsigned epoch;
   const int64_t segs = a.splits, total = a.rows * segs, end = 2 * total;
   in_t* const stages = reinterpret_cast<in_t*>(stream_smem);  // stage k at stages + k * a.seg
   // Thread 0: take a ticket into slot k and start the copy of its segment.
@@ -358,30 +434,43 @@ __global__ void __launch_bounds__(NT) stream_kernel(norm_args a, int64_t lag) {
   };
   if (threadIdx.x == 0) {
     if (k_bulk) {
-      mbar_init(&bars[0]), mbar_init(&bars[1]);
+      for (int k = 0; k < k_stages; ++k) mbar_init(&bars[k]);
       asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    take(0);
+    if constexpr (k_publish == pub_tagged) {  // 0 is what never-written records carry: skipped when it wraps
+      const unsigned e = *(volatile unsigned*)&g_stream_epoch + 1u;
+      epoch = e == 0 ? 1u : e;
+    }
+    for (int k = 0; k + 1 < k_stages; ++k) take(k);
   }
   __syncthreads();
   for (unsigned it = 0;; ++it) {
-    const int k = it & 1;
+    const int k = (int)(it % k_stages);
     const int64_t t = tickets[k];
-    if (t >= end) break;
-    if (threadIdx.x == 0) take(k ^ 1);  // its stage was released by the barrier that ended the last item
+    if (t >= end) break;  // the tickets this block took after t are later still: none has a copy in flight
+    // The stage of the last item, released by the barrier that ended it (a later ticket than any the block holds).
+    if (threadIdx.x == 0) take((int)((it + k_stages - 1) % k_stages));
     bool stats;
     const int64_t g = stream_item(t, total, lag, &stats);
     const int64_t row = g / segs, lo = min(a.n, (g % segs) * a.seg), hi = min(a.n, lo + a.seg), base = row * a.n;
-    if (k_bulk) mbar_wait(&bars[k], (it >> 1) & 1);
+    if (k_bulk) mbar_wait(&bars[k], (it / k_stages) & 1);
     // Element i of the segment, from the stage or from x.
     auto load = [&](int64_t i, float* x) {
       if constexpr (k_bulk) load_vec<in_t, V>(stages + k * a.seg + (i - lo), x), prologue_x<V>(x);
       else load_x<V>(a, base + i, x);
     };
     if (stats) {
-      segment_stats<V>(a, g, row, lo, hi, segs, load, scratch, &last);
+      segment_stats<V>(a, g, row, lo, hi, segs, load, scratch, &last, epoch);
     } else {
-      if (threadIdx.x == 0) row_stats = wait_row_stats(row);
+      if constexpr (k_publish == pub_tagged) {
+        if (threadIdx.x < 32) {
+          const float shift = row_shift<V>(a, base);
+          const f3 q = warp_sum_tagged(row * segs, segs, epoch);
+          if (threadIdx.x == 0) row_stats = finish_stats(q, shift, a.eps);
+        }
+      } else {
+        if (threadIdx.x == 0) row_stats = wait_row_stats(row);
+      }
       __syncthreads();
       segment_apply<V>(a, row, lo, hi, row_stats, load);  // row_stats is rewritten only after two barriers
     }
@@ -393,13 +482,17 @@ __global__ void __launch_bounds__(NT) stream_kernel(norm_args a, int64_t lag) {
   }
   __syncthreads();
   if (last) {
-    for (int64_t r = threadIdx.x; r < a.rows; r += NT) g_row_done[r] = 0, g_row_ready[r] = 0;
+    if constexpr (k_publish == pub_tagged) {
+      if (threadIdx.x == 0) g_stream_epoch = epoch;  // every block read the old one when it started
+    } else {
+      for (int64_t r = threadIdx.x; r < a.rows; r += NT) g_row_done[r] = 0, g_row_ready[r] = 0;
+    }
     if (threadIdx.x == 0) g_stream_ticket = 0, g_stream_out = 0;
     __threadfence();
   }
 }
 
-static grid_setup g_stream_setup[2];  // two stages of a segment a block
+static grid_setup g_stream_setup[2];  // per vector width: k_stages stages of a segment a block
 
 template <int V>
 int launch_ring(norm_args a, cudaStream_t s);  // group_norm_cuda_ring.cpp: strategy=ring, over stream's segments
@@ -417,7 +510,7 @@ int launch_stream(norm_args a, cudaStream_t s) {
     seg = ((a.n + k_part_cap / a.rows - 1) / (k_part_cap / a.rows) + V - 1) / V * V;
     segs = (a.n + seg - 1) / seg;
   }
-  const size_t smem = k_bulk ? (size_t)(2 * seg * es) : 0;
+  const size_t smem = k_bulk ? (size_t)(k_stages * seg * es) : 0;
   grid_setup& su = g_stream_setup[V == 1 ? 0 : 1];
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return 3;
@@ -450,8 +543,8 @@ int launch_stream(norm_args a, cudaStream_t s) {
   const int per_sm = k_sm_blocks > 0 && k_sm_blocks < su.per_sm ? k_sm_blocks : su.per_sm;
   const int64_t blocks = min(2 * total, (int64_t)per_sm * su.sms);
   // The apply item of segment g is taken `lag` statistics tickets after segment g's: past a whole row, past the
-  // statistics items still running (about one a block), plus k_lag_mb MiB of slack, so it rarely waits.
-  const int64_t lag = min(total, segs + blocks + ((int64_t)k_lag_mb << 20) / (seg * es));
+  // statistics items still running or held (k_stages - 1 a block), plus k_lag_mb MiB of slack, so it rarely waits.
+  const int64_t lag = min(total, segs + blocks * (k_stages - 1) + ((int64_t)k_lag_mb << 20) / (seg * es));
   stream_kernel<V><<<(unsigned)blocks, NT, smem, s>>>(a, lag);
   return cudaGetLastError() == cudaSuccess ? 0 : 3;
 }
