@@ -217,7 +217,8 @@ class group_norm_cuda final : public family {
       case norm_graph::activation::silu: return "  x = x * rcp_ftz(1.f + exp_ftz(-x));\n";
       case norm_graph::activation::gelu: return "  x = 0.5f * x * (1.f + erff(x * 0.70710678118654752f));\n";
       case norm_graph::activation::gelu_tanh:
-        return "  x = 0.5f * x * (1.f + tanh_exp(0.79788456080286536f * (x + 0.044715f * x * x * x)));\n";
+        // 0.5 x (1 + tanh(u)) = x sigmoid(2u): no cancellation in 1 + tanh(u) on the negative tail.
+        return "  x = x * rcp_ftz(1.f + exp_ftz(-1.5957691216057308f * (x + 0.044715f * x * x * x)));\n";
     }
     return "";
   }

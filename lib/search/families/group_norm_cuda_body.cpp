@@ -92,11 +92,13 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
       for (int c = 0; c < k_chunks; ++c)
         if (lo + ((int64_t)c * g.nthr + g.tid) * V < hi) {
 #pragma unroll
-          for (int v = 0; v < V; ++v) s += r[c][v];
+          for (int v = 0; v < V; ++v) s += r[c][v] - mo.shift;
           cnt += V;
         }
+      // Shifted by the row's first element: a row of one value has an exact mean, so x - mean is 0 there (its
+      // 1/sqrt(eps) would magnify a mean off by an ulp).
       const f3 t = g.reduce(f3{cnt, s, 0.f}, comb_add);
-      const float mean = t.b / t.a;
+      const float mean = mo.shift + t.b / t.a;
       float q = 0.f;
 #pragma unroll
       for (int c = 0; c < k_chunks; ++c)

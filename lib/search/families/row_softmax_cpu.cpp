@@ -157,8 +157,9 @@ constexpr const char* k_write_kept = R"(      {
       })";
 
 constexpr const char* k_write_plain = R"(      if ($LOG$) {
-        const float ls = m + logf(s);
-        for (int64_t j = 0; j < L; ++j) orow[j] = $STORE_OUT$(kf_epi(KF_X(j) - ls));
+        // (x - m) - log s: rounding m + log s to float would lose log s next to a large m.
+        const float ls = logf(s);
+        for (int64_t j = 0; j < L; ++j) orow[j] = $STORE_OUT$(kf_epi((KF_X(j) - m) - ls));
       } else {
         const float inv = 1.f / s;
         for (int64_t j = 0; j < L; ++j) orow[j] = $STORE_OUT$(kf_epi(KF_EXP(KF_X(j) - m) * inv));
@@ -166,8 +167,8 @@ constexpr const char* k_write_plain = R"(      if ($LOG$) {
 
 // Top-k: the row's results go to scratch, then an insertion into the k best (ties: the lower index first).
 constexpr const char* k_write_topk = R"(      {
-        const float ls = m + logf(s), inv = 1.f / s;
-        for (int64_t j = 0; j < L; ++j) sc[j] = kf_epi($LOG$ ? KF_X(j) - ls : $EXP_AT_J$ * inv);
+        const float ls = logf(s), inv = 1.f / s;
+        for (int64_t j = 0; j < L; ++j) sc[j] = kf_epi($LOG$ ? (KF_X(j) - m) - ls : $EXP_AT_J$ * inv);
         int n = 0;
         for (int64_t j = 0; j < L; ++j) {
           float v = sc[j];

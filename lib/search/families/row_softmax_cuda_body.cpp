@@ -123,11 +123,13 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
       M = t.a;
       S = t.b;
       if constexpr (k_log) {
-        const float off = M + __logf(S);
+        // (x - M) - log S, not x - (M + log S): rounding M + log S to float loses log S next to a large M. And the
+        // accurate logf, once a row: __logf's absolute error (2^-21) is above float32's tolerance near log p = 0.
+        const float lg = logf(S);
 #pragma unroll
         for (int c = 0; c < k_chunks; ++c)
 #pragma unroll
-          for (int v = 0; v < V; ++v) r[c][v] -= off;
+          for (int v = 0; v < V; ++v) r[c][v] = (r[c][v] - M) - lg;
       } else {
         const float f = (lm == -INFINITY && M != -INFINITY) ? 0.f : __expf(ref - M) / S;
 #pragma unroll
@@ -147,11 +149,11 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
           if constexpr (!k_log) r[c][v] = e;
         }
       S = g.reduce(f2{ls, 0.f}, comb_sum).a;
-      const float f = 1.f / S, off = M + __logf(S);
+      const float f = 1.f / S, lg = k_log ? logf(S) : 0.f;  // as above
 #pragma unroll
       for (int c = 0; c < k_chunks; ++c)
 #pragma unroll
-        for (int v = 0; v < V; ++v) r[c][v] = k_log ? r[c][v] - off : r[c][v] * f;
+        for (int v = 0; v < V; ++v) r[c][v] = k_log ? (r[c][v] - M) - lg : r[c][v] * f;
     }
 #pragma unroll
     for (int c = 0; c < k_chunks; ++c) {
@@ -218,13 +220,13 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
       }
       S = g.reduce(f2{s, 0.f}, comb_sum).a;
     }
-    const float f = 1.f / S, off = M + __logf(S);
+    const float f = 1.f / S, lg = k_log ? logf(S) : 0.f;  // (x - M) - log S, as above
 #pragma unroll k_unroll
     for (int64_t i = lo + (int64_t)g.tid * V; i < hi; i += span) {
       float x[V];
       fetch(i, x);
 #pragma unroll
-      for (int v = 0; v < V; ++v) x[v] = finalize(k_log ? x[v] - off : exp_ftz(x[v] - M) * f);
+      for (int v = 0; v < V; ++v) x[v] = finalize(k_log ? (x[v] - M) - lg : exp_ftz(x[v] - M) * f);
       if constexpr (k_topk > 0) {
 #pragma unroll
         for (int v = 0; v < V; ++v) tl.insert(x[v], (int)(i + v));

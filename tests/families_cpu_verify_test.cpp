@@ -1,0 +1,83 @@
+// The cpu families' own kernels through the whole verifier (static scan, compile, every rule on every case, in a
+// real worker), on specs that no bundled workload resembles: float32 log_softmax (max + log(sum) rounds), a masked
+// and scaled one, float16 RMSNorm without eps, float32 LayerNorm / GroupNorm whose all-equal rows magnify an
+// inexact mean by 1/sqrt(eps), and the tanh GELU's negative tail. A new user's first run found each of these
+// failing the tool's own kernels; a kernel the family emits for a spec it covers must pass.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "exec/compile.h"
+#include "search/family.h"
+#include "spec/spec_parse.h"
+#include "verify/check.h"
+
+namespace kf {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path k_specs = fs::path(KFORGE_SOURCE_DIR) / "tests" / "data" / "specs" / "families";
+
+compiler& shared_compiler() {
+  static compiler c([] {
+    compile_options o;
+    o.cache_root = fs::path(KFORGE_BINARY_DIR) / "test-cache";  // reruns skip the compiles
+    return o;
+  }());
+  return c;
+}
+
+// The family's default for the spec, then the default with each of `variants`' knobs changed: each must pass.
+void expect_family_passes(const std::string& spec_file, const std::string& family_name,
+                          const std::vector<knob_values>& variants) {
+  SCOPED_TRACE(spec_file);
+  const workload_spec spec = load_spec((k_specs / spec_file).string());
+  const family* f = find_family(family_name, device_kind::cpu);
+  ASSERT_NE(f, nullptr);
+  std::string why;
+  ASSERT_TRUE(f->covers(spec, &why)) << why;
+  worker_options wo;
+  wo.device = {device_kind::cpu, 0};
+  worker_client w(wo);
+  std::vector<knob_values> all = {{}};
+  all.insert(all.end(), variants.begin(), variants.end());
+  for (auto& changes : all) {
+    knob_values k = f->default_variant(spec);
+    std::string label = "default";
+    for (auto& [name, value] : changes) k[name] = value, label += " " + name + "=" + value;
+    SCOPED_TRACE(label);
+    ASSERT_TRUE(f->valid(k, spec, &why)) << why;
+    check_report r = check_candidate(spec, f->emit(spec, k), spec.name + ".cpp", shared_compiler(), w, {});
+    ASSERT_TRUE(r.compile.ok) << r.compile.log.substr(0, 2000);
+    EXPECT_TRUE(r.result.passed()) << r.result.text();
+  }
+}
+
+TEST(families_cpu_verify, float32_log_softmax_passes_large_magnitudes) {
+  expect_family_passes("log-softmax-f32.yaml", "row_softmax_cpu",
+                       {{{"passes", "online"}}, {{"math", "libm"}, {"cache_row", "1"}}});
+}
+
+TEST(families_cpu_verify, masked_scaled_log_softmax_passes) {
+  expect_family_passes("masked-log-softmax-f32.yaml", "row_softmax_cpu", {{{"passes", "online"}}});
+}
+
+TEST(families_cpu_verify, float16_rms_norm_without_eps_takes_aten_s_epsilon) {
+  expect_family_passes("rms-norm-f16-default-eps.yaml", "group_norm_cpu", {{{"math", "libm"}}});
+}
+
+TEST(families_cpu_verify, float32_layer_norm_rows_of_one_value_are_exact) {
+  expect_family_passes("layer-norm-gelu-f32.yaml", "group_norm_cpu", {{{"stats", "one_pass"}}});
+}
+
+TEST(families_cpu_verify, float32_group_norm_of_uneven_groups_passes) {
+  expect_family_passes("group-norm-c40-silu-f32.yaml", "group_norm_cpu",
+                       {{{"stats", "one_pass"}}, {{"vector_width", "1"}, {"cache_unit", "0"}}});
+}
+
+TEST(families_cpu_verify, tanh_gelu_passes_on_its_negative_tail_with_either_math) {
+  expect_family_passes("group-norm-gelu-tanh-f32-cl.yaml", "group_norm_cpu", {{{"math", "libm"}}, {{"math", "poly"}}});
+}
+
+}  // namespace
+}  // namespace kf
