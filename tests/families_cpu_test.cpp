@@ -126,6 +126,18 @@ TEST(graph_match, explains_what_does_not_fit) {
   EXPECT_EQ(g->prologue[1].to, dtype::float32);  // bf16 + float32 mask promotes
 }
 
+// The softmax kernels read each row as one contiguous run: a channels_last x, whose last dim is strided, is not
+// theirs (a family that claimed it emitted a kernel that declined every case).
+TEST(graph_match, softmax_over_a_strided_last_dim_is_not_covered) {
+  auto spec = test::softmax_spec();
+  spec.inputs[0].memory_format = "channels_last";
+  std::string why;
+  EXPECT_FALSE(match_softmax(spec, &why).has_value());
+  EXPECT_NE(why.find("channels_last"), std::string::npos) << why;
+  EXPECT_FALSE(find_family("row_softmax_cpu", device_kind::cpu)->covers(spec, &why));
+  EXPECT_FALSE(find_family("row_softmax_cuda", device_kind::cuda)->covers(spec, &why));
+}
+
 TEST(graph_match, family_names_select_by_base_name) {
   auto spec = test::softmax_spec();
   spec.search.families = {"row_softmax"};

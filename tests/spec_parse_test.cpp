@@ -4,6 +4,8 @@
 #include <fstream>
 #include <regex>
 
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "spec/spec_parse.h"
@@ -106,6 +108,29 @@ TEST(spec_parse, percent_and_fraction_are_the_same_gate) {
     EXPECT_TRUE(d.empty()) << all_of(d);
     EXPECT_DOUBLE_EQ(s.gate.max_regression, 0.05) << r;
   }
+}
+
+// rms_norm without eps: ATen takes the epsilon of its compute type (float32's for a float16 input, float64's for
+// float64, after a cast too); the spec makes it explicit so eager, the float64 reference and the kernels agree.
+TEST(spec_parse, rms_norm_eps_defaults_to_the_compute_type_s_epsilon) {
+  auto eps_of = [](const std::string& dtype, const std::string& cast) {
+    const std::string text = "version: 1\nname: t\ninputs:\n  x: {shape: [4, 8], dtype: " + dtype + "}\ngraph:\n" +
+                             (cast.empty() ? "" : "  - cast: {input: x, dtype: " + cast + "}\n") +
+                             "  - rms_norm: {" + (cast.empty() ? "input: x, " : "") + "normalized_shape: [8]}\ncases: [{}]\n";
+    workload_spec s;
+    auto d = parse_spec_text(text, "t.yaml", &s);
+    EXPECT_TRUE(d.empty()) << all_of(d);
+    return s.graph.back().args.value("eps", -1.0);
+  };
+  EXPECT_EQ(eps_of("float16", ""), static_cast<double>(std::numeric_limits<float>::epsilon()));
+  EXPECT_EQ(eps_of("bfloat16", ""), static_cast<double>(std::numeric_limits<float>::epsilon()));
+  EXPECT_EQ(eps_of("float64", ""), std::numeric_limits<double>::epsilon());
+  EXPECT_EQ(eps_of("float16", "float64"), std::numeric_limits<double>::epsilon());
+  workload_spec given;  // an explicit eps stays
+  EXPECT_TRUE(parse_spec_text("version: 1\nname: t\ninputs:\n  x: {shape: [4, 8], dtype: float16}\ngraph:\n"
+                              "  - rms_norm: {input: x, normalized_shape: [8], eps: 0.001}\ncases: [{}]\n",
+                              "t.yaml", &given).empty());
+  EXPECT_EQ(given.graph.back().args.value("eps", -1.0), 0.001);
 }
 
 TEST(spec_parse, load_spec_by_name_and_by_path) {

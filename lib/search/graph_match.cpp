@@ -161,6 +161,11 @@ std::optional<softmax_graph> match_softmax(const workload_spec& spec, std::strin
   if (w.done()) { w.fail("no softmax or log_softmax in the graph"); return std::nullopt; }
   g.log = w.is("log_softmax");
   if (!last_dim(w.peek()->args, g.rank)) { w.fail(fmt::format("{}: only the last dim is reduced", w.where())); return std::nullopt; }
+  if (const input_spec* x = spec.find_input(g.input); x && x->memory_format != "contiguous") {
+    w.fail(fmt::format("input {} is {}: its last dim is strided in memory, and the softmax kernels read each row "
+                       "as one contiguous run", x->name, x->memory_format));
+    return std::nullopt;
+  }
   if (auto t = dtype_arg(w.peek()->args, "dtype")) w.type = *t;
   if (!is_floating(w.type)) { w.fail(fmt::format("{}: the softmax type must be floating", w.where())); return std::nullopt; }
   g.softmax_type = w.type;
@@ -246,9 +251,8 @@ std::optional<norm_graph> match_norm(const workload_spec& spec, std::string* why
       return std::nullopt;
     }
     if (auto e = number_arg(a, "eps")) g.eps = *e;
-    else if (g.what == norm_graph::kind::rms_norm)  // torch: finfo(x.dtype).eps
-      g.eps = w.type == dtype::bfloat16 ? 0.0078125 : w.type == dtype::float16 ? 0.0009765625
-              : w.type == dtype::float64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
+    else if (g.what == norm_graph::kind::rms_norm)  // ATen: the epsilon of the op's compute type (specs fill it in)
+      g.eps = rms_norm_default_eps(w.type);
   }
   g.norm_type = w.type;
   ++w.at;

@@ -78,6 +78,14 @@ std::vector<std::string> tensor_arg_inputs(const op_call& call);
 // The graph's primary input: the one the first op names.
 std::string primary_input(const workload_spec& spec);
 
+// rms_norm's eps when a spec gives none, as ATen takes it: the epsilon of the op's compute type (float32's for
+// float16, bfloat16 and float32 inputs, float64's for float64), not of the input's own type.
+double rms_norm_default_eps(dtype input);
+// Makes the defaults that depend on a dtype explicit in the graph's arguments, once the graph's dtypes are known
+// (rms_norm's eps), so eager, the float64 reference and the kernel families all use one value. A graph that does
+// not infer is left as it is (its errors are reported elsewhere).
+void fill_dtype_defaults(workload_spec& spec);
+
 // Broadcasting and type promotion as torch does them (used by several ops).
 bool broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b, std::vector<int64_t>* out);
 dtype promote_types(dtype a, dtype b);

@@ -1,6 +1,7 @@
 // Graph-level inference: runs each op's inference in order for one case (concrete shapes), plus the
 // broadcasting and type-promotion rules that several ops share.
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -116,6 +117,30 @@ bool try_infer_graph(const workload_spec& spec, const case_spec& c, graph_shapes
   if (g.steps.empty()) return fail(0, "", "the graph is empty");
   *out = std::move(g);
   return true;
+}
+
+double rms_norm_default_eps(dtype input) {
+  return input == dtype::float64 ? std::numeric_limits<double>::epsilon()
+                                 : static_cast<double>(std::numeric_limits<float>::epsilon());
+}
+
+void fill_dtype_defaults(workload_spec& spec) {
+  if (spec.cases.empty()) return;
+  graph_shapes g;
+  graph_error e;
+  if (!try_infer_graph(spec, spec.cases.front(), &g, &e)) return;  // dtypes do not depend on the case
+  for (size_t i = 0; i < spec.graph.size(); ++i) {
+    op_call& call = spec.graph[i];
+    if (call.op != "rms_norm" || (call.args.contains("eps") && !call.args["eps"].is_null())) continue;
+    dtype in = dtype::float32;
+    if (i > 0) {
+      in = g.steps[i - 1].front().type;
+    } else {
+      for (size_t k = 0; k < spec.inputs.size(); ++k)
+        if (spec.inputs[k].name == call.args.value("input", std::string())) in = g.inputs[k].type;
+    }
+    call.args["eps"] = rms_norm_default_eps(in);
+  }
 }
 
 std::vector<tensor_desc> infer_outputs(const workload_spec& spec, const case_spec& c) {

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "search/family.h"
+#include "spec/ops.h"
 #include "spec/spec_parse_detail.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -188,6 +189,7 @@ void parse_root(yaml_reader& r, const YAML::Node& root, const std::string& path,
     }
   bool complete = root["inputs"] && root["graph"] && root["cases"];
   if (complete) detail::check_spec(r, *out, locs);
+  if (complete && r.error_count() == 0) fill_dtype_defaults(*out);  // only a valid spec has dtypes to read
 }
 
 }  // namespace
