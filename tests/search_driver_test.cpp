@@ -73,6 +73,22 @@ TEST(search_driver, finds_a_winner_better_than_its_root_and_keeps_the_tree) {
   EXPECT_FALSE(ev_rows.back().samples.empty());
 }
 
+// A tree whose every node failed has nothing to expand: the search says so rather than that it converged.
+TEST(search_driver, a_tree_of_failures_stops_saying_every_candidate_failed) {
+  temp_dir dir("kf-search-fail");
+  auto spec = test::softmax_spec();
+  spec.hash = "h1";
+  search_db db(dir.path() / "search.db");
+  test::fake_evaluator ev;
+  ev.fail_all = true;
+  search_options o;
+  o.budget = 30;
+  auto out = search_driver(spec, device_kind::cpu, k_key, db, ev, o).run(default_roots(spec));
+  EXPECT_FALSE(out.winner.has_value());
+  EXPECT_EQ(out.stop_reason, "every candidate failed");
+  EXPECT_LT(out.evaluations, 30);
+}
+
 // With a time limit that ends the run before the budget would, the ETA is the time left, not the budget's.
 TEST(search_driver, the_eta_counts_down_to_the_time_limit) {
   temp_dir dir("kf-search-eta");

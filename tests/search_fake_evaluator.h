@@ -19,6 +19,7 @@ class fake_evaluator : public evaluator {
     return {{"eager", {{"c1", 100.0}}}, {"compile", {{"c1", 80.0}}}};
   }
   int baseline_delay_ms = 0;  // a slow first baseline (a torch.compile export)
+  bool fail_all = false;       // every candidate "does not compile"
 
   static double time_of(const candidate& c) {
     if (c.family.empty()) return 90.0;
@@ -36,7 +37,7 @@ class fake_evaluator : public evaluator {
     if (m_delay_ms) std::this_thread::sleep_for(std::chrono::milliseconds(m_delay_ms));
     eval_result r;
     r.stages.push_back({"compile", true, nlohmann::json::object(), 0.01, {}});
-    if (c.knobs.count("threads") && c.knobs.at("threads") == "4") {  // "does not compile"
+    if (fail_all || (c.knobs.count("threads") && c.knobs.at("threads") == "4")) {  // "does not compile"
       r.status = node_status::compile_failed;
       r.stages.back().ok = false;
       r.detail = "error: fake compile failure for threads=4";

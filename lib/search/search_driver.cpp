@@ -194,7 +194,12 @@ search_outcome search_driver::run(const std::vector<candidate>& roots,
       }
       for (auto& c : cands) batch.push_back(add_node(*sel, std::move(c)));
     }
-    if (batch.empty()) { reason = "converged"; break; }
+    if (batch.empty()) {  // nothing left to expand: a tree that measured something converged, else all failed
+      const auto& ns = m_tree.nodes();
+      const bool any = std::any_of(ns.begin(), ns.end(), [](const auto& n) { return n.status == node_status::measured; });
+      reason = any ? "converged" : "every candidate failed";
+      break;
+    }
     evaluate_batch(batch);
     if (on_progress) on_progress(progress());
   }

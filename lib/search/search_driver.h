@@ -40,7 +40,7 @@ struct search_outcome {
   int64_t search_id = 0;
   int evaluations = 0;          // evaluated nodes in the search
   int session_evaluations = 0;  // in this run
-  std::string stop_reason;      // "budget", "time", "interrupted", "converged"
+  std::string stop_reason;      // "budget", "time", "interrupted", "converged", "every candidate failed"
   std::optional<node_row> winner;           // confirmed (measured) best, if any
   // Whether the winner beat every `gate.must_beat` baseline the search timed, on every gated case. The winner
   // is the best such candidate when there is one, else the best overall (the gate will then fail).
