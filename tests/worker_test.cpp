@@ -102,6 +102,31 @@ TEST(worker, honest_cpu_kernels_pass_every_rule) {
   }
 }
 
+// A case too big for the machine is the spec's problem, said before anything is allocated; a 0-d input gets the
+// adversarial kinds that apply to it. Neither is blamed on the kernel (both once aborted the worker on a rule
+// missing from the table, which read as the kernel crashing).
+TEST(worker, a_case_bigger_than_memory_is_refused_and_a_scalar_input_is_judged) {
+  worker_client w(on(device_kind::cpu));
+  workload_spec big;
+  ASSERT_TRUE(parse_spec_text("version: 1\nname: big\ninputs:\n  x: {shape: [T, 1024], dtype: float32}\ngraph:\n"
+                              "  - silu: {input: x}\ncases: [{T: 100000000000}]\n", "big.yaml", &big).empty());
+  const std::string silu = "#include \"kf_abi.h\"\n#include <math.h>\nextern \"C\" int kf_launch(const kf_tensor* in, int, "
+                           "kf_tensor* out, int, void*) {\n  long n = 1;\n  for (int d = 0; d < in[0].ndim; ++d) n *= "
+                           "in[0].shape[d];\n  const float* x = (const float*)in[0].data;\n  float* y = (float*)out[0].data;\n"
+                           "  for (long i = 0; i < n; ++i) y[i] = x[i] / (1.f + expf(-x[i]));\n  return 0;\n}\n";
+  try {
+    check_report r = check_candidate(big, silu, "silu.cpp", shared_compiler(), w, {});
+    ADD_FAILURE() << "expected a refusal, got " << r.result.text();
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("GiB to verify"), std::string::npos) << e.what();
+  }
+  workload_spec scalar;
+  ASSERT_TRUE(parse_spec_text("version: 1\nname: scalar\ninputs:\n  x: {shape: [], dtype: float32}\ngraph:\n"
+                              "  - silu: {input: x}\ncases: [{}]\n", "scalar.yaml", &scalar).empty());
+  check_report r = check_candidate(scalar, silu, "silu.cpp", shared_compiler(), w, {});
+  EXPECT_TRUE(r.result.passed()) << r.result.text();
+}
+
 TEST(worker, verify_says_where_its_time_went) {
   worker_client w(on(device_kind::cpu));
   fs::path p = k_data / "kernels" / "honest" / "naive.cpp";

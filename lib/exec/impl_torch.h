@@ -56,5 +56,8 @@ void to_kf_tensor(const at::Tensor& t, ::kf_tensor* out);
 // work in flight or the candidate's own statics may still refer to its code. Throws impl_load_error when the
 // library does not load or does not export kf_launch.
 kf_launch_fn load_candidate(const std::string& so);
+// Whether a candidate's kf_launch has run in this process (from then on, what the process shares with it may be
+// corrupted).
+bool candidate_code_ran();
 
 }  // namespace kf

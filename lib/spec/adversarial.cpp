@@ -32,7 +32,10 @@ bool adversarial_applies(const workload_spec& spec, std::string_view kind) {
   if (spec.graph.empty()) return false;
   const input_spec* in = spec.find_input(primary_input(spec));
   if (!in || !is_floating(in->type)) return false;
-  if (kind == "large_magnitude" || kind == "all_equal_rows") return true;
+  if (kind == "large_magnitude") return true;
+  // A 0-d input has no rows: one value is trivially all equal, and there is no dim to mask along.
+  if (in->shape.empty()) return false;
+  if (kind == "all_equal_rows") return true;
   if (kind == "neg_inf_mask") return has_row_reduction(spec);
   return false;
 }

@@ -2,6 +2,8 @@
 // To add an op, see CONTRIBUTING.md "Adding an op".
 #include "spec/ops.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -62,7 +64,8 @@ std::vector<tensor_desc> topk(const op_context& c) {
   int64_t d = need_dim(c, "dim");
   int64_t k = c.get_int("k");
   int64_t n = c.input.shape.empty() ? 1 : c.input.shape[d];
-  if (k < 0 || k > n) c.fail("k", fmt::format("k = {} is out of range: dim {} has size {}", k, c.get_int("dim"), n));
+  if (k < 1 || k > n)
+    c.fail("k", fmt::format("k = {} is out of range: expected 1 to the size of dim {} ({})", k, c.get_int("dim"), n));
   tensor_desc values = c.input;
   if (!values.shape.empty()) values.shape[d] = k;
   tensor_desc indices = values;
@@ -99,6 +102,13 @@ std::vector<tensor_desc> norm_over_last(const op_context& c) {
 std::vector<tensor_desc> elementwise_float(const op_context& c) {
   need_floating(c);
   return same(c);
+}
+
+// tanh(x / cap) * cap: a cap of 0 divides by zero (every value NaN or 0).
+std::vector<tensor_desc> softcap(const op_context& c) {
+  const double cap = c.get_number("cap");
+  if (!(cap != 0) || !std::isfinite(cap)) c.fail("cap", fmt::format("expected a finite non-zero cap, got {}", cap));
+  return elementwise_float(c);
 }
 
 std::vector<tensor_desc> add_mask(const op_context& c) {
@@ -182,7 +192,7 @@ std::vector<tensor_desc> matmul(const op_context& c) {
 std::vector<op_def> make_table() {
   using k = arg_kind;
   std::vector<op_def> t = {
-      {"softcap", "tanh(x / cap) * cap", {req("cap", k::number)}, false, {}, elementwise_float},
+      {"softcap", "tanh(x / cap) * cap", {req("cap", k::number)}, false, {}, softcap},
       {"scale", "x * factor", {req("factor", k::number)}, false, {}, elementwise_float},
       {"add_mask", "x + mask", {req("mask", k::tensor)}, false, {}, add_mask},
       {"softmax", "torch.softmax(x, dim, dtype)", {req("dim", k::integer), arg("dtype", k::dtype)}, false, {}, softmax_like},

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "exec/kf_abi.h"
+
 #include "spec/spec_parse_detail.h"
 
 namespace kf::detail {
@@ -90,6 +92,11 @@ void parse_init(yaml_reader& r, const YAML::Node& n, const std::string& field, i
 
 void parse_shape(yaml_reader& r, const YAML::Node& n, const std::string& field, input_spec* in, bool* ok) {
   if (!r.check_list(n, field)) { *ok = false; return; }
+  if (n.size() > KF_MAX_DIMS) {  // the kernel ABI's kf_tensor holds that many
+    r.error(n, field, fmt::format("expected at most {} dims (the kernel ABI's kf_tensor), got {}", KF_MAX_DIMS, n.size()));
+    *ok = false;
+    return;
+  }
   for (size_t i = 0; i < n.size(); ++i) {
     std::string f = fmt::format("{}[{}]", field, i);
     const YAML::Node d = n[i];

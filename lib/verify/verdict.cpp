@@ -40,6 +40,8 @@ const std::vector<rule_info>& verify_rules() {
       {"hang", rule_stage::run, "the candidate finishes within the timeout"},
       {"exit", rule_stage::run, "the candidate does not end its process"},
       {"cuda_error", rule_stage::run, "no CUDA error, and the CUDA context stays usable"},
+      {"worker_state", rule_stage::run,
+       "the worker's own steps still work after the candidate ran (its memory or threads not corrupted)"},
       {"handles_input", rule_stage::run, "kf_launch accepts every case (returns 0)"},
       {"match", rule_stage::dynamic, "outputs match the float64 reference within tolerance"},
       {"nan_inf", rule_stage::dynamic, "NaN and Inf appear exactly where the reference has them"},

@@ -7,6 +7,8 @@
 //   T3 the input guards changed: the same result (reads_outside_inputs).
 //   T4 new input values at the same addresses: the new answer (new_inputs).
 // Then each adversarial input kind that applies (one seed). See verify_worker.h for the request.
+#include <unistd.h>
+
 #include <chrono>
 #include <map>
 
@@ -337,6 +339,26 @@ class case_runner {
   std::vector<at::Tensor> m_in_tensors, m_out_tensors;
 };
 
+// A case whose tensors cannot fit in this machine's memory is the spec's problem, said up front: its inputs and
+// outputs as the spec declares them, private copies of each for the candidate, and the float64 reference's copies.
+void check_case_fits(const workload_spec& spec, const case_spec& c) {
+  double declared = 0, reference = 0;
+  auto add = [&](const std::vector<tensor_desc>& ts) {
+    for (auto& t : ts) {
+      declared += static_cast<double>(t.numel()) * static_cast<double>(dtype_size(t.type));
+      if (is_floating(t.type)) reference += static_cast<double>(t.numel()) * 8.0;
+    }
+  };
+  add(input_descs(spec, c));
+  add(infer_outputs(spec, c));
+  const double need = 2 * declared + reference;
+  const double host = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  if (host > 0 && need > host)
+    throw user_error(fmt::format("{}: case {} needs about {:.1f} GiB to verify (its inputs and outputs, a private copy of "
+                                 "each, and the float64 reference), more than this machine's {:.1f} GiB of memory",
+                                 spec.path.empty() ? spec.name : spec.path, c.name, need / (1 << 30), host / (1 << 30)));
+}
+
 verify_options parse_options(const nlohmann::json& req) {
   verify_options o;
   o.seeds = req.value("seeds", 3);
@@ -389,6 +411,7 @@ nlohmann::json verify_command(const nlohmann::json& req, worker_context& ctx) {
   auto tainted = [&](const std::string& why) {
     return nlohmann::json{{"ok", false}, {"kind", "tainted"}, {"error", why}, {"verdict", v.to_json()}};
   };
+  for (auto* c : cases) check_case_fits(spec, *c);
   for (auto* c : cases) {
     try {
       case_runner(spec, *c, *im, stream, ctx.device, v, opt, steps).run();
@@ -403,6 +426,8 @@ nlohmann::json verify_command(const nlohmann::json& req, worker_context& ctx) {
       throw;  // the case is too big for this machine: not the candidate's doing
     } catch (const std::exception& e) {
       if (!untrusted) throw;
+      if (!candidate_code_ran())  // the verifier's own step failed before any candidate code ran: not its doing
+        throw infra_error(fmt::format("verifying case {} failed before the candidate ran: {}", c->name, e.what()));
       std::string what = e.what();
       what = what.substr(0, what.find('\n'));
       auto why = fmt::format("the worker failed while verifying the candidate ({}); a kernel running in the "
