@@ -1,5 +1,7 @@
 #include "args.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "util/error.h"
@@ -67,11 +69,18 @@ double args::get_double(const std::string& name, double fallback) const {
   try {
     size_t used = 0;
     double d = std::stod(s, &used);
-    if (used != s.size()) throw std::invalid_argument(s);
+    if (used != s.size() || !std::isfinite(d * scale)) throw std::invalid_argument(s);
     return d * scale;
   } catch (const std::exception&) {
-    throw user_error(fmt::format("option --{}: expected a number, got '{}'", name, *v));
+    throw user_error(fmt::format("option --{}: expected a finite number, got '{}'", name, *v));
   }
+}
+
+double args::get_double_in(const std::string& name, double fallback, double lo, double hi, const char* unit) const {
+  const double d = get_double(name, fallback);
+  if (d < lo || d > hi)
+    throw user_error(fmt::format("option --{}: expected {} from {} to {}, got '{}'", name, unit, lo, hi, get_or(name, "")));
+  return d;
 }
 
 std::vector<std::string> args::get_list(const std::string& name) const {

@@ -23,7 +23,9 @@ class args {
   bool has(const std::string& name) const { return m_values.count(name) > 0; }
   std::optional<std::string> get(const std::string& name) const;
   std::string get_or(const std::string& name, const std::string& fallback) const;
-  double get_double(const std::string& name, double fallback) const;  // "30", "30s", "5%" forms
+  double get_double(const std::string& name, double fallback) const;  // "30", "30s", "5%" forms; finite only
+  // The same, and within [lo, hi]; `unit` names what is expected ("seconds").
+  double get_double_in(const std::string& name, double fallback, double lo, double hi, const char* unit) const;
   int get_int(const std::string& name, int fallback) const;
   // A comma-separated value ("eager,compile"), empty items dropped; empty when the flag is absent.
   std::vector<std::string> get_list(const std::string& name) const;

@@ -70,8 +70,7 @@ int check_run(const std::vector<std::string>& argv) {
   check_options opt;
   opt.seeds = a.get_int("seeds", 3);
   if (opt.seeds < 3) throw user_error(fmt::format("--seeds: at least 3 (DESIGN.md \"Verify\"), got {}", opt.seeds));
-  double timeout = a.get_double("timeout", 30);
-  if (timeout <= 0) throw user_error("--timeout: expected a positive duration such as 30s");
+  const double timeout = a.get_double_in("timeout", 30, 0.001, 86400, "seconds");
   opt.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
   opt.adversarial = !a.has("no-adversarial");
 

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <filesystem>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -38,7 +39,29 @@ std::vector<flag_def> run_flags() {
   return defs;
 }
 
-void write_reports(const run_result& r, const args& a) {
+// Each report path names a file in an existing, writable folder: checked before any work, so a typo costs
+// nothing (a run is minutes of device time).
+void check_report_paths(const args& a) {
+  namespace fs = std::filesystem;
+  for (auto& rep : reporters()) {
+    auto path = a.get(std::string(rep->format()));
+    if (!path) continue;
+    const std::string flag = "--" + std::string(rep->format());
+    std::error_code ec;
+    if (path->empty()) throw user_error(flag + ": expected a file path");
+    if (fs::is_directory(*path, ec)) throw user_error(source_loc{*path}, flag + ": is a folder, expected a file path");
+    fs::path dir = fs::path(*path).parent_path();
+    if (dir.empty()) dir = ".";
+    if (!fs::is_directory(dir, ec))
+      throw user_error(source_loc{*path}, fmt::format("{}: the folder {} does not exist", flag, dir.string()));
+    if (::access(dir.c_str(), W_OK) != 0)
+      throw user_error(source_loc{*path}, fmt::format("{}: the folder {} is not writable", flag, dir.string()));
+  }
+}
+
+// Returns false when a report could not be written (the run then exits 2: its results are not where asked).
+bool write_reports(const run_result& r, const args& a) {
+  bool all = true;
   for (auto& rep : reporters()) {
     auto path = a.get(std::string(rep->format()));
     if (!path) continue;
@@ -46,8 +69,10 @@ void write_reports(const run_result& r, const args& a) {
       rep->write(r, *path);
     } catch (const std::exception& e) {
       term::say("{} cannot write {}: {}", term::red("error:"), *path, e.what());
+      all = false;
     }
   }
+  return all;
 }
 
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -74,15 +99,17 @@ int run_run(const std::vector<std::string>& argv) {
         throw user_error(fmt::format("--baselines: unknown baseline '{}' (expected some of {})", name, fmt::join(baseline_names(), ", ")));
   }
   o.stopping.min_samples = a.get_int("min-samples", 10);
-  o.stopping.max_noise = a.get_double("max-noise", 0.005);
-  o.stopping.min_seconds = a.get_double("min-time", 0.5);
-  o.stopping.timeout_s = a.get_double("timeout", 15);
+  // Checked here, before any spec is verified (the worker would refuse them only at the first timing).
+  o.stopping.max_noise = a.get_double_in("max-noise", 0.005, 0, 10, "a relative noise");
+  o.stopping.min_seconds = a.get_double_in("min-time", 0.5, 0, 86400, "seconds");
+  o.stopping.timeout_s = a.get_double_in("timeout", 15, 0.001, 86400, "seconds");
   if (o.stopping.min_samples < 1) throw user_error("--min-samples must be at least 1");
   o.gate.require_history = a.has("require-history");
   o.base_ref = a.get_or("base", "");
   o.progress = [](const std::string& line) { term::step(line); };
   o.stop_requested = [] { return g_interrupted != 0; };
 
+  check_report_paths(a);
   // Every spec is parsed and validated before any device time is spent.
   std::string dir = a.get_or("workloads-dir", "workloads");
   std::vector<std::string> names = a.positional();
@@ -130,7 +157,7 @@ int run_run(const std::vector<std::string>& argv) {
     throw;
   }
   term::end_progress();
-  write_reports(r, a);
+  const bool reports_written = write_reports(r, a);
 
   for (auto& w : r.workloads) {
     check_outcome oc = w.outcome();
@@ -149,6 +176,10 @@ int run_run(const std::vector<std::string>& argv) {
     term::say("recorded results for {} as the {} note of {}", r.env.gpu_key, k_notes_ref, r.env.git_commit.substr(0, 12));
   }
   int code = r.exit_code();
+  if (!reports_written) {
+    term::say("{} a report could not be written (above): exit 2", term::red("error:"));
+    code = 2;
+  }
   term::say("kforge run: {} ({} workload{} on {})", code == 0 ? term::green("passed") : code == 1 ? term::red("failed") : term::red("error"),
             r.workloads.size(), r.workloads.size() == 1 ? "" : "s", r.env.gpu_name.empty() ? r.env.gpu_key : r.env.gpu_name);
   return code;
