@@ -47,8 +47,18 @@ class fake_backend : public run_backend {
     r.so_path = "/tmp/base.so";
     return r;
   }
+  // The worker crashes while timing: with the kernel among the impls (kernel_crashes), or only beside baselines.
+  bool kernel_crashes = false, crashes_with_baselines = false;
+  int measures = 0;
   worker_outcome measure(const nlohmann::json& request, std::chrono::milliseconds) override {
     last_measure = request;
+    ++measures;
+    if (kernel_crashes || (crashes_with_baselines && request["impls"].size() > 1)) {
+      worker_outcome dead;
+      dead.status = worker_status::crashed;
+      dead.signal = "SIGSEGV";
+      return dead;
+    }
     nlohmann::json results = nlohmann::json::array();
     for (auto& c : request["cases"]) {
       for (auto& impl : request["impls"]) {
@@ -243,6 +253,30 @@ TEST_F(runner_fixture, infrastructure_failure_is_the_workloads_error_and_others_
   EXPECT_THAT(r.workloads[0].error, ::testing::HasSubstr("could not start"));
   EXPECT_EQ(r.workloads[1].outcome(), check_outcome::error);
   EXPECT_EQ(r.exit_code(), 2);
+}
+
+// A worker that dies while timing the kernel beside the baselines: the kernel is timed alone in a fresh worker,
+// and judged by that. Failing there too, it is the kernel's failure (exit 1); passing, the first death is the
+// infrastructure's (exit 2), and the verification's checks are kept either way.
+TEST_F(runner_fixture, a_worker_death_while_timing_is_pinned_on_the_kernel_only_when_it_dies_alone_too) {
+  store_kernel("a", "// a\n");
+  fake_backend k;
+  k.kernel_crashes = true;
+  run_result r = run_workloads({spec("a")}, k, nullptr, {});
+  EXPECT_EQ(k.measures, 2);
+  EXPECT_EQ(k.last_measure["impls"].size(), 1u);
+  ASSERT_EQ(r.workloads.size(), 1u);
+  EXPECT_TRUE(r.workloads[0].error.empty()) << r.workloads[0].error;
+  EXPECT_EQ(r.workloads[0].outcome(), check_outcome::failed);
+  EXPECT_FALSE(r.workloads[0].verify.checks.empty());
+  EXPECT_EQ(r.exit_code(), 1);
+
+  fake_backend base;
+  base.crashes_with_baselines = true;
+  run_result rb = run_workloads({spec("a")}, base, nullptr, {});
+  EXPECT_EQ(base.measures, 2);
+  EXPECT_THAT(rb.workloads[0].error, ::testing::HasSubstr("crashed (SIGSEGV)"));
+  EXPECT_EQ(rb.exit_code(), 2);
 }
 
 TEST_F(runner_fixture, stop_request_leaves_an_incomplete_run) {

@@ -42,12 +42,12 @@ std::string worker_outcome::describe() const {
   switch (status) {
     case worker_status::ok: return "ok";
     case worker_status::timeout: return fmt::format("timed out after {:.1f} s (worker killed)", seconds);
-    case worker_status::crashed: return fmt::format("worker crashed ({})", signal);
-    case worker_status::exited: return fmt::format("worker exited with code {}", exit_code);
+    case worker_status::crashed: return fmt::format("crashed ({})", signal);
+    case worker_status::exited: return fmt::format("exited with code {}", exit_code);
     case worker_status::cuda_poisoned: return fmt::format("CUDA context poisoned: {}", message);
-    case worker_status::tainted: return fmt::format("worker restarted after a candidate may have corrupted it: {}", message);
+    case worker_status::tainted: return fmt::format("was restarted after a candidate may have corrupted it: {}", message);
     case worker_status::protocol_error: return fmt::format("protocol error: {}", message);
-    case worker_status::start_failed: return fmt::format("worker did not start: {}", message);
+    case worker_status::start_failed: return fmt::format("did not start: {}", message);
   }
   return message;
 }

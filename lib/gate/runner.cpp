@@ -210,8 +210,28 @@ workload_result run_one(const workload_spec& spec, run_backend& backend, const s
   // Each case is timed until every impl stops (cold and hot each have the timeout), plus the worker's setup.
   auto budget = std::chrono::seconds(static_cast<int64_t>(o.stopping.timeout_s * 2 * static_cast<double>(cases.size())));
   worker_outcome out = backend.measure(measure_req, budget + o.measure_slack);
+  bool candidate = out.ok() && !out.response.value("ok", false) && out.response.value("kind", "") == "candidate";
+  // A worker that died, hung, exited or garbled its answer (not one that never started) while running `o`.
+  auto died = [](const worker_outcome& w) { return !w.ok() && w.status != worker_status::start_failed; };
+  if (died(out) && impls.size() > 1) {
+    // The worker died or hung while timing the kernel beside the baselines: time the kernel alone, in a fresh
+    // worker. If it fails there too it is the kernel's doing (the gate fails it: exit 1, not an infrastructure
+    // error); if it passes, the first failure stands as the infrastructure's.
+    say(o, fmt::format("{}: the worker {} while timing; timing the kernel alone to see whose doing it was",
+                       spec.name, out.describe()));
+    json alone = measure_req;
+    alone["impls"] = json::array({kernel_impl});
+    worker_outcome solo = backend.measure(alone, budget + o.measure_slack);
+    const bool solo_failed = died(solo) || (solo.ok() && !solo.response.value("ok", false) &&
+                                            solo.response.value("kind", "") == "candidate");
+    if (solo_failed) {
+      candidate = true;
+      out = solo;
+    }
+  } else if (died(out)) {
+    candidate = true;  // the kernel was all the worker ran
+  }
   if (!out.ok() || !out.response.value("ok", false)) {
-    bool candidate = out.ok() && out.response.value("kind", "") == "candidate";
     w.error = fmt::format("timing {}: {}", candidate ? "failed because of the kernel" : "could not finish", failure_of(out));
     if (candidate) {
       // Still a result: the kernel is marked failed on every case and the gate fails it.
