@@ -52,6 +52,35 @@ TEST(compile, cpu_source_compiles_and_is_cached) {
   EXPECT_NE(third.key, first.key);
 }
 
+// A damaged entry (its library truncated, deleted or rewritten, its result.json garbage) is a miss and is rebuilt,
+// not a permanent "cannot load" for an honest kernel.
+TEST(compile, a_damaged_cache_entry_is_rebuilt) {
+  temp_dir t;
+  compiler c(opts(t));
+  compile_request r{k_good, device_kind::cpu};
+  auto first = c.compile(r);
+  ASSERT_TRUE(first.ok) << first.log;
+  const auto size = fs::file_size(first.so_path);
+  const fs::path result_json = fs::path(first.so_path).parent_path() / "result.json";
+  for (int damage = 0; damage < 4; ++damage) {
+    SCOPED_TRACE(damage);
+    if (damage == 0) fs::resize_file(first.so_path, 100);
+    if (damage == 1) fs::remove(first.so_path);
+    if (damage == 2) {  // same size, other bytes
+      std::string bytes = read_file(first.so_path);
+      bytes[bytes.size() / 2] ^= 0x5a;
+      write_file_atomic(first.so_path, bytes);
+    }
+    if (damage == 3) write_file_atomic(result_json, "garbage");
+    auto again = c.compile(r);
+    ASSERT_TRUE(again.ok) << again.log;
+    EXPECT_FALSE(again.cached);
+    EXPECT_EQ(again.so_path, first.so_path);
+    EXPECT_EQ(fs::file_size(again.so_path), size);
+    EXPECT_TRUE(c.compile(r).cached);  // and the rebuilt entry serves the next lookup
+  }
+}
+
 // Two candidates in one process keep their own function-local statics, even of templates of the same name
 // (which GCC would otherwise make STB_GNU_UNIQUE: one object for every library loaded).
 TEST(compile, candidates_loaded_together_keep_their_own_statics) {

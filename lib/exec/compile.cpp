@@ -165,6 +165,23 @@ std::string compiler::cache_key(const compile_request& req) {
                                 abi, req.source));
 }
 
+namespace {
+
+// The entry's library is the one its compile wrote: present and, where the entry records its hash, unchanged.
+bool intact_library(const fs::path& dir, const nlohmann::json& entry) {
+  std::error_code ec;
+  const fs::path so = dir / "kernel.so";
+  if (!fs::is_regular_file(so, ec) || fs::file_size(so, ec) == 0 || ec) return false;
+  if (!entry.contains("so_sha256")) return true;  // written before hashes were kept
+  try {
+    return sha256_hex(read_file(so)) == entry.value("so_sha256", "");
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
 compile_result compiler::compile(const compile_request& req) {
   compile_result result;
   result.key = cache_key(req);
@@ -172,7 +189,7 @@ compile_result compiler::compile(const compile_request& req) {
   std::error_code ec;
   if (fs::exists(dir / "result.json", ec)) {
     nlohmann::json j = nlohmann::json::parse(read_file(dir / "result.json"), nullptr, false);
-    if (!j.is_discarded() && (!j.value("ok", false) || fs::exists(dir / "kernel.so", ec))) {
+    if (j.is_object() && (!j.value("ok", false) || intact_library(dir, j))) {
       result.ok = j.value("ok", false);
       result.log = j.value("log", "");
       result.error = j.value("error", "");
@@ -181,6 +198,11 @@ compile_result compiler::compile(const compile_request& req) {
       result.cached = true;
       return result;
     }
+    // A damaged entry (truncated, deleted or rewritten library, unreadable result) is a miss: set aside, rebuilt.
+    fs::path stale = dir.parent_path() / fmt::format(".stale-{}-{}-{}", result.key.substr(0, 16), ::getpid(),
+                                                     std::hash<std::thread::id>{}(std::this_thread::get_id()));
+    fs::rename(dir, stale, ec);
+    if (!ec) fs::remove_all(stale, ec);
   }
 
   // Build in a private folder and rename it into place, so a reader never sees half an entry and two
@@ -210,6 +232,7 @@ compile_result compiler::compile(const compile_request& req) {
   }
   nlohmann::json entry = {{"ok", result.ok}, {"log", result.log}, {"error", result.error},
                           {"resource", result.resource.to_json()}, {"seconds", result.seconds}, {"name", req.name}};
+  if (result.ok && fs::exists(tmp / "kernel.so", ec)) entry["so_sha256"] = sha256_hex(read_file(tmp / "kernel.so"));
   write_file_atomic(tmp / "result.json", entry.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   fs::rename(tmp, dir, ec);
   if (ec) fs::remove_all(tmp, ec);  // another compile of the same key won the race; its entry is equivalent
