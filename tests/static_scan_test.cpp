@@ -125,6 +125,15 @@ void f(int kill_count) { w.write(thread + at); auto x = exit_code * system_scale
   EXPECT_TRUE(r.empty()) << r[0];
 }
 
+// An include by its own path pulls a host file into the compile (and its text into the log and the reports).
+TEST(static_scan, includes_by_their_own_path_are_found) {
+  for (auto inc : {"#include \"/etc/passwd\"\n", "#include </dev/zero>\n", "#include \"../../secret.h\"\n",
+                   "  #  include \"a/../../b.h\"\n", "#include \"~/x.h\"\n"})
+    EXPECT_TRUE(finds(inc, "static.include_path")) << inc;
+  for (auto inc : {"#include \"kf_abi.h\"\n", "#include <cuda/std/cmath>\n", "#include \"my..header.h\"\n"})
+    EXPECT_FALSE(finds(inc, "static.include_path")) << inc;
+}
+
 TEST(static_scan, allowed_library_is_not_a_finding) {
   const char* src = "#include <cublas_v2.h>\nvoid f(){ cublasHandle_t h; cublasCreate(&h); }";
   EXPECT_TRUE(finds(src, "static.library_call"));

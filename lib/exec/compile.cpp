@@ -220,7 +220,14 @@ compile_result compiler::compile(const compile_request& req) {
   opt.cwd = tmp.string();
   auto r = run_process(command(req, src, (tmp / "kernel.so").string()), opt);
   result.seconds = r.seconds;
+  // The private folder's path means nothing to a reader (and changes every time): the log names kernel.cpp /
+  // kernel.cu alone, which check_candidate turns into the candidate's own name.
   result.log = r.out;
+  for (const std::string dir_prefix = tmp.string() + "/";;) {
+    const auto at = result.log.find(dir_prefix);
+    if (at == std::string::npos) break;
+    result.log.erase(at, dir_prefix.size());
+  }
   if (!r.started) throw infra_error(fmt::format("cannot run the compiler: {}", r.err));
   result.ok = r.ok();
   if (r.timed_out) result.error = fmt::format("compile timed out after {} s", m_options.timeout.count());

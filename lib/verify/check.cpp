@@ -147,7 +147,24 @@ check_report check_candidate(const workload_spec& spec, const std::string& sourc
     report.env = env.response["env"];
     req.arch = compile_arch(report.env);
   }
+  if (report.result.status_of("static.include_path") == check_status::failed) {
+    // Compiling it is what would read the host file (and put its text in the log): not compiled.
+    report.result.fail("compiles", "", -1, "not compiled: it includes a file by its own path (static.include_path)");
+    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return report;
+  }
   report.compile = cc.compile(req);
+  // The compiler saw kernel.cpp / kernel.cu: its messages name the candidate as the user knows it.
+  if (!name.empty()) {
+    const std::string seen = kind == device_kind::cuda ? "kernel.cu" : "kernel.cpp";
+    std::string& log = report.compile.log;
+    for (size_t at = 0; (at = log.find(seen, at)) != std::string::npos;) {
+      const bool whole = (at == 0 || log[at - 1] == '\n' || log[at - 1] == ' ' || log[at - 1] == '"') &&
+                         at + seen.size() < log.size() && (log[at + seen.size()] == ':' || log[at + seen.size()] == '(');
+      if (whole) log.replace(at, seen.size(), name), at += name.size();
+      else at += seen.size();
+    }
+  }
   if (!report.compile.ok) {
     report.result.fail("compiles", "", -1, fmt::format("{}:\n{}", report.compile.error, tail_lines(report.compile.log, 4000)),
                        {{"seconds", report.compile.seconds}});

@@ -29,7 +29,8 @@ constexpr std::string_view k_stream = "static.stream_creation", k_thread = "stat
                            k_sync = "static.device_sync", k_io = "static.host_io", k_proc = "static.process",
                            k_l2 = "static.l2_persistence", k_dl = "static.dynamic_loading",
                            k_lib = "static.library_call", k_default = "static.default_stream",
-                           k_load = "static.load_time_code", k_pdl = "static.pdl_wait";
+                           k_load = "static.load_time_code", k_pdl = "static.pdl_wait",
+                           k_include_path = "static.include_path";
 
 const std::vector<pattern>& patterns() {
   static const std::vector<pattern> table = {
@@ -340,6 +341,14 @@ std::vector<scan_finding> static_scan(std::string_view source, const scan_option
   static const std::regex include_re(R"(^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"])", std::regex::multiline);
   for (auto it = std::sregex_iterator(no_comments.begin(), no_comments.end(), include_re); it != std::sregex_iterator(); ++it) {
     std::string path = (*it)[1];
+    // A path of its own (absolute, or climbing out with ..) reads a file of the host into the compile, and its
+    // text into the compile log and the reports: the kernel's includes are the compiler's, kf_abi.h and the toolkit.
+    if (path.starts_with("/") || path.starts_with("~") || path == ".." || path.starts_with("../") ||
+        path.find("/../") != std::string::npos) {
+      out.push_back({std::string(k_include_path), line_of(no_comments, static_cast<size_t>(it->position())), "#include \"" + path + "\"",
+                     "includes a file by its own path (absolute or outside the kernel's folder)"});
+      continue;
+    }
     for (auto& r : include_rules()) {
       if (!include_hit(r, path) || allowed(r.library, options)) continue;
       out.push_back({std::string(r.rule), line_of(no_comments, static_cast<size_t>(it->position())),

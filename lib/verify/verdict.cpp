@@ -33,6 +33,8 @@ const std::vector<rule_info>& verify_rules() {
       {"static.dynamic_loading", rule_stage::static_scan, "loads no code at run time (dlopen, module loading, NVRTC)"},
       {"static.library_call", rule_stage::static_scan, "calls no torch/ATen/cuDNN/cuBLAS unless the spec allows it"},
       {"static.load_time_code", rule_stage::static_scan, "runs no code when loaded (constructors, init sections)"},
+      {"static.include_path", rule_stage::static_scan,
+       "includes no file by its own path (absolute or outside its folder): the compile would read it into the log"},
       {"static.pdl_wait", rule_stage::static_scan,
        "a launch with programmatic dependent launch waits for the previous grid before reading"},
       {"load", rule_stage::run, "the shared object loads and exports kf_launch"},
