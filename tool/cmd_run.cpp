@@ -117,6 +117,15 @@ int run_run(const std::vector<std::string>& argv) {
   if (names.empty()) throw user_error(source_loc{dir}, "no workload specs (*.yaml) here");
   std::vector<workload_spec> specs;
   for (auto& n : names) specs.push_back(load_spec(n, dir));
+  if (!o.baselines.empty())  // a narrower list is for quick runs; its gate is weaker, and says so up front
+    for (auto& s : specs) {
+      std::vector<std::string> left_out;
+      for (auto& b : s.gate.must_beat)
+        if (std::find(o.baselines.begin(), o.baselines.end(), b) == o.baselines.end()) left_out.push_back(b);
+      if (!left_out.empty())
+        term::say("{} {}: --baselines leaves out {}, which its gate must beat: those checks are skipped, not passed",
+                  term::yellow("note:"), s.name, fmt::join(left_out, ", "));
+    }
 
   std::unique_ptr<git_repo> repo;
   try {

@@ -187,6 +187,12 @@ void parse_root(yaml_reader& r, const YAML::Node& root, const std::string& path,
       if (*v <= 0) r.error(root["input_reads"], "input_reads", fmt::format("expected a number > 0, got {}", *v));
       else out->input_reads = *v;
     }
+  // must_beat judges the gated cases: with none, it would pass a kernel that was never timed.
+  if (root["gate"] && root["gate"].IsMap() && root["gate"]["must_beat"] && !out->gate.must_beat.empty() &&
+      root["cases"] && !out->cases.empty() &&
+      std::none_of(out->cases.begin(), out->cases.end(), [](const case_spec& c) { return c.gate; }))
+    r.error(root["gate"]["must_beat"], "gate.must_beat",
+            "no case has `gate: true`, so nothing would be timed against these baselines (mark the cases to gate)");
   bool complete = root["inputs"] && root["graph"] && root["cases"];
   if (complete) detail::check_spec(r, *out, locs);
   if (complete && r.error_count() == 0) fill_dtype_defaults(*out);  // only a valid spec has dtypes to read
@@ -220,6 +226,16 @@ std::vector<spec_diagnostic> parse_spec_text(const std::string& text, const std:
 
 std::vector<spec_diagnostic> parse_spec(const std::string& path, workload_spec* out) {
   std::string text;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    *out = workload_spec{};
+    return {{source_loc{path, 0, 0}, "",
+             "is a folder, not a spec file (name a .yaml file, or pass the folder as --workloads-dir)"}};
+  }
+  if (!fs::exists(path, ec)) {
+    *out = workload_spec{};
+    return {{source_loc{path, 0, 0}, "", "no such file"}};
+  }
   try {
     text = read_file(path);
   } catch (const user_error& e) {
