@@ -116,7 +116,15 @@ int run_run(const std::vector<std::string>& argv) {
   if (names.empty()) names = find_specs(dir);
   if (names.empty()) throw user_error(source_loc{dir}, "no workload specs (*.yaml) here");
   std::vector<workload_spec> specs;
-  for (auto& n : names) specs.push_back(load_spec(n, dir));
+  try {
+    for (auto& n : names) specs.push_back(load_spec(n, dir));
+  } catch (const user_error& e) {  // as the help says: the reports are still written, marked incomplete
+    run_result none;
+    none.complete = false;
+    none.incomplete_reason = e.what();
+    write_reports(none, a);
+    throw;
+  }
   if (!o.baselines.empty())  // a narrower list is for quick runs; its gate is weaker, and says so up front
     for (auto& s : specs) {
       std::vector<std::string> left_out;
