@@ -52,6 +52,25 @@ TEST(run_result, rejects_other_schemas_naming_the_file) {
                user_error);
 }
 
+// A result missing its workloads, or holding the wrong types, names the field and what was expected.
+TEST(run_result, structural_errors_name_the_field) {
+  auto message = [](nlohmann::json j) {
+    j["schema"] = "kforge.run/1";
+    try {
+      run_result_from_json(j, "r.json");
+    } catch (const user_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({}).find("workloads: missing"), std::string::npos) << message({});
+  EXPECT_NE(message({{"workloads", "oops"}}).find("expected a list of workload results, got a string"), std::string::npos);
+  EXPECT_NE(message({{"workloads", {1}}}).find("workloads[0]: expected an object, got a number"), std::string::npos);
+  const auto typed = message({{"workloads", {{{"name", "w"}, {"cases", 3}}}}});
+  EXPECT_NE(typed.find("workloads[0] (w)"), std::string::npos) << typed;
+  EXPECT_EQ(typed.find("json.exception"), std::string::npos) << typed;
+}
+
 TEST(run_result, load_reports_invalid_json_as_user_error) {
   temp_dir d;
   write_file_atomic(d.path() / "bad.json", "{ not json");

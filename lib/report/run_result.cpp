@@ -344,6 +344,13 @@ json to_json(const run_result& r) {
   return j;
 }
 
+// nlohmann's message without its "[json.exception.type_error.302] " prefix: "type must be string, but is number".
+std::string json_reason(const json::exception& e) {
+  std::string m = e.what();
+  if (auto at = m.find("] "); m.starts_with("[json.exception.") && at != std::string::npos) m = m.substr(at + 2);
+  return m;
+}
+
 run_result run_result_from_json(const json& j, const std::string& origin) {
   source_loc where{origin};
   if (!j.is_object()) throw user_error(where, "expected a kforge run result (a JSON object)");
@@ -362,11 +369,23 @@ run_result run_result_from_json(const json& j, const std::string& origin) {
       r.base_ref = j["base"].value("ref", "");
       r.base_commit = j["base"].value("commit", "");
     }
-    for (auto& w : j.value("workloads", json::array())) r.workloads.push_back(workload_result_from_json(w));
+    if (!j.contains("workloads")) throw user_error(where, "workloads: missing (expected a list of workload results)");
+    if (!j["workloads"].is_array())
+      throw user_error(where, fmt::format("workloads: expected a list of workload results, got a {}", j["workloads"].type_name()));
+    const json& ws = j["workloads"];
+    for (size_t i = 0; i < ws.size(); ++i) {
+      if (!ws[i].is_object())
+        throw user_error(where, fmt::format("workloads[{}]: expected an object, got a {}", i, ws[i].type_name()));
+      try {
+        r.workloads.push_back(workload_result_from_json(ws[i]));
+      } catch (const json::exception& e) {
+        throw user_error(where, fmt::format("workloads[{}] ({}): {}", i, ws[i].value("name", "?"), json_reason(e)));
+      }
+    }
     for (auto& t : j.value("searches", json::array())) r.searches.push_back(tree_from(t));
     return r;
   } catch (const json::exception& e) {
-    throw user_error(where, fmt::format("malformed run result: {}", e.what()));
+    throw user_error(where, fmt::format("malformed run result: {}", json_reason(e)));
   } catch (const user_error& e) {
     throw user_error(where, e.message());
   }
