@@ -29,13 +29,20 @@ std::vector<flag_def> render_flags() {
   return defs;
 }
 
+// A PR comment's size limit: GitHub takes 65536 characters; below 1 KiB not even the summary fits.
+int max_bytes(const args& a) {
+  const int n = a.get_int("max-bytes", 65536);
+  if (n < 1024) throw user_error(fmt::format("--max-bytes: expected at least 1024 (the summary alone needs that), got {}", n));
+  return n;
+}
+
 int write_outputs(const run_result& r, const args& a) {
   int written = 0;
   for (auto& rep : reporters()) {
     auto path = a.get(std::string(rep->format()));
     if (!path) continue;
     if (rep->format() == "markdown" && a.has("max-bytes"))
-      write_file_atomic(*path, render_markdown(r, static_cast<size_t>(a.get_int("max-bytes", 65536))));
+      write_file_atomic(*path, render_markdown(r, static_cast<size_t>(max_bytes(a))));
     else
       rep->write(r, *path);
     term::say("wrote {} ({})", *path, rep->format());

@@ -73,9 +73,11 @@ int64_t last_level_cache_bytes(const std::string& sysfs_cache_dir) {
 }
 
 cpu_sampler::cpu_sampler() {
-  // Twice the last-level cache evicts it under any replacement policy; 64 MiB when sysfs does not say.
-  int64_t llc = last_level_cache_bytes();
-  m_flush.assign(static_cast<std::size_t>(llc > 0 ? 2 * llc : 64 << 20), 1);
+  // Twice the last-level cache evicts it under any replacement policy; 64 MiB when sysfs does not say. At most
+  // 256 MiB: a VM's sysfs may report the host's whole L3 (300 MiB for 2 vCPUs), and a 600 MiB flush before every
+  // cold sample made a cpu run's timing take minutes while a core's share of that cache is a small part of it.
+  const int64_t llc = last_level_cache_bytes();
+  m_flush.assign(static_cast<std::size_t>(std::min<int64_t>(llc > 0 ? 2 * llc : 64 << 20, int64_t{256} << 20)), 1);
 }
 
 void cpu_sampler::flush_caches() {

@@ -206,11 +206,19 @@ std::vector<spec_diagnostic> parse_spec_text(const std::string& text, const std:
   *out = workload_spec{};
   out->path = path;
   out->hash = sha256_hex(text);
+  if (text.find('\0') != std::string::npos) {
+    r.error(source_loc{path, 1, 1}, "", "not a text file (it holds NUL bytes): expected a YAML spec");
+    return diags;
+  }
   YAML::Node root;
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    r.error(source_loc{path, e.mark.line + 1, e.mark.column + 1}, "", "not valid YAML: " + e.msg);
+    // YAML indents with spaces only; yaml-cpp's message for a tab ("illegal map value") does not say so.
+    static const std::regex tab_indent(R"((^|\n)[ ]*\t)");
+    const std::string hint =
+        std::regex_search(text, tab_indent) ? " (a line is indented with a tab: YAML indents with spaces)" : "";
+    r.error(source_loc{path, e.mark.line + 1, e.mark.column + 1}, "", "not valid YAML: " + e.msg + hint);
     return diags;
   }
   if (!root.IsDefined() || root.IsNull()) {
