@@ -211,7 +211,7 @@ workload_result run_one(const workload_spec& spec, run_backend& backend, const s
   auto budget = std::chrono::seconds(static_cast<int64_t>(o.stopping.timeout_s * 2 * static_cast<double>(cases.size())));
   worker_outcome out = backend.measure(measure_req, budget + o.measure_slack);
   bool candidate = out.ok() && !out.response.value("ok", false) && out.response.value("kind", "") == "candidate";
-  // A worker that died, hung, exited or garbled its answer (not one that never started) while running `o`.
+  // A worker that died, hung, exited or garbled its answer while timing (not one that never started).
   auto died = [](const worker_outcome& w) { return !w.ok() && w.status != worker_status::start_failed; };
   if (died(out) && impls.size() > 1) {
     // The worker died or hung while timing the kernel beside the baselines: time the kernel alone, in a fresh
