@@ -94,7 +94,8 @@ int run_run(const std::vector<std::string>& argv) {
   run_options o;
   if (a.has("baselines")) {
     o.baselines = a.get_list("baselines");
-    if (o.baselines.empty()) throw user_error("--baselines: expected at least one of " + fmt::format("{}", fmt::join(baseline_names(), ", ")));
+    if (o.baselines.empty())
+      throw user_error(fmt::format("--baselines: expected at least one of {}", fmt::join(baseline_names(), ", ")));
     for (auto& name : o.baselines)
       if (std::find(baseline_names().begin(), baseline_names().end(), name) == baseline_names().end())
         throw user_error(fmt::format("--baselines: unknown baseline '{}' (expected some of {})", name, fmt::join(baseline_names(), ", ")));

@@ -167,6 +167,12 @@ std::string compiler::cache_key(const compile_request& req) {
 
 namespace {
 
+// A folder beside the entries that only this process and thread use: `kind` (tmp, stale) and the key's start.
+fs::path private_folder(const fs::path& entries, const char* kind, const std::string& key) {
+  return entries / fmt::format(".{}-{}-{}-{}", kind, key.substr(0, 16), ::getpid(),
+                               std::hash<std::thread::id>{}(std::this_thread::get_id()));
+}
+
 // The entry's library is the one its compile wrote: present and, where the entry records its hash, unchanged.
 bool intact_library(const fs::path& dir, const nlohmann::json& entry) {
   std::error_code ec;
@@ -199,8 +205,7 @@ compile_result compiler::compile(const compile_request& req) {
       return result;
     }
     // A damaged entry (truncated, deleted or rewritten library, unreadable result) is a miss: set aside, rebuilt.
-    fs::path stale = dir.parent_path() / fmt::format(".stale-{}-{}-{}", result.key.substr(0, 16), ::getpid(),
-                                                     std::hash<std::thread::id>{}(std::this_thread::get_id()));
+    const fs::path stale = private_folder(dir.parent_path(), "stale", result.key);
     fs::rename(dir, stale, ec);
     if (!ec) fs::remove_all(stale, ec);
   }
@@ -208,8 +213,7 @@ compile_result compiler::compile(const compile_request& req) {
   // Build in a private folder and rename it into place, so a reader never sees half an entry and two
   // processes compiling the same source both end up with a complete one.
   fs::create_directories(dir.parent_path());
-  fs::path tmp = dir.parent_path() / fmt::format(".tmp-{}-{}-{}", result.key.substr(0, 16), ::getpid(),
-                                                  std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  fs::path tmp = private_folder(dir.parent_path(), "tmp", result.key);
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp);
   std::string src = (tmp / (req.device == device_kind::cuda ? "kernel.cu" : "kernel.cpp")).string();

@@ -210,9 +210,13 @@ workload_result run_one(const workload_spec& spec, run_backend& backend, const s
   // Each case is timed until every impl stops (cold and hot each have the timeout), plus the worker's setup.
   auto budget = std::chrono::seconds(static_cast<int64_t>(o.stopping.timeout_s * 2 * static_cast<double>(cases.size())));
   worker_outcome out = backend.measure(measure_req, budget + o.measure_slack);
-  bool candidate = out.ok() && !out.response.value("ok", false) && out.response.value("kind", "") == "candidate";
   // A worker that died, hung, exited or garbled its answer while timing (not one that never started).
   auto died = [](const worker_outcome& w) { return !w.ok() && w.status != worker_status::start_failed; };
+  // ... or one that says the kernel failed.
+  auto kernel_failed = [&](const worker_outcome& w) {
+    return died(w) || (w.ok() && !w.response.value("ok", false) && w.response.value("kind", "") == "candidate");
+  };
+  bool candidate = kernel_failed(out);  // with baselines beside the kernel, a death is judged below
   if (died(out) && impls.size() > 1) {
     // The worker died or hung while timing the kernel beside the baselines: time the kernel alone, in a fresh
     // worker. If it fails there too it is the kernel's doing (the gate fails it: exit 1, not an infrastructure
@@ -222,14 +226,8 @@ workload_result run_one(const workload_spec& spec, run_backend& backend, const s
     json alone = measure_req;
     alone["impls"] = json::array({kernel_impl});
     worker_outcome solo = backend.measure(alone, budget + o.measure_slack);
-    const bool solo_failed = died(solo) || (solo.ok() && !solo.response.value("ok", false) &&
-                                            solo.response.value("kind", "") == "candidate");
-    if (solo_failed) {
-      candidate = true;
-      out = solo;
-    }
-  } else if (died(out)) {
-    candidate = true;  // the kernel was all the worker ran
+    candidate = kernel_failed(solo);
+    if (candidate) out = solo;
   }
   if (!out.ok() || !out.response.value("ok", false)) {
     w.error = fmt::format("timing {}: {}", candidate ? "failed because of the kernel" : "could not finish", failure_of(out));

@@ -107,7 +107,7 @@ std::vector<tensor_desc> elementwise_float(const op_context& c) {
 // tanh(x / cap) * cap: a cap of 0 divides by zero (every value NaN or 0).
 std::vector<tensor_desc> softcap(const op_context& c) {
   const double cap = c.get_number("cap");
-  if (!(cap != 0) || !std::isfinite(cap)) c.fail("cap", fmt::format("expected a finite non-zero cap, got {}", cap));
+  if (cap == 0 || !std::isfinite(cap)) c.fail("cap", fmt::format("expected a finite non-zero cap, got {}", cap));
   return elementwise_float(c);
 }
 

@@ -381,24 +381,19 @@ template <int V, typename L>
 __device__ __forceinline__ void segment_apply(const norm_args& a, int64_t row, int64_t lo, int64_t hi, float2 mr,
                                               L load) {
   const int64_t base = row * a.n;
-  float sc, sh;
-  if (uniform_affine(a, row, lo, hi, mr.x, mr.y, &sc, &sh)) {
+  // One loop, instantiated twice: with the segment's affine hoisted, or per vector.
+  auto each = [&](auto affine) {
 #pragma unroll k_unroll
     for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
       float x[V];
       load(i, x);
-      apply_uniform<V>(sc, sh, x);
+      affine(i, x);
       store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
     }
-    return;
-  }
-#pragma unroll k_unroll
-  for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
-    float x[V];
-    load(i, x);
-    apply<V>(a, row, i, mr.x, mr.y, x);
-    store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
-  }
+  };
+  float sc, sh;
+  if (uniform_affine(a, row, lo, hi, mr.x, mr.y, &sc, &sh)) each([&](int64_t, float* x) { apply_uniform<V>(sc, sh, x); });
+  else each([&](int64_t i, float* x) { apply<V>(a, row, i, mr.x, mr.y, x); });
 }
 
 // With 16-byte vectors each segment comes into shared memory in one bulk copy, into k_stages stages a block: the
