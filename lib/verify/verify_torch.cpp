@@ -89,7 +89,12 @@ class case_runner {
       const char* step;
       std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
       ~stop_clock() {
-        r.m_stream.settle(0);
+        // A destructor must not throw (a poisoned context throws from settle, often while that same error is
+        // already unwinding from f: terminate, read as a crash); the error is reported by whoever saw it first.
+        try {
+          r.m_stream.settle(0);
+        } catch (const std::exception&) {
+        }
         r.m_steps[step] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       }
     } clock{*this, step};
