@@ -56,7 +56,9 @@ struct expectation {
 void expect_rejected_for(const expectation& e, worker_client& w, check_options o = {}) {
   SCOPED_TRACE(e.file);
   check_report r = check_file(e.file, w, o);
-  EXPECT_TRUE(r.compile.ok) << r.compile.log;
+  // A static finding stops the candidate before the compile; the dynamic rules need it compiled and run.
+  if (e.rule.rfind("static.", 0) == 0) EXPECT_EQ(r.result.status_of("compiles"), check_status::skipped);
+  else EXPECT_TRUE(r.compile.ok) << r.compile.log;
   EXPECT_FALSE(r.result.passed()) << r.result.text();
   EXPECT_EQ(r.result.status_of(e.rule), check_status::failed) << "expected rule " << e.rule << "\n" << r.result.text();
   if (!e.also.empty())
@@ -68,6 +70,7 @@ void expect_rejected_for(const expectation& e, worker_client& w, check_options o
 TEST(worker, crashing_kernels_each_get_a_precise_verdict_and_the_run_goes_on) {
   worker_client w(on(device_kind::cpu));
   check_options o;
+  o.static_scan = false;  // abort() and exit() are static findings: this is about what the worker does at run time
   o.cases = {k_gate, k_odd};
   o.timeout = 20s;
   struct t {
@@ -171,7 +174,7 @@ TEST(worker, cpu_cheats_are_rejected_for_the_right_rule) {
                                           {"cheat/cpu/cache_by_pointer.cpp", "new_inputs"},
                                           {"cheat/cpu/cache_static.cpp", "new_inputs"},
                                           {"cheat/cpu/modify_input.cpp", "inputs_unchanged"},
-                                          {"cheat/cpu/side_thread.cpp", "stream", "static.thread_creation"},
+                                          {"cheat/cpu/side_thread.cpp", "static.thread_creation"},
                                           {"cheat/cpu/half_written.cpp", "all_written"},
                                           {"cheat/cpu/read_past_end.cpp", "reads_outside_inputs"},
                                           {"cheat/cpu/race.cpp", "deterministic"}})
@@ -279,9 +282,12 @@ TEST(worker, cuda_cheats_are_rejected_for_the_right_rule) {
                                           {"cheat/cuda/cache_by_pointer.cu", "new_inputs"},
                                           {"cheat/cuda/cache_static.cu", "new_inputs"},
                                           {"cheat/cuda/modify_input.cu", "inputs_unchanged"},
-                                          {"cheat/cuda/side_stream.cu", "stream", "static.stream_creation"},
+                                          {"cheat/cuda/side_stream.cu", "static.stream_creation"},
                                           {"cheat/cuda/half_written.cu", "all_written"},
                                           {"cheat/cuda/read_past_end.cu", "reads_outside_inputs"},
                                           {"cheat/cuda/race.cu", "deterministic"}})
     expect_rejected_for(e, w);
+  check_options dynamic_only;  // the side stream is caught at run time too
+  dynamic_only.static_scan = false;
+  expect_rejected_for({"cheat/cuda/side_stream.cu", "stream"}, w, dynamic_only);
 }

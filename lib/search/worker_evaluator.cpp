@@ -235,8 +235,7 @@ bool worker_evaluator::scan(const candidate& c, eval_result& r) {
   return r.stages.back().ok;
 }
 
-eval_result worker_evaluator::after_compile(const candidate& c, const compile_result& cr, double full_below_us) {
-  eval_result r;
+eval_result worker_evaluator::after_compile(eval_result r, const compile_result& cr, double full_below_us) {
   r.stages.push_back({"compile", cr.ok, cr.to_json(), cr.seconds, {}});
   if (!cr.ok) {
     r.status = node_status::compile_failed;
@@ -244,7 +243,6 @@ eval_result worker_evaluator::after_compile(const candidate& c, const compile_re
     r.results["compile_log"] = tail(cr.log, 4000);
     return r;
   }
-  if (!scan(c, r)) return r;
   if (!verify(cr, {m_gated.front()}, r, "screen_verify", 1)) return r;
   if (!measure(cr, m_options.screen_stopping, r, "screen_measure")) return r;
   r.status = node_status::screened;
@@ -258,35 +256,45 @@ eval_result worker_evaluator::after_compile(const candidate& c, const compile_re
 
 std::vector<eval_result> worker_evaluator::evaluate(const std::vector<candidate>& batch, double full_below_us,
                                                    double stop_at_s) {
+  // The static scan first: a candidate that fails it is neither compiled nor run.
+  std::vector<eval_result> scanned(batch.size());
+  std::vector<bool> passed(batch.size());
   std::vector<compile_request> reqs;
   for (size_t i = 0; i < batch.size(); ++i)
-    reqs.push_back({batch[i].source, m_options.device.kind, "sm_90a", {}, fmt::format("candidate{}", i)});
+    if ((passed[i] = scan(batch[i], scanned[i])))
+      reqs.push_back({batch[i].source, m_options.device.kind, "sm_90a", {}, fmt::format("candidate{}", i)});
   std::vector<eval_result> out;
   if (m_options.device.kind == device_kind::cuda) {
     // Compile every candidate in the background; time each as soon as its own compile is done.
     std::vector<std::future<compile_result>> jobs;
     for (auto& q : reqs) jobs.push_back(std::async(std::launch::async, [this, q] { return m_compiler.compile(q); }));
     if (!m_warmed) warm_inputs();
-    for (size_t i = 0; i < batch.size(); ++i)
-      out.push_back(left_out(i, stop_at_s) ? eval_result{} : after_compile(batch[i], jobs[i].get(), full_below_us));
+    for (size_t i = 0, job = 0; i < batch.size(); ++i) {
+      if (!passed[i]) out.push_back(std::move(scanned[i]));
+      else if (left_out(i, stop_at_s)) ++job, out.push_back(eval_result{});
+      else out.push_back(after_compile(std::move(scanned[i]), jobs[job++].get(), full_below_us));
+    }
     return out;  // the futures of candidates left out wait for their compiles here (they run side by side)
   }
   auto compiled = m_compiler.compile_batch(reqs);
-  for (size_t i = 0; i < batch.size(); ++i)
-    out.push_back(left_out(i, stop_at_s) ? eval_result{} : after_compile(batch[i], compiled[i], full_below_us));
+  for (size_t i = 0, job = 0; i < batch.size(); ++i) {
+    if (!passed[i]) out.push_back(std::move(scanned[i]));
+    else if (left_out(i, stop_at_s)) ++job, out.push_back(eval_result{});
+    else out.push_back(after_compile(std::move(scanned[i]), compiled[job++], full_below_us));
+  }
   return out;
 }
 
 eval_result worker_evaluator::confirm(const candidate& c) {
-  auto cr = m_compiler.compile({c.source, m_options.device.kind, "sm_90a", {}, "winner"});
   eval_result r;
+  if (!scan(c, r)) return r;
+  auto cr = m_compiler.compile({c.source, m_options.device.kind, "sm_90a", {}, "winner"});
   r.stages.push_back({"compile", cr.ok, cr.to_json(), cr.seconds, {}});
   if (!cr.ok) {
     r.status = node_status::compile_failed;
     r.detail = cr.error;
     return r;
   }
-  if (!scan(c, r)) return r;
   if (!verify(cr, m_all, r, "verify", m_options.seeds)) return r;
   if (!measure(cr, m_options.full_stopping, r, "measure")) return r;
   r.status = node_status::measured;

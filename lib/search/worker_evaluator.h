@@ -67,7 +67,8 @@ class worker_evaluator final : public evaluator {
   double warm_seconds() const { return m_warm_seconds; }
 
  private:
-  eval_result after_compile(const candidate& c, const compile_result& cr, double full_below_us);
+  // `r` holds the static scan's stage (passed): compile, then screen and full verify and measure.
+  eval_result after_compile(eval_result r, const compile_result& cr, double full_below_us);
   // The static scan of the source (DESIGN.md "Verify", last rule); false with r set to verify_failed on a finding.
   bool scan(const candidate& c, eval_result& r);
   // What verify_in_worker is asked for: these cases and seeds, within the evaluator's verify timeout.

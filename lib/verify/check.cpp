@@ -147,9 +147,12 @@ check_report check_candidate(const workload_spec& spec, const std::string& sourc
     report.env = env.response["env"];
     req.arch = compile_arch(report.env);
   }
-  if (report.result.status_of("static.include_path") == check_status::failed) {
-    // Compiling it is what would read the host file (and put its text in the log): not compiled.
-    report.result.fail("compiles", "", -1, "not compiled: it includes a file by its own path (static.include_path)");
+  if (!report.result.failures().empty()) {
+    // The static scan is the first line: a candidate that fails it is neither compiled (the compile would read
+    // an included host file into the log) nor loaded and run.
+    const check* first = report.result.failures().front();
+    report.result.add({"compiles", "", -1, check_status::skipped,
+                       fmt::format("not compiled or run: it fails {} ({})", first->rule, first->detail)});
     report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return report;
   }

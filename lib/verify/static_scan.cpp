@@ -30,7 +30,7 @@ constexpr std::string_view k_stream = "static.stream_creation", k_thread = "stat
                            k_l2 = "static.l2_persistence", k_dl = "static.dynamic_loading",
                            k_lib = "static.library_call", k_default = "static.default_stream",
                            k_load = "static.load_time_code", k_pdl = "static.pdl_wait",
-                           k_include_path = "static.include_path";
+                           k_include_path = "static.include_path", k_net = "static.network";
 
 const std::vector<pattern>& patterns() {
   static const std::vector<pattern> table = {
@@ -101,6 +101,23 @@ const std::vector<pattern>& patterns() {
       {"getenv", match_kind::name, true, k_io, "reads the environment", ""},
       {"secure_getenv", match_kind::name, true, k_io, "reads the environment", ""},
       {"setenv", match_kind::name, true, k_io, "changes the environment", ""},
+      {"environ", match_kind::name, false, k_io, "reads the environment", ""},
+      {"__environ", match_kind::name, false, k_io, "reads the environment", ""},
+      // network
+      {"socket", match_kind::name, true, k_net, "opens a socket", ""},
+      {"socketpair", match_kind::name, true, k_net, "opens a socket", ""},
+      {"connect", match_kind::name, true, k_net, "connects a socket", ""},
+      {"bind", match_kind::name, true, k_net, "binds a socket", ""},
+      {"listen", match_kind::name, true, k_net, "listens on a socket", ""},
+      {"accept", match_kind::name, true, k_net, "accepts a connection", ""},
+      {"accept4", match_kind::name, true, k_net, "accepts a connection", ""},
+      {"sendto", match_kind::name, true, k_net, "sends on a socket", ""},
+      {"sendmsg", match_kind::name, true, k_net, "sends on a socket", ""},
+      {"recvfrom", match_kind::name, true, k_net, "receives on a socket", ""},
+      {"getaddrinfo", match_kind::name, true, k_net, "resolves a host name", ""},
+      {"gethostbyname", match_kind::name, true, k_net, "resolves a host name", ""},
+      {"curl_", match_kind::prefix, false, k_net, "calls libcurl", ""},
+      {"io_uring_", match_kind::prefix, false, k_net, "uses io_uring", ""},
       // processes
       {"system", match_kind::name, true, k_proc, "runs a shell command", ""},
       {"popen", match_kind::name, false, k_proc, "runs a shell command", ""},
@@ -185,6 +202,11 @@ const std::vector<include_rule>& include_rules() {
       {"fstream", k_io, "includes <fstream>", ""},        {"filesystem", k_io, "includes <filesystem>", ""},
       {"dlfcn.h", k_dl, "includes the dynamic loader", ""}, {"nvrtc.h", k_dl, "includes NVRTC", ""},
       {"unistd.h", k_proc, "includes POSIX process calls", ""}, {"spawn.h", k_proc, "includes posix_spawn", ""},
+      {"syscall.h", k_proc, "includes raw system call numbers", ""}, {"ptrace.h", k_proc, "includes ptrace", ""},
+      {"socket.h", k_net, "includes sockets", ""},        {"netinet/", k_net, "includes internet protocols", ""},
+      {"arpa/", k_net, "includes internet addresses", ""}, {"netdb.h", k_net, "includes host name lookups", ""},
+      {"un.h", k_net, "includes local sockets", ""},
+      {"liburing.h", k_net, "includes io_uring", ""},      {"curl/", k_net, "includes libcurl", ""},
   };
   return table;
 }
@@ -361,6 +383,16 @@ std::vector<scan_finding> static_scan(std::string_view source, const scan_option
   for (auto it = std::sregex_iterator(no_comments.begin(), no_comments.end(), ctor_re); it != std::sregex_iterator(); ++it)
     out.push_back({std::string(k_load), line_of(no_comments, static_cast<size_t>(it->position())), it->str(),
                    "runs code when the shared object is loaded"});
+
+  // raw system calls in inline assembly, and /proc paths (other processes' environment and memory)
+  static const std::regex asm_re(R"("[^"\n]*\b(syscall|sysenter|int\s*\$?0x80|svc\s+#?0)\b[^"\n]*")");
+  for (auto it = std::sregex_iterator(no_comments.begin(), no_comments.end(), asm_re); it != std::sregex_iterator(); ++it)
+    out.push_back({std::string(k_proc), line_of(no_comments, static_cast<size_t>(it->position())), it->str(),
+                   "makes a raw system call in inline assembly"});
+  static const std::regex proc_re(R"("/proc/[^"\n]*")");
+  for (auto it = std::sregex_iterator(no_comments.begin(), no_comments.end(), proc_re); it != std::sregex_iterator(); ++it)
+    out.push_back({std::string(k_io), line_of(no_comments, static_cast<size_t>(it->position())), it->str(),
+                   "names a /proc path (a process's environment, memory or files)"});
 
   // identifiers, with their :: qualification
   std::string chain;
