@@ -25,6 +25,8 @@ class impl {
   // Enqueues the work on `stream` (a cudaStream_t; null on cpu) writing into the harness's `out` tensors.
   // Returns 0 on success; non-zero when the implementation declines the input (the candidate ABI's contract).
   virtual int launch(const std::vector<at::Tensor>& in, std::vector<at::Tensor>& out, void* stream) = 0;
+  // Code kforge did not write (a candidate): verify watches what it maps while it runs (`sandbox.library`).
+  virtual bool untrusted() const { return false; }
 };
 
 // A candidate that cannot be loaded (dlopen failed, no kf_launch): a result for the `load` rule.

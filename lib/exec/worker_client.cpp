@@ -16,6 +16,7 @@
 
 #include "exec/protocol.h"
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/subprocess.h"
 
 extern char** environ;
@@ -90,7 +91,16 @@ void worker_client::close_fds() {
 }
 
 void worker_client::kill_group() {
-  if (m_pid > 0) ::kill(-m_pid, SIGKILL);
+  if (m_pid > 0) {
+    ::kill(-m_pid, SIGKILL);
+    ::kill(m_pid, SIGKILL);  // also when it left its group
+  }
+}
+
+void worker_client::remove_scratch() {
+  if (m_scratch.empty()) return;
+  remove_tree(m_scratch);
+  m_scratch.clear();
 }
 
 void worker_client::drain_stderr(bool until_eof) {
@@ -146,6 +156,7 @@ worker_outcome worker_client::reap(worker_outcome o, bool kill_first) {
   }
   m_pid = -1;
   close_fds();
+  remove_scratch();
   o.stderr_tail = m_stderr.size() > m_options.stderr_tail_bytes
                       ? m_stderr.substr(m_stderr.size() - m_options.stderr_tail_bytes)
                       : m_stderr;
@@ -157,13 +168,23 @@ worker_outcome worker_client::start() {
   int in_pipe[2], out_pipe[2], err_pipe[2];
   if (::pipe2(in_pipe, O_CLOEXEC) || ::pipe2(out_pipe, O_CLOEXEC) || ::pipe2(err_pipe, O_CLOEXEC))
     throw infra_error(fmt::format("pipe: {}", std::strerror(errno)));
+  // The worker's own folder for whatever it writes (the sandbox allows writes nowhere else).
+  remove_scratch();
+  m_scratch = make_private_dir("kforge-worker");
+  std::map<std::string, std::string> set = {{"HOME", m_scratch}, {"TMPDIR", m_scratch},
+                                            {"CUDA_CACHE_PATH", m_scratch + "/cuda-cache"}};
+  for (auto& [k, v] : m_options.env_set) set[k] = v;
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) {
-    std::string kv = *e;
-    if (!m_options.env_set.count(kv.substr(0, kv.find('=')))) env_strings.push_back(kv);
-  }
-  for (auto& [k, v] : m_options.env_set) env_strings.push_back(k + "=" + v);
-  std::vector<std::string> argv_strings = {program, "--device", m_options.device.str()};
+  if (m_options.sandbox == sandbox_mode::off)
+    for (char** e = environ; *e; ++e) {
+      std::string kv = *e;
+      if (!m_options.env_set.count(kv.substr(0, kv.find('=')))) env_strings.push_back(kv);
+    }
+  else env_strings = worker_environment(environ, set);
+  if (m_options.sandbox == sandbox_mode::off)
+    for (auto& [k, v] : m_options.env_set) env_strings.push_back(k + "=" + v);
+  std::vector<std::string> argv_strings = {program, "--device", m_options.device.str(), "--sandbox",
+                                           std::string(sandbox_mode_name(m_options.sandbox)), "--scratch", m_scratch};
   std::vector<char*> envp, argv;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -201,6 +222,15 @@ worker_outcome worker_client::start() {
     return o;
   }
   m_hello = o.response;
+  if (m_options.sandbox == sandbox_mode::strict) {
+    if (auto missing = inactive_protections(o.response.value("sandbox", nlohmann::json())); !missing.empty()) {
+      std::string list;
+      for (auto& m : missing) list += (list.empty() ? "" : "; ") + m;
+      o = reap(o, true);
+      o.status = worker_status::start_failed;
+      o.message = fmt::format("--sandbox strict: the worker on {} lacks protections: {}", m_options.device.str(), list);
+    }
+  }
   return o;
 }
 

@@ -1,4 +1,5 @@
-// The parent's side of a kforge-worker: starts `kforge-worker --device D` lazily, sends one request at a time
+// The parent's side of a kforge-worker: starts `kforge-worker --device D --sandbox MODE --scratch DIR` lazily
+// (an allowlisted environment, a fresh scratch folder per worker, removed when it ends), sends one request at a time
 // with a timeout, and turns every way a worker can fail (hang, signal, exit, poisoned CUDA context, garbage on
 // the pipe) into an outcome. After any failure the worker's process group is killed; the next request starts a
 // fresh worker, so a bad candidate costs one worker, never the run.
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/device.h"
+#include "exec/sandbox.h"
 
 namespace kf {
 
@@ -46,7 +48,8 @@ struct worker_options {
   std::string program;  // empty: find_worker_binary()
   std::chrono::milliseconds start_timeout{std::chrono::seconds(120)};  // includes loading LibTorch and CUDA
   size_t stderr_tail_bytes = 8192;
-  std::map<std::string, std::string> env_set;
+  std::map<std::string, std::string> env_set;        // set in the worker's environment (the rest is allowlisted)
+  sandbox_mode sandbox = default_sandbox_mode();    // docs/sandbox.md; strict: start_failed unless all are active
 };
 
 // kforge-worker's path: $KFORGE_WORKER, else beside the running binary (/proc/self/exe), else KFORGE_BINARY_DIR
@@ -78,11 +81,13 @@ class worker_client {
   void drain_stderr(bool blocking_until_eof);
   void kill_group();
   void close_fds();
+  void remove_scratch();
 
   worker_options m_options;
   pid_t m_pid = -1;
   int m_in = -1, m_out = -1, m_err = -1;  // worker's stdin (we write), stdout and stderr (we read)
   std::string m_stderr;                    // rolling tail
+  std::string m_scratch;                   // the running worker's scratch folder
   nlohmann::json m_hello;
   int m_starts = 0;
 };

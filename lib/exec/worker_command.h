@@ -19,6 +19,7 @@ struct worker_context {
   // Returns "" while the device is usable, else what is wrong (a sticky CUDA error). Set by the device side;
   // the loop asks after every command and turns a bad answer into a cuda_poisoned response and an exit.
   std::function<std::string()> device_health;
+  nlohmann::json sandbox = nlohmann::json::object();  // the protections in force (hello's "sandbox")
 };
 
 // A handler returns the response ({"ok": true, ...}). It reports a candidate's failure in the response and

@@ -46,7 +46,8 @@ nlohmann::json env_command(const nlohmann::json&, worker_context& ctx) {
 
 nlohmann::json worker_env(const worker_context& ctx) {
   nlohmann::json env = {{"device", ctx.device.str()}, {"torch", TORCH_VERSION}, {"cpu_model", cpu_model()},
-                        {"threads", at::get_num_threads()}, {"cpu_count", std::thread::hardware_concurrency()}};
+                        {"threads", at::get_num_threads()}, {"cpu_count", std::thread::hardware_concurrency()},
+                        {"sandbox", ctx.sandbox}};
   if (ctx.device.kind == device_kind::cpu) {
     env["gpu_key"] = cpu_key();
     return env;

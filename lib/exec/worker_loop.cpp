@@ -11,8 +11,11 @@
 #include <fmt/format.h>
 
 #include "exec/protocol.h"
+#include "exec/sandbox.h"
 #include "exec/worker_command.h"
 #include "util/error.h"
+
+extern char** environ;
 
 namespace kf {
 namespace {
@@ -26,6 +29,20 @@ void start_parent_watchdog() {
       if (::getppid() != parent) _exit(0);
     }
   }).detach();
+}
+
+// The environment protection as the worker sees it: the parent passes an allowlist (sandbox_env.cpp); a worker
+// started some other way may hold more.
+protection environment_protection() {
+  int count = 0;
+  std::string leaked;
+  for (char** e = environ; *e; ++e, ++count) {
+    std::string_view kv = *e;
+    std::string_view name = kv.substr(0, kv.find('='));
+    if (!worker_env_allowed(name) && name != "HOME" && name != "TMPDIR") leaked += (leaked.empty() ? "" : ", ") + std::string(name);
+  }
+  if (!leaked.empty()) return {"environment", false, "variables outside the allowlist: " + leaked};
+  return {"environment", true, fmt::format("{} allowlisted variables; HOME and TMPDIR are the scratch folder", count)};
 }
 
 nlohmann::json debug_command(const nlohmann::json& req, worker_context&) {
@@ -54,7 +71,8 @@ std::vector<worker_command> core_worker_commands() {
   return {
       {"hello", "protocol handshake",
        [](const nlohmann::json&, worker_context& ctx) -> nlohmann::json {
-         return {{"ok", true}, {"protocol", protocol::k_version}, {"device", ctx.device.str()}, {"pid", ::getpid()}};
+         return {{"ok", true}, {"protocol", protocol::k_version}, {"device", ctx.device.str()}, {"pid", ::getpid()},
+                 {"sandbox", ctx.sandbox}};
        }},
       {"shutdown", "exit after replying",
        [](const nlohmann::json&, worker_context& ctx) -> nlohmann::json {
@@ -68,18 +86,23 @@ std::vector<worker_command> core_worker_commands() {
 int run_worker(int argc, char** argv, const std::vector<worker_command>& table,
                const std::function<void(worker_context&)>& setup) {
   worker_context ctx;
-  std::string device = "cpu";
+  std::string device = "cpu", scratch, mode_text = "off";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--device" && i + 1 < argc) device = argv[++i];
-    else if (a.rfind("--device=", 0) == 0) device = a.substr(9);
+    else if (a == "--sandbox" && i + 1 < argc) mode_text = argv[++i];
+    else if (a == "--scratch" && i + 1 < argc) scratch = argv[++i];
     else {
-      std::fprintf(stderr, "usage: kforge-worker --device cpu|cuda:N  (started by kforge; speaks on stdin/stdout)\n");
+      std::fprintf(stderr, "usage: kforge-worker --device cpu|cuda:N [--sandbox on|strict|off --scratch DIR]  "
+                           "(started by kforge; speaks on stdin/stdout)\n");
       return 2;
     }
   }
+  sandbox_mode mode = sandbox_mode::off;
   try {
     ctx.device = parse_device(device);
+    mode = parse_sandbox_mode(mode_text, "--sandbox");
+    if (mode != sandbox_mode::off && scratch.empty()) throw user_error("--sandbox " + mode_text + " needs --scratch DIR");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kforge-worker: %s\n", e.what());
     return 2;
@@ -94,8 +117,18 @@ int run_worker(int argc, char** argv, const std::vector<worker_command>& table,
     ::dup2(devnull, 0);
     ::close(devnull);
   }
+  // The sandbox's first step binds this thread and every thread started after it: take it before any.
+  std::vector<protection> protections;
+  if (mode != sandbox_mode::off) {
+    protections.push_back(environment_protection());
+    enter_sandbox_early(scratch, protections);
+  }
   start_parent_watchdog();
   if (setup) setup(ctx);
+  // The filter comes after the device's set-up (driver and context) and before any request: no candidate
+  // library is loaded outside it.
+  if (mode != sandbox_mode::off) enter_sandbox_filter(scratch, protections);
+  ctx.sandbox = protections_to_json(mode, protections);
 
   for (;;) {
     std::optional<nlohmann::json> request;
@@ -126,6 +159,15 @@ int run_worker(int argc, char** argv, const std::vector<worker_command>& table,
         response = protocol::error_response("bad_request", e.what());
       } catch (const std::exception& e) {
         response = protocol::error_response("infra", e.what());
+      }
+    }
+    // A call the sandbox denied: the parent names it in the verdict, and the worker does not serve another
+    // candidate after one that tried to leave.
+    if (auto denied = take_sandbox_denials(); !denied.empty()) {
+      response["sandbox_denied"] = denials_to_json(denied);
+      if (response.value("kind", "") != "cuda_poisoned") {
+        response["kind"] = "tainted";
+        response["error"] = "a candidate tried to leave the sandbox: " + denied.front().detail;
       }
     }
     std::string poisoned = ctx.device_health ? ctx.device_health() : "";

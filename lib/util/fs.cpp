@@ -1,6 +1,8 @@
 #include "util/fs.h"
 
 #include <fcntl.h>
+#include <ftw.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -59,6 +61,22 @@ temp_dir::temp_dir(std::string_view prefix) {
     }
   }
   throw infra_error("cannot create a temporary folder");
+}
+
+std::string make_private_dir(std::string_view prefix) {
+  std::string pattern = (fs::temp_directory_path() / fmt::format("{}-XXXXXX", prefix)).string();
+  if (!::mkdtemp(pattern.data()))
+    throw infra_error(fmt::format("cannot create a folder like {}: {}", pattern, std::strerror(errno)));
+  return pattern;
+}
+
+void remove_tree(const std::string& path) {
+  if (path.empty()) return;
+  ::nftw(path.c_str(), [](const char* p, const struct stat*, int, struct FTW*) {
+           ::remove(p);
+           return 0;
+         },
+         16, FTW_DEPTH | FTW_PHYS);
 }
 
 temp_dir::~temp_dir() {

@@ -13,6 +13,12 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
 // Throws user_error naming the path when it cannot be read.
 std::string read_file(const std::filesystem::path& path);
 
+// A fresh folder (mode 0700) under the system temp dir; the caller removes it (remove_tree).
+std::string make_private_dir(std::string_view prefix);
+// Removes a folder and everything in it without following links (nftw, not std::filesystem: safe in processes
+// that link LibTorch, whose own std::filesystem functions bind first). Errors are ignored.
+void remove_tree(const std::string& path);
+
 // A fresh empty folder under the system temp dir, removed by the destructor.
 class temp_dir {
  public:

@@ -32,6 +32,15 @@ std::string tail_lines(const std::string& text, size_t max_chars) {
   return "..." + text.substr(cut == std::string::npos ? text.size() - max_chars : cut);
 }
 
+// The calls the worker's sandbox denied while it served the request: each a failure of its `sandbox.*` rule.
+void add_sandbox_denials(verdict& v, const std::string& case_name, const nlohmann::json& response) {
+  for (auto& d : response.value("sandbox_denied", nlohmann::json::array())) {
+    std::string rule = d.value("rule", "sandbox.system");
+    if (!find_rule(rule)) rule = "sandbox.system";
+    v.fail(rule, case_name, -1, d.value("detail", "a call the sandbox denied"));
+  }
+}
+
 // What a failed exchange with the worker means for the candidate.
 void record_outcome(verdict& v, const std::string& case_name, const worker_outcome& o,
                     std::chrono::milliseconds timeout) {
@@ -53,11 +62,13 @@ void record_outcome(verdict& v, const std::string& case_name, const worker_outco
       break;
     case worker_status::cuda_poisoned:
       if (o.response.contains("verdict")) v.merge(verdict::from_json(o.response["verdict"]));
+      add_sandbox_denials(v, case_name, o.response.value("partial", nlohmann::json::object()));
       if (v.status_of("cuda_error", case_name) != check_status::failed)
         v.fail("cuda_error", case_name, -1, fmt::format("the CUDA context is poisoned: {}", o.message));
       break;
-    case worker_status::tainted:  // the verdict says why (stream, worker_state); the next case gets a fresh worker
+    case worker_status::tainted:  // the verdict says why (stream, worker_state, sandbox); the next case gets a fresh worker
       if (o.response.contains("verdict")) v.merge(verdict::from_json(o.response["verdict"]));
+      add_sandbox_denials(v, case_name, o.response);
       if (v.passed()) v.fail("worker_state", case_name, -1, o.message);
       break;
     case worker_status::start_failed:

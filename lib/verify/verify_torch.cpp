@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "exec/impl_torch.h"
+#include "exec/sandbox.h"
 #include "spec/adversarial.h"
 #include "spec/input_cache_torch.h"
 #include "spec/ops.h"
@@ -229,12 +230,17 @@ class case_runner {
   bool launch_untimed(int seed, const std::string& what, std::vector<at::Tensor>* snap) {
     for (auto& g : m_outs) poison(g);
     int rc = 0;
+    std::vector<std::string> code_before;
+    if (m_impl.untrusted()) code_before = code_mappings();
     try {
       rc = m_impl.launch(m_in_tensors, m_out_tensors, m_stream.handle());
     } catch (const std::exception& e) {  // a C++ exception thrown through the C ABI
       m_v.fail("crash", m_case.name, seed, fmt::format("{}: kf_launch threw: {}", what, e.what()));
       return false;
     }
+    if (m_impl.untrusted())
+      for (const auto& path : new_code_mappings(code_before, code_mappings()))
+        m_v.fail("sandbox.library", m_case.name, seed, fmt::format("{}: mapped {} as code", what, path));
     std::string err = m_stream.launch_error();
     if (rc != 0) {
       m_v.fail("handles_input", m_case.name, seed, fmt::format("{}: kf_launch returned {} (declined this input)", what, rc),
