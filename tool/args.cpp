@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "exec/sandbox.h"
 #include "util/error.h"
 #include "util/suggest.h"
 
@@ -115,6 +116,18 @@ std::string flags_help(const std::vector<flag_def>& defs) {
     out += fmt::format("  {:<28} {}\n", left, d.help);
   }
   return out;
+}
+
+flag_def sandbox_flag() {
+  return {"sandbox", true,
+          "the workers' protections around candidate code: on (default: every one the machine allows), strict "
+          "(refuse to run candidates unless all are active) or off (debugging only); also $KFORGE_SANDBOX",
+          "MODE"};
+}
+
+void apply_sandbox_flag(const args& a) {
+  if (auto m = a.get("sandbox")) set_default_sandbox_mode(parse_sandbox_mode(*m, "--sandbox"));
+  else (void)default_sandbox_mode();  // a bad $KFORGE_SANDBOX is a usage error before any work
 }
 
 }  // namespace kf

@@ -38,4 +38,9 @@ class args {
 
 std::string flags_help(const std::vector<flag_def>& defs);
 
+// --sandbox on|strict|off, for the commands that run candidates (docs/sandbox.md).
+flag_def sandbox_flag();
+// Makes --sandbox (when given) the mode of every worker this process starts; checks $KFORGE_SANDBOX either way.
+void apply_sandbox_flag(const args& a);
+
 }  // namespace kf

@@ -24,10 +24,12 @@ const std::vector<flag_def> k_flags = {
     {"workload", true, "the workload: a name under --workloads, or a spec file", "NAME|PATH"},
     {"kernel", true, "the candidate: a .cu (cuda) or .cpp (cpu) file against kf_abi.h", "FILE"},
     {"device", true, "cpu, cuda, cuda:N or auto (default: cpu for a .cpp kernel, else auto)", "D"},
+    sandbox_flag(),
     {"timeout", true, "per case, for the worker's answer (default 30s)", "T"},
     {"seeds", true, "fresh input seeds per case, at least 3 (default 3)", "N"},
     {"case", true, "verify only this case (by its name, e.g. R=5,C=33)", "NAME"},
     {"no-adversarial", false, "skip the adversarial inputs"},
+    {"no-static-scan", false, "skip the static scan (to see what the sandbox and the dynamic rules alone catch)"},
     {"workloads", true, "the folder of workload specs (default workloads)", "DIR"},
     {"cache", true, "the compile cache's folder (default .kforge/cache)", "DIR"},
     {"json", false, "print the report as JSON on stdout"},
@@ -60,6 +62,7 @@ std::string check_help() {
 
 int check_run(const std::vector<std::string>& argv) {
   args a(argv, k_flags);
+  apply_sandbox_flag(a);
   if (!a.positional().empty()) throw user_error(fmt::format("unexpected argument '{}'", a.positional()[0]));
   auto workload = a.get("workload");
   auto kernel = a.get("kernel");
@@ -73,6 +76,7 @@ int check_run(const std::vector<std::string>& argv) {
   const double timeout = a.get_double_in("timeout", 30, 0.001, 86400, "seconds");
   opt.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
   opt.adversarial = !a.has("no-adversarial");
+  opt.static_scan = !a.has("no-static-scan");
 
   workload_spec spec = load_spec(*workload, a.get_or("workloads", "workloads"));
   if (auto c = a.get("case")) {

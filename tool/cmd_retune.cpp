@@ -19,6 +19,7 @@ const std::vector<flag_def>& retune_flags() {
   static const std::vector<flag_def> defs = {
       {"from", true, "a run's JSON (kforge run --json): workloads whose regression check failed are retuned", "F"},
       {"device", true, "cpu, cuda, cuda:N or auto (default auto)", "D"},
+      sandbox_flag(),
       {"workloads", true, "the folder of workload specs (default workloads)", "DIR"},
       {"budget", true, "evaluations per workload (default: each spec's search.budget)", "N"},
       {"time", true, "wall time per workload (30m, 2h)", "T"},
@@ -55,6 +56,7 @@ std::string retune_help() {
 
 int retune_run(const std::vector<std::string>& argv) {
   args a(argv, retune_flags());
+  apply_sandbox_flag(a);
   if (!a.positional().empty()) throw user_error("kforge retune takes no positional arguments (see --help)");
   std::optional<run_result> run;
   if (auto f = a.get("from")) run = load_run_result(*f);

@@ -24,6 +24,7 @@ namespace {
 std::vector<flag_def> run_flags() {
   std::vector<flag_def> defs = {
       {"device", true, "cpu, cuda, cuda:N or auto (default auto: cuda when present, and says so when not)", "D"},
+      sandbox_flag(),
       {"workloads-dir", true, "where the specs are (default workloads)", "DIR"},
       {"baselines", true, "which baselines to time (default: each spec's list)", "eager,compile,vendor"},
       {"base", true, "compare with the merge-base of HEAD and REF (PR gate); also times the base kernel when changed", "REF"},
@@ -91,6 +92,7 @@ std::string run_help() {
 
 int run_run(const std::vector<std::string>& argv) {
   args a(argv, run_flags());
+  apply_sandbox_flag(a);
   run_options o;
   if (a.has("baselines")) {
     o.baselines = a.get_list("baselines");

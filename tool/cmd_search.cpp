@@ -19,6 +19,7 @@ namespace {
 const std::vector<flag_def>& search_flags() {
   static const std::vector<flag_def> defs = {
       {"device", true, "cpu, cuda, cuda:N or auto (default auto)", "D"},
+      sandbox_flag(),
       {"budget", true, "evaluations in the search, all runs together (default: the spec's search.budget)", "N"},
       {"time", true, "stop this run after this long (30m, 2h, 600s)", "T"},
       {"proposer", true, "template (offline, default) or llm (an OpenAI-compatible or Anthropic endpoint: KFORGE_LLM_URL, KFORGE_LLM_MODEL, the key in OPENAI_API_KEY or ANTHROPIC_API_KEY)", "NAME"},
@@ -77,6 +78,7 @@ session_settings search_settings(const args& a, const workload_spec& spec) {
 
 int search_run(const std::vector<std::string>& argv) {
   args a(argv, search_flags());
+  apply_sandbox_flag(a);
   if (a.positional().size() != 1)
     throw user_error(fmt::format("kforge search takes one workload name, got {} (see kforge search --help)", a.positional().size()));
   auto spec = load_spec(a.positional()[0], a.get_or("workloads", "workloads"));

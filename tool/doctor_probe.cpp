@@ -225,6 +225,16 @@ void add_worker_env(doctor_report* report, const nlohmann::json& env) {
                                           str("cuda_runtime"), str("cudnn"), str("torch")), ""});
   else
     report->checks.push_back({"ok", "worker " + device, fmt::format("{} ({} threads), torch {}", str("cpu_model"), str("threads"), str("torch")), ""});
+  // The protections the worker runs candidates under (docs/sandbox.md); `--sandbox strict` needs every one.
+  const nlohmann::json sandbox = env.value("sandbox", nlohmann::json::object());
+  const std::string mode = sandbox.value("mode", "?");
+  if (sandbox.value("protections", nlohmann::json::array()).empty())
+    report->checks.push_back({"warn", "sandbox " + device, "mode " + mode + ": no protection is active",
+                              mode == "off" ? "unset KFORGE_SANDBOX=off" : "rebuild kforge-worker"});
+  for (const auto& p : sandbox.value("protections", nlohmann::json::array()))
+    report->checks.push_back({p.value("active", false) ? "ok" : "warn",
+                              fmt::format("sandbox {} {}", device, p.value("name", "?")), p.value("detail", ""),
+                              p.value("active", false) ? "" : "kforge run --sandbox strict refuses to run candidates here"});
 }
 
 }  // namespace kf

@@ -126,6 +126,7 @@ run_env env_from_worker(const json& e, const std::string& gpu_key) {
   env.cudnn = e.value("cudnn", "");
   env.torch = e.value("torch", "");
   env.cpu_model = e.value("cpu_model", "");
+  env.sandbox = e.value("sandbox", json::object());
   env.threads = e.value("threads", 0);
   env.kforge_version = KFORGE_VERSION;
   return env;

@@ -123,6 +123,15 @@ std::string headline(const run_result& r) {
   if (!r.env.cudnn.empty()) env.push_back("cuDNN " + r.env.cudnn);
   if (!r.env.torch.empty()) env.push_back("torch " + r.env.torch);
   if (!r.env.git_commit.empty()) env.push_back("commit " + r.env.git_commit.substr(0, 12));
+  if (r.env.sandbox.contains("mode")) {  // docs/sandbox.md: which protections the kernels ran under
+    std::vector<std::string> on, off;
+    for (auto& p : r.env.sandbox.value("protections", nlohmann::json::array()))
+      (p.value("active", false) ? on : off).push_back(p.value("name", "?"));
+    std::string line = "sandbox " + r.env.sandbox.value("mode", "?");
+    if (!on.empty()) line += fmt::format(": {}", fmt::join(on, ", "));
+    if (!off.empty()) line += fmt::format(" (not active: {})", fmt::join(off, ", "));
+    env.push_back(line);
+  }
   if (!env.empty()) out += fmt::format("<sub>{}</sub>\n\n", md_cell(fmt::format("{}", fmt::join(env, " · "))));
   return out;
 }

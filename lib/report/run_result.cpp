@@ -264,7 +264,7 @@ json to_json(const run_env& e) {
           {"cudnn", e.cudnn},           {"torch", e.torch},               {"compiler", e.compiler},
           {"kforge_version", e.kforge_version}, {"git_commit", e.git_commit}, {"cpu_model", e.cpu_model},
           {"threads", e.threads},       {"host", e.host},                 {"started_at", e.started_at},
-          {"finished_at", e.finished_at}};
+          {"finished_at", e.finished_at}, {"sandbox", e.sandbox}};
 }
 
 run_env run_env_from_json(const json& j) {
@@ -288,6 +288,8 @@ run_env run_env_from_json(const json& j) {
   e.host = j.value("host", "");
   e.started_at = j.value("started_at", "");
   e.finished_at = j.value("finished_at", "");
+  e.sandbox = j.value("sandbox", json::object());
+  if (!e.sandbox.is_object()) e.sandbox = json::object();
   return e;
 }
 

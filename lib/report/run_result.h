@@ -30,6 +30,7 @@ struct run_env {
   int threads = 0;
   std::string host;
   std::string started_at, finished_at;  // ISO 8601 UTC
+  nlohmann::json sandbox = nlohmann::json::object();  // the worker's protections ({"mode", "protections"})
 };
 
 // Summary statistics of one sample series (microseconds). `noise` is relative (stddev / mean, as the
