@@ -3,8 +3,8 @@
 //
 //  - environment: the parent starts the worker with an allowlisted environment (paths, CUDA, threading and kforge
 //    settings), never a name that looks like a secret; HOME and TMPDIR point at the worker's scratch folder.
-//  - enter_sandbox_early (worker, before any thread): a fresh network namespace, and Landlock: files written only
-//    under the scratch folder (and the device nodes), nothing read under /proc but the worker's own entries and
+//  - enter_sandbox_early (worker, before any thread): a fresh network namespace, a private /tmp (an overlay whose
+//    writes stay in memory), and Landlock: files written only under the scratch folder and /tmp (and the device nodes), nothing read under /proc but the worker's own entries and
 //    the system ones, no TCP, no signals to processes outside the sandbox.
 //  - enter_sandbox_filter (worker, after the device is set up, before any request): a seccomp filter (libseccomp)
 //    on every thread that denies sockets, io_uring, new processes, exec, ptrace, signals to other processes,
@@ -60,10 +60,13 @@ bool sandbox_skipped(std::string_view name);
 protection skipped_protection(std::string_view name);
 
 // Worker side. Must run while the worker has one thread (Landlock and namespaces bind the calling thread and
-// what it starts later). Appends to `out`.
-void enter_sandbox_early(const std::string& scratch, std::vector<protection>& out);
-// Installs the seccomp filter on every thread and the SIGSYS handler that records denials.
-void enter_sandbox_filter(const std::string& scratch, std::vector<protection>& out);
+// what it starts later). Appends to `out`; returns the folders the worker may write beneath (the scratch folder,
+// /tmp when it is private, KFORGE_SANDBOX_WRITE's), for enter_sandbox_filter.
+std::vector<std::string> enter_sandbox_early(const std::string& scratch, std::vector<protection>& out);
+// The network and mount namespaces (a private /tmp); true when /tmp is private (sandbox_namespaces.cpp).
+bool enter_namespaces(const std::string& scratch, std::vector<protection>& out);
+// Installs the seccomp filter on every thread, and the supervisor thread that answers what it denies.
+void enter_sandbox_filter(const std::vector<std::string>& writable, std::vector<protection>& out);
 
 // A call the sandbox denied, for the verdict.
 struct sandbox_denial {

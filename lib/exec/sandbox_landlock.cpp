@@ -1,5 +1,5 @@
-// The worker's first sandbox step, taken while it has one thread: a fresh network namespace, then a Landlock
-// domain (docs/sandbox.md). Both bind the calling thread and everything it starts later, so every thread the
+// The worker's first sandbox step, taken while it has one thread: namespaces (sandbox_namespaces.cpp), then a
+// Landlock domain (docs/sandbox.md). Both bind the calling thread and everything it starts later, so every thread the
 // worker, CUDA or LibTorch creates afterwards inherits them.
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,6 +14,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "exec/sandbox.h"
 
@@ -97,38 +98,7 @@ class ruleset {
   std::string m_failed;
 };
 
-protection enter_network_namespace() {
-  protection p{"network_namespace", false, ""};
-  if (::unshare(CLONE_NEWNET) == 0) {
-    p.active = true;
-    p.detail = "a fresh network namespace (no interface up)";
-    return p;
-  }
-  int first = errno;
-  // Without CAP_SYS_ADMIN: a user namespace of our own first, mapping our ids to themselves.
-  uid_t uid = ::geteuid();
-  gid_t gid = ::getegid();
-  if (::unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0) {
-    p.detail = fmt::format("unavailable: unshare(CLONE_NEWNET): {}; with a user namespace: {}", std::strerror(first),
-                           std::strerror(errno));
-    return p;
-  }
-  auto write_text = [](const char* path, const std::string& text) {
-    int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    ::close(fd);
-    return ok;
-  };
-  write_text("/proc/self/setgroups", "deny");
-  write_text("/proc/self/uid_map", fmt::format("{} {} 1\n", uid, uid));
-  write_text("/proc/self/gid_map", fmt::format("{} {} 1\n", gid, gid));
-  p.active = true;
-  p.detail = "a fresh network namespace, in a user namespace of its own (no interface up)";
-  return p;
-}
-
-protection enter_landlock(const std::string& scratch) {
+protection enter_landlock(const std::vector<std::string>& writable) {
   protection p{"landlock", false, ""};
   long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, k_create_ruleset_version);
   if (abi < 1) {
@@ -167,12 +137,11 @@ protection enter_landlock(const std::string& scratch) {
   const uint64_t truncate = abi >= 3 ? uint64_t{fs_truncate} : 0;
   // Its own entries it may also write (the CUDA driver does, at start: seen on an H200).
   rules.allow(fmt::format("/proc/{}", ::getpid()), read | fs_write_file | truncate);
-  // Writes: the scratch folder, and the device nodes CUDA and the C library open for writing.
-  rules.allow(scratch, read | write);
+  // Writes: the scratch folder (and the private /tmp, KFORGE_SANDBOX_WRITE's folders), and the device nodes CUDA
+  // and the C library open for writing.
+  for (const auto& dir : writable) rules.allow(dir, read | write);
   const uint64_t device = fs_read_file | fs_write_file | truncate;
   for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full", "/dev/nvidia-caps"}) rules.allow(dev, device);
-  // KFORGE_SANDBOX_WRITE=DIR,...: more places the worker may write (a vendor library's cache).
-  for (const auto& dir : env_list("KFORGE_SANDBOX_WRITE")) rules.allow(dir, read | write);
   rules.allow_entries("/dev", 0, [&](const char* name) {
     if (!std::strncmp(name, "nvidia", 6)) rules.allow(std::string("/dev/") + name, device);
     return true;
@@ -188,7 +157,7 @@ protection enter_landlock(const std::string& scratch) {
   p.active = true;
   p.detail = fmt::format("ABI {}: files written only under {}, the device nodes and its own /proc entries; no other "
                          "process's /proc entries",
-                         abi, scratch);
+                         abi, fmt::join(writable, ", "));
   if (abi >= 4) p.detail += "; no TCP";
   if (abi >= 6) p.detail += "; no signals or abstract sockets outside the sandbox";
   return p;
@@ -196,9 +165,14 @@ protection enter_landlock(const std::string& scratch) {
 
 }  // namespace
 
-void enter_sandbox_early(const std::string& scratch, std::vector<protection>& out) {
-  out.push_back(sandbox_skipped("network_namespace") ? skipped_protection("network_namespace") : enter_network_namespace());
-  out.push_back(sandbox_skipped("landlock") ? skipped_protection("landlock") : enter_landlock(scratch));
+std::vector<std::string> enter_sandbox_early(const std::string& scratch, std::vector<protection>& out) {
+  std::vector<std::string> writable = {scratch};
+  const bool private_tmp = enter_namespaces(scratch, out);
+  if (private_tmp) writable.push_back("/tmp");
+  // KFORGE_SANDBOX_WRITE=DIR,...: more places the worker may write (a vendor library's cache).
+  for (const auto& dir : env_list("KFORGE_SANDBOX_WRITE")) writable.push_back(dir);
+  out.push_back(sandbox_skipped("landlock") ? skipped_protection("landlock") : enter_landlock(writable));
+  return writable;
 }
 
 }  // namespace kf

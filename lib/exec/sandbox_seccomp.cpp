@@ -22,6 +22,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "exec/sandbox.h"
 
@@ -78,13 +79,13 @@ std::atomic<int> g_dropped{0};
 
 // Where opens for writing may go: the scratch folder, then the folders of KFORGE_SANDBOX_WRITE (realpath, and an
 // O_PATH descriptor to open beneath).
-struct writable {
+struct writable_dir {
   char path[4096];
   size_t len;
   int fd;
 };
 constexpr int k_writables = 9;
-writable g_writable[k_writables];
+writable_dir g_writable[k_writables];
 int g_writable_count = 0;
 int g_dev_fd = -1, g_proc_fd = -1;  // O_PATH: /dev, /proc/<own pid>
 char g_proc_self[32];                                   // "/proc/<own pid>"
@@ -217,7 +218,7 @@ long decide_open(const trapped& t, long nr, const long* a) {
   abs[0] = 0;
   if (absolute_path(dirfd, path, abs, sizeof abs)) {
     for (int i = 0; i < g_writable_count; ++i) {
-      const writable& w = g_writable[i];
+      const writable_dir& w = g_writable[i];
       if (!std::strncmp(abs, w.path, w.len) && (abs[w.len] == '/' || abs[w.len] == 0))
         return reopen_beneath(w.fd, abs[w.len] ? abs + w.len + 1 : "", flags, mode,
                               RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
@@ -298,21 +299,19 @@ void supervise(int fd) {
 
 }  // namespace
 
-void enter_sandbox_filter(const std::string& scratch, std::vector<protection>& out) {
+void enter_sandbox_filter(const std::vector<std::string>& writable, std::vector<protection>& out) {
   if (sandbox_skipped("seccomp")) {
     out.push_back(skipped_protection("seccomp"));
     return;
   }
   protection p{"seccomp", false, ""};
-  std::vector<std::string> dirs = {scratch};
-  for (auto& d : env_list("KFORGE_SANDBOX_WRITE")) dirs.push_back(d);
-  for (const auto& dir : dirs) {
+  for (const auto& dir : writable) {
     char* real = ::realpath(dir.c_str(), nullptr);
     if (!real || g_writable_count == k_writables) {
       std::free(real);
       continue;
     }
-    writable& w = g_writable[g_writable_count];
+    writable_dir& w = g_writable[g_writable_count];
     put(w.path, 0, sizeof w.path, real);
     w.len = std::strlen(w.path);
     w.fd = ::open(w.path, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -380,7 +379,7 @@ void enter_sandbox_filter(const std::string& scratch, std::vector<protection>& o
   p.detail = fmt::format(
       "{} system calls filtered on every thread: sockets, io_uring, new processes, exec, ptrace, signals to other "
       "processes, namespaces and mounts, modules and bpf, opens for writing outside {}",
-      rules, scratch);
+      rules, fmt::join(writable, ", "));
   out.push_back(p);
 }
 

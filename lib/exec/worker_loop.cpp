@@ -119,15 +119,16 @@ int run_worker(int argc, char** argv, const std::vector<worker_command>& table,
   }
   // The sandbox's first step binds this thread and every thread started after it: take it before any.
   std::vector<protection> protections;
+  std::vector<std::string> writable;
   if (mode != sandbox_mode::off) {
     protections.push_back(environment_protection());
-    enter_sandbox_early(scratch, protections);
+    writable = enter_sandbox_early(scratch, protections);
   }
   start_parent_watchdog();
   if (setup) setup(ctx);
   // The filter comes after the device's set-up (driver and context) and before any request: no candidate
   // library is loaded outside it.
-  if (mode != sandbox_mode::off) enter_sandbox_filter(scratch, protections);
+  if (mode != sandbox_mode::off) enter_sandbox_filter(writable, protections);
   ctx.sandbox = protections_to_json(mode, protections);
 
   for (;;) {
