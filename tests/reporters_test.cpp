@@ -121,6 +121,16 @@ TEST(reporters, markdown_has_table_and_failures) {
   EXPECT_LT(md.find("| softmax-0001 |"), md.find("| softmax-0000 |"));
 }
 
+// The header says which protections the kernels ran under (docs/sandbox.md), and which were missing.
+TEST(reporters, markdown_names_the_sandbox_the_kernels_ran_under) {
+  run_result r = mixed_run();
+  EXPECT_THAT(render_markdown(r), ::testing::Not(::testing::HasSubstr("sandbox")));  // older runs: nothing said
+  r.env.sandbox = {{"mode", "on"},
+                   {"protections", {{{"name", "seccomp"}, {"active", true}, {"detail", ""}},
+                                    {{"name", "landlock"}, {"active", false}, {"detail", "no Landlock"}}}}};
+  EXPECT_THAT(render_markdown(r), ::testing::HasSubstr("sandbox on: seccomp (not active: landlock)"));
+}
+
 // Where both torch.compile modes were timed, the comment says what each took (the faster is the one compared).
 TEST(reporters, markdown_lists_torch_compile_modes) {
   run_result r = fixture::run(1, 2);

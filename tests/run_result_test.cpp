@@ -20,6 +20,7 @@ TEST(run_result, json_round_trip_keeps_every_field) {
   r.complete = false;
   r.incomplete_reason = "interrupted";
   r.searches.push_back({"softmax-0000", "sm90-nvidia-h200", {{1, -1, "root", "ok", 50, 0, "int x;"}, {2, 1, "tpr=64", "ok", 45, 0.1, "int y;"}}});
+  r.env.sandbox = {{"mode", "strict"}, {"protections", {{{"name", "seccomp"}, {"active", true}, {"detail", "57 calls"}}}}};
 
   std::string text = render_json(r);
   run_result back = run_result_from_json(nlohmann::json::parse(text));
@@ -27,6 +28,8 @@ TEST(run_result, json_round_trip_keeps_every_field) {
   EXPECT_EQ(back.workloads.size(), 3u);
   EXPECT_EQ(back.env.gpu_key, "sm90-nvidia-h200");
   EXPECT_EQ(back.env.sm_count, 132);
+  EXPECT_EQ(back.env.sandbox["mode"], "strict");
+  EXPECT_TRUE(back.env.sandbox["protections"][0]["active"].get<bool>());
   EXPECT_EQ(back.workloads[0].cases[0].impls[0].cold.samples_us, r.workloads[0].cases[0].impls[0].cold.samples_us);
   EXPECT_EQ(back.workloads[0].cases[0].impls[3].status, impl_status::skipped);
   EXPECT_EQ(back.workloads[0].checks.size(), r.workloads[0].checks.size());
