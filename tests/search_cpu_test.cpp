@@ -130,3 +130,35 @@ TEST(search_cpu, a_slow_candidate_loses_the_race_and_stops_at_min_samples) {
 
 }  // namespace
 }  // namespace kf
+
+namespace kf {
+namespace {
+
+// A candidate that fails the static scan (here: a model's rewrite that opens a socket) is neither compiled nor
+// run in a search batch: its only stage is the scan, and the honest candidate beside it is evaluated as usual.
+TEST(search_cpu, a_candidate_that_fails_the_static_scan_is_not_compiled) {
+  auto spec = small_softmax();
+  temp_dir dir("kf-search-scan");
+  auto eo = cpu_options(dir.path());
+  eo.screen_stopping = {{"min_samples", 3}, {"max_noise", 0.5}, {"min_seconds", 0.01}, {"timeout_s", 3}};
+  worker_evaluator ev(spec, eo);
+  auto* f = find_family("row_softmax_cpu", device_kind::cpu);
+  candidate honest = family_candidate(*f, spec, f->default_variant(spec), "default");
+  candidate hostile = honest;
+  hostile.family.clear();
+  hostile.origin = "llm";
+  hostile.source = "#include <sys/socket.h>\nstatic int s = socket(2, 1, 0);\n" + honest.source;
+  auto results = ev.evaluate({hostile, honest}, 1e30, 0);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].status, node_status::verify_failed);
+  ASSERT_EQ(results[0].stages.size(), 1u);
+  EXPECT_EQ(results[0].stages[0].stage, "static_scan");
+  EXPECT_NE(results[0].detail.find("static.network"), std::string::npos) << results[0].detail;
+  EXPECT_TRUE(std::none_of(results[1].stages.begin(), results[1].stages.end(),
+                           [](auto& s) { return s.stage == "static_scan" && !s.ok; }));
+  EXPECT_TRUE(std::any_of(results[1].stages.begin(), results[1].stages.end(),
+                          [](auto& s) { return s.stage == "compile" && s.ok; }));
+}
+
+}  // namespace
+}  // namespace kf
