@@ -262,6 +262,12 @@ TEST(sandbox, the_worker_reports_its_protections_and_strict_refuses_without_them
   worker_outcome r = w.request({{"cmd", "hello"}}, 120s);
   if (all) EXPECT_TRUE(r.ok()) << r.describe();
   else EXPECT_EQ(r.status, worker_status::start_failed) << r.describe();
+  // One protection left out: strict refuses, naming it.
+  o.env_set["KFORGE_SANDBOX_SKIP"] = "landlock";
+  worker_client skipped(o);
+  worker_outcome refused = skipped.request({{"cmd", "hello"}}, 120s);
+  EXPECT_EQ(refused.status, worker_status::start_failed) << refused.describe();
+  EXPECT_NE(refused.message.find("landlock"), std::string::npos) << refused.message;
 }
 
 TEST(sandbox, off_runs_the_worker_without_protections) {
