@@ -112,6 +112,19 @@ std::vector<std::string> processes_mentioning(const std::string& marker) {
   return found;
 }
 
+// A writable folder whose real path is not under /tmp: the build tree, else $HOME, else /var/tmp.
+fs::path outside_tmp() {
+  std::vector<fs::path> places = {fs::path(KFORGE_BINARY_DIR)};
+  if (const char* home = std::getenv("HOME")) places.emplace_back(home);
+  places.emplace_back("/var/tmp");
+  for (auto& p : places) {
+    std::error_code ec;
+    fs::path real = fs::canonical(p, ec);
+    if (!ec && !real.string().starts_with("/tmp/") && ::access(real.c_str(), W_OK) == 0) return real;
+  }
+  throw std::runtime_error("no writable folder outside /tmp for the escape corpus");
+}
+
 std::string kforge_binary() { return (fs::path(KFORGE_BINARY_DIR) / "kforge").string(); }
 
 nlohmann::json hello_sandbox(device_kind kind) {
@@ -137,13 +150,13 @@ void run_corpus(device_kind device) {
   const nlohmann::json sandbox = hello_sandbox(device);
   temp_dir work("kf-escape");
   // Outside every worker's scratch folder and outside /tmp (the worker's /tmp is its own: writes there are
-  // allowed and stay in its memory, checked below).
-  const fs::path drop = fs::path(KFORGE_BINARY_DIR) / fmt::format("escape-drop-{}", ::getpid());
+  // allowed and stay in its memory, checked below); the build tree may itself be under /tmp (a CI clone).
+  const fs::path drop = outside_tmp() / fmt::format("kf-escape-drop-{}", ::getpid());
+  fs::create_directories(drop);
   struct remove_drop {
     fs::path p;
     ~remove_drop() { remove_tree(p.string()); }
   } cleanup{drop};
-  fs::create_directories(drop);
   listener l;
   const auto escapes = corpus();
   ASSERT_GE(escapes.size(), 17u);
