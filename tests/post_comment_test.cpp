@@ -58,13 +58,28 @@ TEST(post_comment, posts_a_new_comment_when_none_is_ours) {
 TEST(post_comment, updates_its_earlier_comment) {
   if (!find_program("curl") || !find_program("python3")) GTEST_SKIP() << "curl or python3 missing";
   process_result r;
-  auto log = post({{{"id", 1}, {"body", "LGTM"}}, {{"id", 42}, {"body", "<!-- kforge-report -->\nold"}}}, 2,
+  auto log = post({{{"id", 1}, {"body", "LGTM"}},
+                   {{"id", 42}, {"body", "<!-- kforge-report -->\nold"}, {"user", {{"login", "github-actions[bot]"}}}}},
+                  2,
                   "<!-- kforge-report -->\nnew \"quoted\" text\n", &r);
   ASSERT_TRUE(r.ok()) << r.err;
   ASSERT_EQ(log.size(), 2u);
   EXPECT_EQ(log[1]["method"], "PATCH");
   EXPECT_EQ(log[1]["path"], "/repos/acme/model/issues/comments/42");
   EXPECT_EQ(nlohmann::json::parse(log[1]["body"].get<std::string>())["body"], "<!-- kforge-report -->\nnew \"quoted\" text\n");
+}
+
+// A reviewer's comment that starts with the marker (a quote of the report) is not kforge's: a new comment is posted
+// and the reviewer's is left alone.
+TEST(post_comment, never_edits_another_authors_comment) {
+  if (!find_program("curl") || !find_program("python3")) GTEST_SKIP() << "curl or python3 missing";
+  process_result r;
+  auto log = post({{{"id", 7}, {"body", "<!-- kforge-report -->\nquoted"}, {"user", {{"login", "reviewer"}}}}}, 2,
+                  "<!-- kforge-report -->\nnew\n", &r);
+  ASSERT_TRUE(r.ok()) << r.err;
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[1]["method"], "POST");
+  EXPECT_EQ(log[1]["auth"], "Bearer test-token");
 }
 
 }  // namespace
