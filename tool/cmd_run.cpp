@@ -40,8 +40,8 @@ std::vector<flag_def> run_flags() {
   return defs;
 }
 
-// Each report path names a file in an existing, writable folder: checked before any work, so a typo costs
-// nothing (a run is minutes of device time).
+// Each report path names a file in a writable folder, made when missing (a CI job's `out/`): checked before any
+// work, so a bad path costs nothing (a run is minutes of device time).
 void check_report_paths(const args& a) {
   namespace fs = std::filesystem;
   for (auto& rep : reporters()) {
@@ -53,8 +53,9 @@ void check_report_paths(const args& a) {
     if (fs::is_directory(*path, ec)) throw user_error(source_loc{*path}, flag + ": is a folder, expected a file path");
     fs::path dir = fs::path(*path).parent_path();
     if (dir.empty()) dir = ".";
-    if (!fs::is_directory(dir, ec))
-      throw user_error(source_loc{*path}, fmt::format("{}: the folder {} does not exist", flag, dir.string()));
+    if (!fs::is_directory(dir, ec) && (fs::create_directories(dir, ec), ec || !fs::is_directory(dir)))
+      throw user_error(source_loc{*path}, fmt::format("{}: cannot make the folder {}: {}", flag, dir.string(),
+                                                      ec ? ec.message() : "a file is in the way"));
     if (::access(dir.c_str(), W_OK) != 0)
       throw user_error(source_loc{*path}, fmt::format("{}: the folder {} is not writable", flag, dir.string()));
   }
