@@ -90,6 +90,7 @@ int run_worker(int argc, char** argv, const std::vector<worker_command>& table,
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--device" && i + 1 < argc) device = argv[++i];
+    else if (a.rfind("--device=", 0) == 0) device = a.substr(9);
     else if (a == "--sandbox" && i + 1 < argc) mode_text = argv[++i];
     else if (a == "--scratch" && i + 1 < argc) scratch = argv[++i];
     else {
