@@ -36,9 +36,10 @@ void set_default_sandbox_mode(sandbox_mode m);
 // Whether a variable of the parent may reach the worker: the allowlist (docs/sandbox.md) less every name that
 // looks like a secret (TOKEN, SECRET, KEY, PASSWORD, ...). KFORGE_WORKER_ENV=NAME,... adds names.
 bool worker_env_allowed(std::string_view name);
-// The worker's environment ("NAME=value" strings): the allowed part of `parent` (environ-style, null-ended),
-// then `set` (which wins; used for HOME, TMPDIR and test settings).
-std::vector<std::string> worker_environment(char** parent, const std::map<std::string, std::string>& set);
+// The worker's environment ("NAME=value" strings): the allowed part of `parent` (environ-style, null-ended; all of
+// it without `allowlist`, for --sandbox off), then `set` (which wins; used for HOME, TMPDIR and test settings).
+std::vector<std::string> worker_environment(char** parent, const std::map<std::string, std::string>& set,
+                                            bool allowlist = true);
 
 // One protection as the worker found it.
 struct protection {

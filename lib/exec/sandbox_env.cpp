@@ -78,12 +78,14 @@ bool worker_env_allowed(std::string_view name) {
   return env_list_has("KFORGE_WORKER_ENV", name);
 }
 
-std::vector<std::string> worker_environment(char** parent, const std::map<std::string, std::string>& set) {
+std::vector<std::string> worker_environment(char** parent, const std::map<std::string, std::string>& set,
+                                            bool allowlist) {
   std::vector<std::string> env;
   for (char** e = parent; e && *e; ++e) {
     std::string_view kv = *e;
     std::string_view name = kv.substr(0, kv.find('='));
-    if (kv.find('=') == std::string_view::npos || set.count(std::string(name)) || !worker_env_allowed(name)) continue;
+    if (kv.find('=') == std::string_view::npos || set.count(std::string(name))) continue;
+    if (allowlist && !worker_env_allowed(name)) continue;
     env.emplace_back(kv);
   }
   for (auto& [k, v] : set) env.push_back(k + "=" + v);

@@ -171,18 +171,10 @@ worker_outcome worker_client::start() {
   // The worker's own folder for whatever it writes (the sandbox allows writes nowhere else).
   remove_scratch();
   m_scratch = make_private_dir("kforge-worker");
-  std::map<std::string, std::string> set = {{"HOME", m_scratch}, {"TMPDIR", m_scratch},
-                                            {"CUDA_CACHE_PATH", m_scratch + "/cuda-cache"}};
-  for (auto& [k, v] : m_options.env_set) set[k] = v;
-  std::vector<std::string> env_strings;
-  if (m_options.sandbox == sandbox_mode::off)
-    for (char** e = environ; *e; ++e) {
-      std::string kv = *e;
-      if (!m_options.env_set.count(kv.substr(0, kv.find('=')))) env_strings.push_back(kv);
-    }
-  else env_strings = worker_environment(environ, set);
-  if (m_options.sandbox == sandbox_mode::off)
-    for (auto& [k, v] : m_options.env_set) env_strings.push_back(k + "=" + v);
+  const bool sandboxed = m_options.sandbox != sandbox_mode::off;
+  std::map<std::string, std::string> set = m_options.env_set;  // the caller's settings win
+  if (sandboxed) set.insert({{"HOME", m_scratch}, {"TMPDIR", m_scratch}, {"CUDA_CACHE_PATH", m_scratch + "/cuda-cache"}});
+  std::vector<std::string> env_strings = worker_environment(environ, set, sandboxed);
   std::vector<std::string> argv_strings = {program, "--device", m_options.device.str(), "--sandbox",
                                            std::string(sandbox_mode_name(m_options.sandbox)), "--scratch", m_scratch};
   std::vector<char*> envp, argv;
