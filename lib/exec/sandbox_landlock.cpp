@@ -3,7 +3,6 @@
 // worker, CUDA or LibTorch creates afterwards inherits them.
 #include <dirent.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -141,11 +140,8 @@ protection enter_landlock(const std::vector<std::string>& writable) {
   // and the C library open for writing.
   for (const auto& dir : writable) rules.allow(dir, read | write);
   const uint64_t device = fs_read_file | fs_write_file | truncate;
-  for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full", "/dev/nvidia-caps"}) rules.allow(dev, device);
-  rules.allow_entries("/dev", 0, [&](const char* name) {
-    if (!std::strncmp(name, "nvidia", 6)) rules.allow(std::string("/dev/") + name, device);
-    return true;
-  });
+  for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full"}) rules.allow(dev, device);
+  rules.allow_entries("/dev", device, [](const char* name) { return std::strncmp(name, "nvidia", 6) != 0; });
   if (!rules.failed().empty()) {
     p.detail = "unavailable: " + rules.failed();
     return p;

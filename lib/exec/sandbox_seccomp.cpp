@@ -2,13 +2,13 @@
 // set up and before any request. Denied calls are sent to the worker's supervisor thread (seccomp user
 // notification: it works whatever the calling thread's signal mask, unlike a SIGSYS trap, and glibc starts
 // threads and posix_spawn with every signal blocked), which records what was tried and answers with an error;
-// opens for writing that stay beneath the scratch folder (or name a device node) it makes itself with
-// openat2(RESOLVE_BENEATH) and answers with the descriptor (one fd table), so `..` and links cannot lead out.
+// opens for writing that stay beneath a writable folder (the scratch folder, the private /tmp), the worker's own
+// /proc entries or a device node it makes itself with openat2(RESOLVE_BENEATH) and answers with the descriptor
+// (one fd table), so `..` and links cannot lead out.
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sched.h>
 #include <seccomp.h>
-#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -67,9 +67,7 @@ trapped g_trapped[] = {
 
 // What the supervisor records: fixed slots, read and cleared between requests.
 struct denial_slot {
-  int rule;
-  int nr;
-  long arg;
+  deny_rule rule;
   char text[200];
 };
 constexpr int k_slots = 64;
@@ -88,10 +86,10 @@ constexpr int k_writables = 9;
 writable_dir g_writable[k_writables];
 int g_writable_count = 0;
 int g_dev_fd = -1, g_proc_fd = -1;  // O_PATH: /dev, /proc/<own pid>
-char g_proc_self[32];                                   // "/proc/<own pid>"
-long g_caller_tid = 0;                                  // the thread whose call the supervisor is deciding
+char g_proc_self[32];               // "/proc/<own pid>"
 
-// --- helpers (no allocation: the supervisor answers while a candidate's thread waits) ---------------------
+// --- helpers. The supervisor allocates nothing: the thread it answers waits inside a system call and may hold
+// a lock of the C library (glibc's fork holds malloc's), so a malloc here could wait on it for ever. ----------
 
 size_t put(char* out, size_t at, size_t cap, const char* s) {
   while (*s && at + 1 < cap) out[at++] = *s++;
@@ -115,15 +113,13 @@ const trapped* find_trapped(long nr) {
   return nullptr;
 }
 
-void record(deny_rule rule, long nr, long arg, const char* text) {
+void record(deny_rule rule, const char* text) {
   int i = g_used.fetch_add(1);
   if (i >= k_slots) {
     g_dropped.fetch_add(1);
     return;
   }
-  g_slots[i].rule = static_cast<int>(rule);
-  g_slots[i].nr = static_cast<int>(nr);
-  g_slots[i].arg = arg;
+  g_slots[i].rule = rule;
   put(g_slots[i].text, 0, sizeof g_slots[i].text, text);
   char line[320];
   size_t n = put(line, 0, sizeof line, "kforge-worker: sandbox denied ");
@@ -198,7 +194,8 @@ bool device_node(const char* abs) {
   return !std::strncmp(abs, "/dev/nvidia", 11) && !std::strchr(abs + 5, '/');
 }
 
-long decide_open(const trapped& t, long nr, const long* a) {
+// `tid`: the calling thread (for /proc/thread-self).
+long decide_open(const trapped& t, const long* a, long tid) {
   int dirfd = AT_FDCWD;
   const char* path;
   long flags, mode;
@@ -210,7 +207,7 @@ long decide_open(const trapped& t, long nr, const long* a) {
   } else if (name == "open") {
     path = reinterpret_cast<const char*>(a[0]), flags = a[1], mode = a[2];
   } else {
-    record(deny_rule::file, nr, 0, "open_by_handle_at (opens a file by handle)");
+    record(deny_rule::file, "open_by_handle_at (opens a file by handle)");
     return -EPERM;
   }
   if (!path) return -EFAULT;
@@ -231,7 +228,7 @@ long decide_open(const trapped& t, long nr, const long* a) {
     else if (size_t n = std::strlen(g_proc_self); n && !std::strncmp(abs, g_proc_self, n) && abs[n] == '/') own = abs + n + 1;
     else if (!std::strncmp(abs, "/proc/thread-self/", 18)) {
       size_t k = put(rel, 0, sizeof rel, "task/");
-      k = put_long(rel, k, sizeof rel, g_caller_tid);
+      k = put_long(rel, k, sizeof rel, tid);
       k = put(rel, k, sizeof rel, "/");
       put(rel, k, sizeof rel, abs + 18);
       own = rel;
@@ -242,17 +239,17 @@ long decide_open(const trapped& t, long nr, const long* a) {
   size_t n = put(text, 0, sizeof text, name == "creat" ? "creat of " : "open for writing of ");
   n = put(text, n, sizeof text, abs[0] == '/' ? abs : path);
   put(text, n, sizeof text, " (outside the scratch folder)");
-  record(deny_rule::file, nr, 0, text);
+  record(deny_rule::file, text);
   return -EACCES;
 }
 
-long decide(long nr, const long* a) {
+long decide(long nr, const long* a, long tid) {
   const trapped* t = find_trapped(nr);
   if (!t) {
-    record(deny_rule::system, nr, 0, "an unknown system call");
+    record(deny_rule::system, "an unknown system call");
     return -EPERM;
   }
-  if (t->rule == deny_rule::file) return decide_open(*t, nr, a);
+  if (t->rule == deny_rule::file) return decide_open(*t, a, tid);
   char text[200];
   size_t n = put(text, 0, sizeof text, t->name);
   n = put(text, n, sizeof text, "(");
@@ -263,7 +260,7 @@ long decide(long nr, const long* a) {
     n = put_long(text, n, sizeof text, a[0]);
   }
   put(text, n, sizeof text, ")");
-  record(t->rule, nr, a[0], text);
+  record(t->rule, text);
   return -EPERM;
 }
 
@@ -286,8 +283,7 @@ void supervise(int fd) {
     }
     long a[6];
     for (int i = 0; i < 6; ++i) a[i] = static_cast<long>(req->data.args[i]);
-    g_caller_tid = static_cast<long>(req->pid);
-    long r = decide(req->data.nr, a);
+    long r = decide(req->data.nr, a, static_cast<long>(req->pid));
     resp->id = req->id;
     resp->flags = 0;
     resp->val = r >= 0 ? r : 0;
@@ -390,7 +386,7 @@ std::vector<sandbox_denial> take_sandbox_denials() {
     std::string text = g_slots[i].text;
     bool seen = false;
     for (auto& d : out) seen |= d.detail == text + " denied";
-    if (!seen) out.push_back({k_rule_names[g_slots[i].rule], text + " denied"});
+    if (!seen) out.push_back({k_rule_names[static_cast<int>(g_slots[i].rule)], text + " denied"});
   }
   if (int dropped = g_dropped.exchange(0); dropped > 0)
     out.push_back({"sandbox.system", fmt::format("and {} more denied calls", dropped)});
