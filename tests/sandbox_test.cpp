@@ -125,7 +125,15 @@ fs::path outside_tmp() {
   throw std::runtime_error("no writable folder outside /tmp for the escape corpus");
 }
 
-std::string kforge_binary() { return (fs::path(KFORGE_BINARY_DIR) / "kforge").string(); }
+// `kforge check` of `kernel` on softmax-small's gated case, as a user runs it.
+std::vector<std::string> check_argv(const fs::path& kernel, const std::string& device, std::vector<std::string> extra) {
+  std::vector<std::string> argv = {(fs::path(KFORGE_BINARY_DIR) / "kforge").string(), "check", "--workload",
+                                   (k_data / "specs" / "softmax-small.yaml").string(), "--kernel", kernel.string(),
+                                   "--device", device, "--case", "R=64,C=128", "--no-adversarial",
+                                   "--cache", (fs::path(KFORGE_BINARY_DIR) / "test-cache").string()};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
 
 nlohmann::json hello_sandbox(device_kind kind) {
   worker_options o;
@@ -168,11 +176,8 @@ void run_corpus(device_kind device) {
     write_file_atomic(kernel, source);
     for (bool scan : {true, false}) {
       SCOPED_TRACE(scan ? "with the static scan" : "without the static scan");
-      std::vector<std::string> argv = {kforge_binary(), "check", "--workload",
-                                       (k_data / "specs" / "softmax-small.yaml").string(), "--kernel", kernel.string(),
-                                       "--device", device == device_kind::cuda ? "cuda:0" : "cpu", "--case",
-                                       "R=64,C=128", "--no-adversarial", "--json", "--timeout", "60",
-                                       "--cache", (fs::path(KFORGE_BINARY_DIR) / "test-cache").string()};
+      std::vector<std::string> argv =
+          check_argv(kernel, device == device_kind::cuda ? "cuda:0" : "cpu", {"--json", "--timeout", "60"});
       if (!scan) argv.push_back("--no-static-scan");
       process_options po;
       po.timeout = 300s;
@@ -315,9 +320,7 @@ TEST(sandbox, writes_to_tmp_stay_in_the_workers_private_tmp) {
   write_file_atomic(kernel, "#define KF_ESCAPE_DIR \"/tmp/" + name + "\"\n" +
                                 read_file(k_data / "kernels" / "escape" / "cpu" / "file_write.cpp"));
   fs::create_directories(fs::path("/tmp") / name);  // the parent's folder: the worker sees it, and writes over it
-  process_result r = run_process({kforge_binary(), "check", "--workload", (k_data / "specs" / "softmax-small.yaml").string(),
-                                  "--kernel", kernel.string(), "--case", "R=64,C=128", "--no-adversarial",
-                                  "--no-static-scan", "--cache", (fs::path(KFORGE_BINARY_DIR) / "test-cache").string()});
+  process_result r = run_process(check_argv(kernel, "cpu", {"--no-static-scan"}));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_FALSE(fs::exists(fs::path("/tmp") / name / "file_write.txt")) << "the write reached the real /tmp";
   remove_tree((fs::path("/tmp") / name).string());
