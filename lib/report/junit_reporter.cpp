@@ -112,6 +112,7 @@ std::string suite(const workload_result& w, const run_result& r, counts& total) 
                            xml_escape(body.empty() ? k.sentence : k.sentence + "\n" + body));
         break;
       case check_outcome::skipped:
+      case check_outcome::inconclusive:  // neither a pass nor a failure: JUnit's nearest is skipped
         out += fmt::format("      <skipped message=\"{}\"/>\n", attr(k.sentence));
         break;
       case check_outcome::passed:

@@ -21,6 +21,7 @@ std::string_view icon(check_outcome o) {
     case check_outcome::failed: return "❌";
     case check_outcome::skipped: return "⚠️";
     case check_outcome::error: return "💥";
+    case check_outcome::inconclusive: return "❔";
   }
   return "?";
 }
@@ -29,10 +30,11 @@ int rank(check_outcome o) {  // failures first in the table
   switch (o) {
     case check_outcome::failed: return 0;
     case check_outcome::error: return 1;
-    case check_outcome::skipped: return 2;
-    case check_outcome::passed: return 3;
+    case check_outcome::inconclusive: return 2;
+    case check_outcome::skipped: return 3;
+    case check_outcome::passed: return 4;
   }
-  return 4;
+  return 5;
 }
 
 std::string time_cell(const case_result& c, const impl_result* i) {

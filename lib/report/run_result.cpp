@@ -25,6 +25,7 @@ std::string_view check_outcome_name(check_outcome o) {
     case check_outcome::failed: return "failed";
     case check_outcome::skipped: return "skipped";
     case check_outcome::error: return "error";
+    case check_outcome::inconclusive: return "inconclusive";
   }
   return "?";
 }
@@ -35,10 +36,11 @@ int severity(check_outcome o) {
   switch (o) {
     case check_outcome::passed: return 0;
     case check_outcome::skipped: return 1;
-    case check_outcome::error: return 2;
-    case check_outcome::failed: return 3;
+    case check_outcome::inconclusive: return 2;
+    case check_outcome::error: return 3;
+    case check_outcome::failed: return 4;
   }
-  return 3;
+  return 4;
 }
 check_outcome worse(check_outcome a, check_outcome b) { return severity(a) >= severity(b) ? a : b; }
 
@@ -57,7 +59,11 @@ json series_json(const sample_series& s) {
           {"median_us", s.stats.median_us},
           {"iqr_us", s.stats.iqr_us},
           {"min_us", s.stats.min_us},
-          {"noise", s.stats.noise}};
+          {"noise", s.stats.noise},
+          {"q1_us", s.stats.q1_us},
+          {"q3_us", s.stats.q3_us},
+          {"ci_lo_us", s.stats.ci_lo_us},
+          {"ci_hi_us", s.stats.ci_hi_us}};
 }
 
 sample_series series_from(const json& j) {
@@ -70,6 +76,10 @@ sample_series series_from(const json& j) {
   s.stats.iqr_us = j.value("iqr_us", 0.0);
   s.stats.min_us = j.value("min_us", 0.0);
   s.stats.noise = j.value("noise", 0.0);
+  s.stats.q1_us = j.value("q1_us", 0.0);
+  s.stats.q3_us = j.value("q3_us", 0.0);
+  s.stats.ci_lo_us = j.value("ci_lo_us", 0.0);
+  s.stats.ci_hi_us = j.value("ci_hi_us", 0.0);
   return s;
 }
 
@@ -170,7 +180,8 @@ gate_check check_from(const json& j) {
   c.case_name = j.value("case", "");
   c.against = j.value("against", "");
   c.outcome = parse_enum(j.at("outcome"), "outcome",
-                         {check_outcome::passed, check_outcome::failed, check_outcome::skipped, check_outcome::error},
+                         {check_outcome::passed, check_outcome::failed, check_outcome::skipped, check_outcome::error,
+                          check_outcome::inconclusive},
                          check_outcome_name);
   c.sentence = j.value("sentence", "");
   c.advisory = j.value("advisory", false);

@@ -38,6 +38,8 @@ struct run_env {
 struct timing_stats {
   int count = 0;
   double median_us = 0, iqr_us = 0, min_us = 0, noise = 0;
+  double q1_us = 0, q3_us = 0;          // the quartiles
+  double ci_lo_us = 0, ci_hi_us = 0;    // a distribution-free 99 % confidence interval of the median
 };
 
 struct sample_series {
@@ -98,7 +100,8 @@ struct verification {
   std::vector<verify_check> checks;
 };
 
-enum class check_outcome { passed, failed, skipped, error };
+// inconclusive: the data could not decide within the cap (too noisy); neither a pass nor a failure, shown apart.
+enum class check_outcome { passed, failed, skipped, error, inconclusive };
 std::string_view check_outcome_name(check_outcome o);
 
 // One gate decision, rendered as one JUnit testcase: kind "verify" | "beats" | "regression" | "kernel".

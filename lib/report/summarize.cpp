@@ -1,5 +1,6 @@
 #include "report/summarize.h"
 
+#include "measure/ratio_test.h"
 #include "measure/stats.h"
 
 namespace kf {
@@ -11,6 +12,15 @@ void summarize(sample_series& s) {
   s.stats.iqr_us = sum.iqr();
   s.stats.min_us = sum.min;
   s.stats.noise = sum.noise;
+  s.stats.q1_us = sum.q1;
+  s.stats.q3_us = sum.q3;
+  if (s.samples_us.empty()) {
+    s.stats.ci_lo_us = s.stats.ci_hi_us = 0;
+    return;
+  }
+  stats::interval ci = stats::median_ci(s.samples_us, 0.01);
+  s.stats.ci_lo_us = ci.lo;
+  s.stats.ci_hi_us = ci.hi;
 }
 
 void summarize_case(case_result& c) {
