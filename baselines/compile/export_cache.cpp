@@ -114,7 +114,14 @@ export_outcome export_cache::get(const workload_spec& spec, const std::string& c
   if (ec) {
     out.skipped = fmt::format("skipped: cannot move the package into the cache: {}", ec.message());
     out.pt2.clear();
+    return out;
   }
+  // What the package was made from, beside it: reproducing it or timing the same module from Python
+  // (tests/gpu/compile_parity.py) needs the spec, the case and the mode.
+  nlohmann::json manifest = {{"pt2", pt2.filename().string()}, {"spec", to_json(spec)}, {"case", case_name},
+                             {"mode", mode}, {"device", device}, {"gpu_key", gpu_key}, {"torch", m_torch_version},
+                             {"export_seconds", r.seconds}};
+  write_file_atomic(pt2.string().substr(0, pt2.string().size() - 4) + ".json", manifest.dump());
   return out;
 }
 
