@@ -13,6 +13,7 @@
 #include "store/git_repo.h"
 #include "store/search_db.h"
 #include "store/history.h"
+#include "store/shard.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/term.h"
@@ -75,18 +76,34 @@ int render(const std::vector<std::string>& argv) {
   return exit_ok;
 }
 
+std::vector<flag_def> merge_flags() {
+  auto defs = render_flags();
+  defs.push_back({"verdict", false, "exit with the merged run's verdict (0 passed, 1 a check failed, 2 incomplete), "
+                                    "as `kforge run` would have: the final job of a sharded CI run"});
+  return defs;
+}
+
 int merge(const std::vector<std::string>& argv) {
-  args a(argv, render_flags());
+  args a(argv, merge_flags());
   const auto& pos = a.positional();
   if (pos.size() < 2) throw user_error("usage: kforge report merge OUT.json IN.json...");
   std::vector<run_result> shards;
   for (size_t i = 1; i < pos.size(); ++i) shards.push_back(load_run_result(pos[i]));
   run_result merged = merge_runs(shards);
+  // Shards of `kforge run --shard`: a missing or disagreeing shard makes the merged run incomplete (exit 2 with
+  // --verdict), never a pass over fewer workloads.
+  if (std::string wrong = check_shards(shards); !wrong.empty()) {
+    merged.complete = false;
+    merged.incomplete_reason += (merged.incomplete_reason.empty() ? "" : "; ") + wrong;
+  }
+  join_shard_records(merged, shards);
   find_reporter("json").write(merged, pos[0]);
   term::say("merged {} shard{} ({} workloads) into {}{}", shards.size(), shards.size() == 1 ? "" : "s",
             merged.workloads.size(), pos[0], merged.complete ? "" : " (incomplete: " + merged.incomplete_reason + ")");
   write_outputs(merged, a);
-  return exit_ok;
+  if (!a.has("verdict")) return exit_ok;
+  term::say("verdict of the merged run: exit {}", merged.exit_code());
+  return merged.exit_code();
 }
 
 // Merges a saved run into the history note of a commit (CI: after fetching notes another runner pushed).
@@ -108,13 +125,15 @@ int record(const std::vector<std::string>& argv) {
 
 std::string report_help() {
   return "usage: kforge report render IN.json [formats...]\n"
-         "       kforge report merge OUT.json IN.json... [formats...]\n"
+         "       kforge report merge OUT.json IN.json... [formats...] [--verdict]\n"
          "       kforge report record IN.json [--commit REV]   (merge into the commit's refs/notes/kforge note)\n\n"
          "Renders a run result (kforge run --json; schema in docs/json-schema.md) in other formats, or merges\n"
-         "shards of one run (a later shard's workload replaces an earlier one of the same name).\n\n"
+         "shards of one run (a later shard's workload replaces an earlier one of the same name; shards of\n"
+         "`kforge run --shard K/N` must be all N of one split, each once, or the merged run is incomplete).\n\n"
          "formats:\n" +
          flags_help(render_flags()) +
-         "\nexit codes: 0 written, 2 bad input (the file and what was expected are named)\n";
+         "\nexit codes: 0 written, 2 bad input (the file and what was expected are named); with --verdict, merge\n"
+         "            exits as `kforge run` does: 0 passed, 1 a check failed, 2 incomplete\n";
 }
 
 int report_run(const std::vector<std::string>& argv) {

@@ -15,6 +15,7 @@
 #include "spec/spec_parse.h"
 #include "store/git_repo.h"
 #include "store/history.h"
+#include "store/shard.h"
 #include "util/error.h"
 #include "util/term.h"
 
@@ -35,6 +36,8 @@ std::vector<flag_def> run_flags() {
       {"min-time", true, "and at least S seconds of measured time (default 0.5)", "S"},
       {"timeout", true, "per implementation and case, wall clock (default 15)", "S"},
       {"cache", true, "compile and export cache folder (default .kforge/cache)", "DIR"},
+      {"shard", true, "run only shard K of N (one per runner): workloads split by their recorded times; "
+                      "`kforge report merge` joins the shards", "K/N"},
   };
   for (auto& r : reporters()) defs.push_back({std::string(r->format()), true, std::string(r->description()), "FILE"});
   return defs;
@@ -115,6 +118,8 @@ int run_run(const std::vector<std::string>& argv) {
   o.stop_requested = [] { return g_interrupted != 0; };
 
   check_report_paths(a);
+  std::optional<shard_id> shard;
+  if (auto s = a.get("shard")) shard = parse_shard(*s);
   // Every spec is parsed and validated before any device time is spent.
   std::string dir = a.get_or("workloads-dir", "workloads");
   std::vector<std::string> names = a.positional();
@@ -169,7 +174,15 @@ int run_run(const std::vector<std::string>& argv) {
   std::signal(SIGTERM, on_signal);
   run_result r;
   try {
+    nlohmann::json shard_json;
+    if (shard) {  // inside the try: a worker that cannot say its GPU key still leaves reports
+      shard_json = keep_shard(*shard, specs, repo.get(), o.base_ref, backend.env());
+      term::say("shard {}/{}: {} of {} workloads ({}), split by {}", shard->index, shard->count, specs.size(),
+                shard_json["of"].size(), fmt::join(shard_json["workloads"].get<std::vector<std::string>>(), ", "),
+                shard_json["weights_from"].get<std::string>());
+    }
     r = run_workloads(specs, backend, repo.get(), o);
+    if (shard) r.options["shard"] = shard_json;
   } catch (const std::exception& e) {
     // Nothing could run (no worker, no device): still leave reports saying so.
     r.complete = false;
