@@ -1,5 +1,6 @@
 // kforge report: render a run result (JSON, schema kforge.run/1) in other formats, or merge shards.
 //   kforge report render IN.json [--markdown F] [--junit F] [--html F] [--gbench F] [--json F] [--search T.json]
+//                                [--samples F --samples-from S.json,...]
 //   kforge report merge OUT.json IN.json...
 //   kforge report record IN.json [--commit REV]
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include "args.h"
 #include "commands.h"
 #include "report/reporter.h"
+#include "report/samples_file.h"
 #include "search/tree_export.h"
 #include "store/git_repo.h"
 #include "store/search_db.h"
@@ -27,6 +29,7 @@ std::vector<flag_def> render_flags() {
   defs.push_back({"search", true, "add a search tree (JSON: {workload, gpu_key, nodes}) to the HTML explorer", "FILE"});
   defs.push_back({"search-db", true, "add every search tree stored in a search database (.kforge/search.db)", "FILE"});
   defs.push_back({"max-bytes", true, "limit for --markdown (default 65536)", "N"});
+  defs.push_back({"samples-from", true, "raw samples to put back (files of `kforge run --samples`), for --samples", "F,..."});
   return defs;
 }
 
@@ -38,6 +41,10 @@ int max_bytes(const args& a) {
 }
 
 int write_outputs(const run_result& r, const args& a) {
+  // A run JSON holds summaries only: writing a samples file from it would be an empty file that looks like data.
+  if (a.has("samples") && count_sample_series(r) == 0)
+    throw user_error("--samples: this run result holds no raw samples (the run JSON keeps summaries); give the files "
+                     "`kforge run --samples` wrote with --samples-from");
   int written = 0;
   for (auto& rep : reporters()) {
     auto path = a.get(std::string(rep->format()));
@@ -56,6 +63,7 @@ int render(const std::vector<std::string>& argv) {
   args a(argv, render_flags());
   if (a.positional().size() != 1) throw user_error("usage: kforge report render IN.json [--markdown F] [--junit F] ...");
   run_result r = load_run_result(a.positional()[0]);
+  for (auto& f : a.get_list("samples-from")) load_samples(r, f);
   if (auto s = a.get("search")) {
     auto j = nlohmann::json::parse(read_file(*s), nullptr, false);
     if (j.is_discarded()) throw user_error(source_loc{*s}, "not valid JSON (expected a search tree)");
@@ -90,6 +98,7 @@ int merge(const std::vector<std::string>& argv) {
   std::vector<run_result> shards;
   for (size_t i = 1; i < pos.size(); ++i) shards.push_back(load_run_result(pos[i]));
   run_result merged = merge_runs(shards);
+  for (auto& f : a.get_list("samples-from")) load_samples(merged, f);
   // Shards of `kforge run --shard`: a missing or disagreeing shard makes the merged run incomplete (exit 2 with
   // --verdict), never a pass over fewer workloads.
   if (std::string wrong = check_shards(shards); !wrong.empty()) {

@@ -1,4 +1,5 @@
 #include "report/reporter.h"
+#include "report/samples_file.h"
 #include "report/text_escape.h"
 
 #include <fmt/format.h>
@@ -38,10 +39,11 @@ const std::vector<std::unique_ptr<reporter>>& reporters() {
   static const std::vector<std::unique_ptr<reporter>> table = [] {
     std::vector<std::unique_ptr<reporter>> t;
     t.push_back(std::make_unique<function_reporter>("junit", "JUnit XML: a testsuite per workload, a testcase per check", render_junit));
-    t.push_back(std::make_unique<function_reporter>("json", "the full run record (schema kforge.run/1), all samples", render_json));
+    t.push_back(std::make_unique<function_reporter>("json", "the run record (schema kforge.run/1): summaries per series, no raw samples", render_json));
     t.push_back(std::make_unique<function_reporter>("markdown", "a table for a PR comment or $GITHUB_STEP_SUMMARY (< 64 KB)", markdown_default));
     t.push_back(std::make_unique<function_reporter>("gbench", "Google Benchmark JSON for existing dashboards", render_gbench));
     t.push_back(std::make_unique<function_reporter>("html", "a self-contained HTML explorer of results and search trees", render_html));
+    t.push_back(std::make_unique<function_reporter>("samples", "the raw samples, one line per series (schema kforge.samples/1)", render_samples));
     return t;
   }();
   return table;

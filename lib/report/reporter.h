@@ -1,5 +1,5 @@
 // Reporters: each renders a finished run_result in one format and writes it atomically. They never measure.
-// The table (reporters()) is keyed by format name: "junit", "json", "markdown", "gbench", "html".
+// The table (reporters()) is keyed by format name: "junit", "json", "markdown", "gbench", "html", "samples".
 #pragma once
 #include <filesystem>
 #include <memory>

@@ -1,6 +1,8 @@
 #include "report/run_result.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -52,24 +54,24 @@ E parse_enum(const json& j, std::string_view field, std::initializer_list<E> all
   throw user_error(fmt::format("field '{}': unknown value '{}'", field, s));
 }
 
+// Summaries only: raw samples made the seed suite's JSON 33 MB (#19); they go to the --samples side file.
 json series_json(const sample_series& s) {
-  return {{"samples_us", s.samples_us},
-          {"discarded", s.discarded},
+  return {{"discarded", s.discarded},
           {"count", s.stats.count},
-          {"median_us", s.stats.median_us},
-          {"iqr_us", s.stats.iqr_us},
-          {"min_us", s.stats.min_us},
-          {"noise", s.stats.noise},
-          {"q1_us", s.stats.q1_us},
-          {"q3_us", s.stats.q3_us},
-          {"ci_lo_us", s.stats.ci_lo_us},
-          {"ci_hi_us", s.stats.ci_hi_us}};
+          {"median_us", round_sig(s.stats.median_us)},
+          {"iqr_us", round_sig(s.stats.iqr_us)},
+          {"min_us", round_sig(s.stats.min_us)},
+          {"noise", round_sig(s.stats.noise, 3)},
+          {"q1_us", round_sig(s.stats.q1_us)},
+          {"q3_us", round_sig(s.stats.q3_us)},
+          {"ci_lo_us", round_sig(s.stats.ci_lo_us)},
+          {"ci_hi_us", round_sig(s.stats.ci_hi_us)}};
 }
 
 sample_series series_from(const json& j) {
   sample_series s;
   if (j.is_null()) return s;
-  s.samples_us = j.value("samples_us", std::vector<double>{});
+  s.samples_us = j.value("samples_us", std::vector<double>{});  // only in runs written before kforge.samples/1
   s.discarded = j.value("discarded", 0);
   s.stats.count = j.value("count", static_cast<int>(s.samples_us.size()));
   s.stats.median_us = j.value("median_us", 0.0);
@@ -87,9 +89,12 @@ json impl_json(const impl_result& i) {
   json j = {{"impl", i.impl}, {"status", impl_status_name(i.status)}};
   if (!i.why.empty()) j["why"] = i.why;
   j["cold"] = series_json(i.cold);
-  if (!i.hot.empty()) j["hot"] = series_json(i.hot);
+  if (i.hot.measured()) j["hot"] = series_json(i.hot);
   if (!i.description.empty()) j["description"] = i.description;
-  if (i.details.is_object() && !i.details.empty()) j["details"] = i.details;
+  if (i.details.is_object() && !i.details.empty()) {
+    j["details"] = i.details;
+    round_numbers(j["details"]);
+  }
   return j;
 }
 
@@ -106,6 +111,12 @@ impl_result impl_from(const json& j) {
   return i;
 }
 
+json rounded(const std::map<std::string, double>& m) {
+  json j = json::object();
+  for (auto& [k, v] : m) j[k] = round_sig(v);
+  return j;
+}
+
 json case_json(const case_result& c) {
   json impls = json::array();
   for (auto& i : c.impls) impls.push_back(impl_json(i));
@@ -113,12 +124,12 @@ json case_json(const case_result& c) {
           {"metric", c.metric},
           {"floor",
            {{"bytes", c.floor.bytes},
-            {"bandwidth_floor_us", c.floor.bandwidth_floor_us},
-            {"launch_floor_us", c.floor.launch_floor_us},
-            {"floor_us", c.floor.floor_us},
-            {"fraction", c.floor.fraction}}},
+            {"bandwidth_floor_us", round_sig(c.floor.bandwidth_floor_us)},
+            {"launch_floor_us", round_sig(c.floor.launch_floor_us)},
+            {"floor_us", round_sig(c.floor.floor_us)},
+            {"fraction", round_sig(c.floor.fraction, 4)}}},
           {"impls", impls},
-          {"speedups", c.speedups}};
+          {"speedups", rounded(c.speedups)}};
 }
 
 case_result case_from(const json& j) {
@@ -143,6 +154,7 @@ json verification_json(const verification& v) {
   for (auto& c : v.checks)
     checks.push_back({{"rule", c.rule}, {"case", c.case_name}, {"seed", c.seed}, {"passed", c.passed},
                       {"detail", c.detail}, {"numbers", c.numbers}});
+  round_numbers(checks);
   json j = {{"verdict", v.verdict}, {"checks", checks}};
   if (!v.why.empty()) j["why"] = v.why;
   return j;
@@ -171,6 +183,7 @@ json check_json(const gate_check& c) {
   if (!c.case_name.empty()) j["case"] = c.case_name;
   if (!c.against.empty()) j["against"] = c.against;
   if (c.advisory) j["advisory"] = true;
+  round_numbers(j["numbers"]);
   return j;
 }
 
@@ -317,7 +330,7 @@ json to_json(const workload_result& w) {
             {"cases", cases},
             {"checks", checks},
             {"outcome", check_outcome_name(w.outcome())},
-            {"seconds", w.seconds}};
+            {"seconds", round_sig(w.seconds)}};
   if (!w.compile_log.empty()) j["compile_log"] = w.compile_log;
   if (!w.error.empty()) j["error"] = w.error;
   return j;
@@ -413,6 +426,17 @@ run_result load_run_result(const std::string& path) {
     throw user_error(source_loc{path}, fmt::format("not valid JSON: {}", e.what()));
   }
   return run_result_from_json(j, path);
+}
+
+double round_sig(double x, int digits) {
+  if (!std::isfinite(x) || x == 0) return x;
+  return std::strtod(fmt::format("{:.{}g}", x, digits).c_str(), nullptr);
+}
+
+void round_numbers(json& j, int digits) {
+  if (j.is_number_float()) j = round_sig(j.get<double>(), digits);
+  else if (j.is_structured())
+    for (auto& v : j) round_numbers(v, digits);
 }
 
 run_result merge_runs(const std::vector<run_result>& shards) {

@@ -42,11 +42,14 @@ struct timing_stats {
   double ci_lo_us = 0, ci_hi_us = 0;    // a distribution-free 99 % confidence interval of the median
 };
 
+// A series fresh from the worker holds its raw samples; one loaded from a report or a history note holds only
+// `stats` (the run JSON and the note store summaries; raw samples live in the `--samples` side file).
 struct sample_series {
-  std::vector<double> samples_us;  // raw, in the order taken
+  std::vector<double> samples_us;  // raw, in the order taken; empty when loaded from a summary
   int discarded = 0;               // taken below the clock threshold, dropped
-  timing_stats stats;              // of samples_us
-  bool empty() const { return samples_us.empty(); }
+  timing_stats stats;              // of samples_us (or as loaded)
+  bool empty() const { return samples_us.empty(); }           // no raw samples in hand
+  bool measured() const { return stats.count > 0 || !samples_us.empty(); }  // samples or their summary
 };
 
 enum class impl_status { ok, skipped, failed };
@@ -164,6 +167,7 @@ struct run_result {
   int exit_code() const;                // 0 passed, 1 a check failed, 2 infrastructure/incomplete
 };
 
+// The run JSON holds summaries only (no `samples_us`), numbers rounded to 5 significant digits.
 nlohmann::json to_json(const run_result& r);
 // Throws user_error naming `origin` (a file) when the schema is missing, of another version, or a field has
 // the wrong type.
@@ -178,5 +182,10 @@ workload_result workload_result_from_json(const nlohmann::json& j);
 // Shards of one run (several machines or processes): workloads concatenated (a later shard replaces an
 // earlier one's workload of the same name), environments must share the GPU key, incomplete if any is.
 run_result merge_runs(const std::vector<run_result>& shards);
+
+// `x` rounded to `digits` significant digits (a number still: 51.23456789 -> 51.235). Non-finite values and 0 as is.
+double round_sig(double x, int digits = 5);
+// Every floating-point number in `j` (recursively) rounded to `digits` significant digits; integers untouched.
+void round_numbers(nlohmann::json& j, int digits = 5);
 
 }  // namespace kf

@@ -6,6 +6,7 @@
 namespace kf {
 
 void summarize(sample_series& s) {
+  if (s.samples_us.empty() && s.stats.count > 0) return;  // loaded from a summary: the stats are all there is
   auto sum = stats::summarize(s.samples_us);
   s.stats.count = static_cast<int>(sum.n);
   s.stats.median_us = sum.median;
@@ -30,7 +31,7 @@ void summarize_case(case_result& c) {
     summarize(i.hot);
     if (i.status != impl_status::ok) continue;
     any_ok = true;
-    all_hot = all_hot && !i.hot.empty();
+    all_hot = all_hot && i.hot.measured();
   }
   // Comparisons need the same protocol on both sides: hot only when everyone has it.
   c.metric = any_ok && all_hot ? "hot" : "cold";

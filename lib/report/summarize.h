@@ -6,6 +6,7 @@
 
 namespace kf {
 
+// Fills `s.stats` from its samples; a series loaded from a summary (no samples, count > 0) keeps its stats.
 void summarize(sample_series& s);
 // Summarizes every impl's series; picks `metric` ("hot" when the kernel and every measured baseline have hot
 // samples, else "cold"); fills `speedups` (baseline median / kernel median) and `floor.fraction`.
