@@ -6,6 +6,7 @@
 #include "report_fixture.h"
 #include "store/git_repo.h"
 #include "store/history.h"
+#include "store/history_note.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/subprocess.h"
@@ -80,8 +81,66 @@ TEST_F(repo_fixture, notes_round_trip_and_git_can_read_them) {
   history_entry h = load_history(repo, c, "sm90-nvidia-h200");
   ASSERT_TRUE(h.result.has_value()) << h.why;
   EXPECT_EQ(h.result->workloads.size(), 2u);
-  EXPECT_EQ(h.result->workloads[0].cases[0].find("kernel")->cold.samples_us,
-            r.workloads[0].cases[0].find("kernel")->cold.samples_us);
+  // The note keeps summaries, not samples (#19): the compared metric's statistics per impl.
+  const auto* k = h.result->workloads[0].cases[0].find("kernel");
+  const auto& want = r.workloads[0].cases[0].find("kernel")->cold.stats;
+  EXPECT_TRUE(k->cold.samples_us.empty());
+  EXPECT_EQ(k->cold.stats.count, 20);
+  EXPECT_NEAR(k->cold.stats.median_us, want.median_us, want.median_us * 1e-4);
+  EXPECT_NEAR(k->cold.stats.ci_lo_us, want.ci_lo_us, want.ci_lo_us * 1e-4);
+  EXPECT_EQ(h.result->workloads[0].cases[0].find("vendor")->status, impl_status::skipped);
+  EXPECT_EQ(h.result->workloads[0].kernel_path, r.workloads[0].kernel_path);
+  EXPECT_EQ(h.result->workloads[0].seconds, 3.5);
+  EXPECT_EQ(via_git.find("samples_us"), std::string::npos);
+  EXPECT_EQ(via_git.find("matches_reference"), std::string::npos);  // no verification lists
+}
+
+// Notes written before kforge.note/2 (full run results with samples) still load, samples and all, and a
+// record into such a note rewrites it in the compact form, keeping the other GPU keys.
+TEST_F(repo_fixture, old_notes_with_samples_still_load) {
+  std::string c = commit_file("a.txt", "x\n", "c");
+  git_repo repo(dir.path());
+  run_result old = fixture::run(2, 1);
+  nlohmann::json full = to_json(old);
+  full["workloads"][0]["cases"][0]["impls"][0]["cold"]["samples_us"] = old.workloads[0].cases[0].impls[0].cold.samples_us;
+  nlohmann::json note = {{"schema", "kforge.note/1"}, {"results", {{"sm80-nvidia-a100", full}, {"sm90-nvidia-h200", full}}}};
+  repo.write_note(c, k_notes_ref, note.dump());
+
+  auto h = load_history(repo, c, "sm90-nvidia-h200");
+  ASSERT_TRUE(h.result.has_value()) << h.why;
+  EXPECT_EQ(h.result->workloads.size(), 2u);
+  EXPECT_EQ(h.result->workloads[0].cases[0].impls[0].cold.samples_us.size(), 20u);
+
+  run_result update = fixture::run(1, 1);
+  update.workloads[0].seconds = 7;
+  record_history(repo, c, update);
+  auto rewritten = nlohmann::json::parse(*repo.read_note(c, k_notes_ref));
+  EXPECT_EQ(rewritten["schema"], "kforge.note/2");
+  EXPECT_TRUE(rewritten["results"].contains("sm80-nvidia-a100"));
+  EXPECT_EQ(rewritten.dump().find("samples_us"), std::string::npos);
+  auto after = load_history(repo, c, "sm90-nvidia-h200");
+  ASSERT_TRUE(after.result.has_value()) << after.why;
+  ASSERT_EQ(after.result->workloads.size(), 2u);
+  EXPECT_EQ(after.result->workloads[0].seconds, 7);
+  EXPECT_EQ(after.result->workloads[1].name, "softmax-0001");
+  ASSERT_TRUE(load_history(repo, c, "sm80-nvidia-a100").result.has_value());
+}
+
+// A workload's outcome survives the note: one "recorded" check stands for the checks that were not kept.
+TEST(history, note_keeps_each_workloads_outcome) {
+  run_result r = fixture::run(2, 1);
+  gate_check k;
+  k.kind = "beats";
+  k.case_name = r.workloads[1].cases[0].name;
+  k.against = "compile";
+  k.outcome = check_outcome::failed;
+  k.sentence = "kernel is not faster than compile";
+  r.workloads[1].checks.push_back(k);
+  auto note = nlohmann::json::parse(merge_note("", r));
+  run_result back = run_from_note_entry(note["results"]["sm90-nvidia-h200"], "note");
+  EXPECT_EQ(back.workloads[0].outcome(), check_outcome::passed);
+  EXPECT_EQ(back.workloads[1].outcome(), check_outcome::failed);
+  EXPECT_EQ(note.dump().find("not faster"), std::string::npos);  // no sentences
 }
 
 TEST_F(repo_fixture, recording_one_gpu_key_keeps_the_others) {

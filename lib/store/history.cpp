@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "report/text_escape.h"
+#include "store/history_note.h"
 #include "util/error.h"
 #include "util/term.h"
 
@@ -20,8 +21,9 @@ json parse_note(std::string_view text, std::string* why) {
     *why = "the note is not JSON";
     return nullptr;
   }
-  if (j.value("schema", "") != k_note_schema) {
-    *why = fmt::format("the note's schema is \"{}\", expected \"{}\"", j.value("schema", ""), k_note_schema);
+  std::string schema = j.value("schema", "");
+  if (schema != k_note_schema && schema != k_note_schema_v1) {
+    *why = fmt::format("the note's schema is \"{}\", expected \"{}\" (or \"{}\")", schema, k_note_schema, k_note_schema_v1);
     return nullptr;
   }
   if (!j.contains("results") || !j["results"].is_object()) {
@@ -60,7 +62,8 @@ history_entry load_history(const git_repo& repo, std::string_view commit, std::s
     return h;
   }
   try {
-    h.result = run_result_from_json(*it, fmt::format("{} note on {}", notes_ref, short_sha));
+    std::string origin = fmt::format("{} note on {}", notes_ref, short_sha);
+    h.result = note["schema"] == k_note_schema_v1 ? run_result_from_json(*it, origin) : run_from_note_entry(*it, origin);
   } catch (const user_error& e) {
     h.why = fmt::format("the history note on {} cannot be used: {}", short_sha, e.what());
   }
@@ -74,17 +77,21 @@ std::string merge_note(std::string_view existing, const run_result& r) {
     if (!existing.empty()) term::say("kforge: replacing a history note that is not kforge's ({})", why);
     note = {{"schema", k_note_schema}, {"results", json::object()}};
   }
-  run_result stored = r;
-  stored.searches.clear();
-  auto& slot = note["results"][r.env.gpu_key];
-  if (!slot.is_null()) {
-    try {
-      stored = merge_runs({run_result_from_json(slot), stored});
-    } catch (const user_error&) {
-      // An unreadable older entry for this key is replaced by the new one.
+  if (note["schema"] == k_note_schema_v1) {  // full run results with samples: rewritten in the compact form
+    json compact = json::object();
+    for (auto& [key, entry] : note["results"].items()) {
+      try {
+        compact[key] = note_entry(run_result_from_json(entry));
+      } catch (const user_error& e) {
+        term::say("kforge: dropping the unreadable {} entry of a kforge.note/1 history note ({})", key, e.what());
+      }
     }
+    note = {{"schema", k_note_schema}, {"results", compact}};
   }
-  slot = to_json(stored);
+  json update = note_entry(r);
+  auto& slot = note["results"][r.env.gpu_key];
+  // An unreadable older entry for this key is replaced by the new one.
+  slot = slot.is_object() && slot.contains("workloads") && slot["workloads"].is_array() ? merge_note_entries(slot, update) : update;
   return safe_dump(note) + "\n";
 }
 

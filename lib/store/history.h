@@ -1,6 +1,7 @@
-// Timing history in git: a JSON note per commit under refs/notes/kforge, holding one run result per GPU key
-// (DESIGN.md "Gate"). Recording merges into the note (other GPU keys are kept; within this key a workload
-// replaces the one of the same name). A PR compares with the note on its merge-base.
+// Timing history in git: a JSON note per commit under refs/notes/kforge, holding a compact record of a run per
+// GPU key (DESIGN.md "Gate"; history_note.h says what is kept). Recording merges into the note (other GPU keys
+// are kept; within this key a workload replaces the one of the same name). A PR compares with the note on its
+// merge-base. Notes of the older schema "kforge.note/1" (full run results, raw samples) still load.
 #pragma once
 #include <optional>
 #include <string>
@@ -12,7 +13,8 @@
 namespace kf {
 
 inline constexpr const char* k_notes_ref = "refs/notes/kforge";
-inline constexpr const char* k_note_schema = "kforge.note/1";
+inline constexpr const char* k_note_schema = "kforge.note/2";
+inline constexpr const char* k_note_schema_v1 = "kforge.note/1";  // read, rewritten as /2 when recorded into
 
 struct history_entry {
   std::string commit;                // the commit whose note was read
@@ -20,7 +22,8 @@ struct history_entry {
   std::string why;                   // when nullopt: a sentence saying why (no note, no results for the key)
 };
 
-// This GPU key's results in the note on `commit` (a sha). A note that is not kforge JSON is reported in
+// This GPU key's results in the note on `commit` (a sha): series carry summaries (`stats`), no samples (a
+// kforge.note/1 note still yields its samples). A note that is not kforge JSON is reported in
 // `why`, not thrown: history is evidence, and a broken note must not stop a run.
 history_entry load_history(const git_repo& repo, std::string_view commit, std::string_view gpu_key,
                            std::string_view notes_ref = k_notes_ref);
