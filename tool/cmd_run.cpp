@@ -12,6 +12,7 @@
 #include "gate/runner.h"
 #include "gate/worker_backend.h"
 #include "report/reporter.h"
+#include "report/run_summary.h"
 #include "spec/spec_parse.h"
 #include "store/git_repo.h"
 #include "store/history.h"
@@ -194,17 +195,6 @@ int run_run(const std::vector<std::string>& argv) {
   term::end_progress();
   const bool reports_written = write_reports(r, a);
 
-  for (auto& w : r.workloads) {
-    check_outcome oc = w.outcome();
-    std::string mark = oc == check_outcome::passed   ? term::green("pass")
-                       : oc == check_outcome::failed ? term::red("FAIL")
-                       : oc == check_outcome::error  ? term::red("ERROR")
-                                                     : term::yellow("warn");
-    term::say("{:<5} {}", mark, w.name);
-    for (auto& c : w.checks)
-      if (!c.advisory && c.outcome != check_outcome::passed) term::say("      {}: {}", c.test_name(), c.sentence);
-    if (!w.error.empty()) term::say("      {}", w.error);
-  }
   if (a.has("record")) {
     if (!repo) throw user_error("--record needs a git repository");
     record_history(*repo, r.env.git_commit, r);
@@ -215,8 +205,7 @@ int run_run(const std::vector<std::string>& argv) {
     term::say("{} a report could not be written (above): exit 2", term::red("error:"));
     code = 2;
   }
-  term::say("kforge run: {} ({} workload{} on {})", code == 0 ? term::green("passed") : code == 1 ? term::red("failed") : term::red("error"),
-            r.workloads.size(), r.workloads.size() == 1 ? "" : "s", r.env.gpu_name.empty() ? r.env.gpu_key : r.env.gpu_name);
+  print_run_summary(r, code);  // a line per workload; "nothing verified" when no kernel was (#19)
   return code;
 }
 

@@ -1,8 +1,8 @@
 // Google Benchmark JSON (the `--benchmark_out_format=json` shape) so dashboards built for it (e.g.
-// github-action-benchmark, compare.py) read kforge runs: a benchmark per workload/case/impl, time in us.
-#include <cmath>
-#include <numeric>
-
+// github-action-benchmark, compare.py) read kforge runs: one benchmark run per workload/case/impl, its
+// real_time the median in us. kforge takes one series per implementation, so each is one run (repetitions 1,
+// no aggregates): the sample count is `iterations`, and the spread goes in user counters (plain numbers a
+// dashboard does not chart as times: noise is relative, the quartiles and the median's interval in us).
 #include <fmt/format.h>
 
 #include "report/reporter.h"
@@ -12,25 +12,19 @@ namespace kf {
 namespace {
 using json = nlohmann::json;
 
-json entry(const std::string& run_name, int family, const sample_series& s, const char* aggregate, double value) {
-  json e = {{"name", aggregate ? run_name + "_" + aggregate : run_name},
-            {"family_index", family},
-            {"per_family_instance_index", 0},
-            {"run_name", run_name},
-            {"run_type", aggregate ? "aggregate" : "iteration"},
-            {"repetitions", s.stats.count},
-            {"repetition_index", 0},
-            {"threads", 1},
-            {"iterations", s.stats.count},
-            {"real_time", value},
-            {"cpu_time", value},
-            {"time_unit", "us"}};
-  if (aggregate) {
-    e.erase("repetition_index");
-    e["aggregate_name"] = aggregate;
-    e["aggregate_unit"] = std::string(aggregate) == "cv" ? "percentage" : "time";
-  }
-  return e;
+json entry(const std::string& run_name, int family, const sample_series& s, double value) {
+  return {{"name", run_name},
+          {"family_index", family},
+          {"per_family_instance_index", 0},
+          {"run_name", run_name},
+          {"run_type", "iteration"},
+          {"repetitions", 1},
+          {"repetition_index", 0},
+          {"threads", 1},
+          {"iterations", s.stats.count},
+          {"real_time", value},
+          {"cpu_time", value},
+          {"time_unit", "us"}};
 }
 
 }  // namespace
@@ -57,23 +51,22 @@ std::string render_gbench(const run_result& r) {
         std::string name = fmt::format("{}/{}/{}", w.name, c.name, i.impl);
         const sample_series& s = i.series(c.metric);
         if (i.status != impl_status::ok || s.stats.count == 0) {
-          json e = entry(name, family++, s, nullptr, 0);
+          json e = entry(name, family++, s, 0);
           e["error_occurred"] = true;
           e["error_message"] = fmt::format("{}: {}", impl_status_name(i.status), i.why.empty() ? "no samples" : i.why);
           benchmarks.push_back(e);
           continue;
         }
-        double mean = std::accumulate(s.samples_us.begin(), s.samples_us.end(), 0.0) / double(s.samples_us.size());
-        double var = 0;
-        for (double x : s.samples_us) var += (x - mean) * (x - mean);
-        double stddev = s.samples_us.size() > 1 ? std::sqrt(var / double(s.samples_us.size() - 1)) : 0;
-        benchmarks.push_back(entry(name, family, s, nullptr, s.stats.median_us));
-        benchmarks.push_back(entry(name, family, s, "mean", mean));
-        benchmarks.push_back(entry(name, family, s, "median", s.stats.median_us));
-        benchmarks.push_back(entry(name, family, s, "stddev", stddev));
-        benchmarks.push_back(entry(name, family, s, "cv", mean > 0 ? stddev / mean : 0));
-        benchmarks.push_back(entry(name, family, s, "min", s.stats.min_us));
-        ++family;
+        json e = entry(name, family++, s, round_sig(s.stats.median_us));
+        // User counters: numbers, not times (a dashboard charts real_time / cpu_time as times, these as values).
+        e["noise"] = round_sig(s.stats.noise, 3);
+        e["min_us"] = round_sig(s.stats.min_us);
+        e["q1_us"] = round_sig(s.stats.q1_us);
+        e["q3_us"] = round_sig(s.stats.q3_us);
+        e["ci_lo_us"] = round_sig(s.stats.ci_lo_us);
+        e["ci_hi_us"] = round_sig(s.stats.ci_hi_us);
+        e["discarded"] = s.discarded;
+        benchmarks.push_back(e);
       }
   return safe_dump(json{{"context", context}, {"benchmarks", benchmarks}}, 2) + "\n";
 }

@@ -1,6 +1,10 @@
 // JUnit XML: a testsuite per workload, a testcase per gate check (verify[<case>], beats[<baseline>][<case>],
-// regression[<case>], kernel), numbers as `property` elements. Read by GitHub test-report actions, GitLab
-// and Jenkins; everything untrusted is escaped (text_escape.h).
+// regression[<case>], kernel). Valid against the Jenkins JUnit schema (tests/data/jenkins-junit.xsd): properties
+// only on testsuites (a check's numbers go to its system-out as name=value lines), no `skipped` on testsuites,
+// times in seconds with at most 3 decimals. Read by GitHub test-report actions, GitLab and Jenkins; everything
+// untrusted is escaped (text_escape.h).
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "report/reporter.h"
@@ -21,15 +25,19 @@ void add_property(std::string& out, const std::string& indent, std::string_view 
   out += fmt::format("{}<property name=\"{}\" value=\"{}\"/>\n", indent, attr(name), attr(value));
 }
 
-// Flattens {"a": 1, "b": {"c": 2}} into a.b-style property names.
-void add_properties(std::string& out, const std::string& indent, const nlohmann::json& numbers, const std::string& prefix = "") {
+// Flattens {"a": 1, "b": {"c": 2}} into "a=1\nb.c=2\n" lines (a testcase's system-out: the schema allows no
+// properties inside a testcase).
+void add_numbers(std::string& out, const nlohmann::json& numbers, const std::string& prefix = "") {
   if (!numbers.is_object()) return;
   for (auto& [k, v] : numbers.items()) {
     std::string name = prefix.empty() ? k : prefix + "." + k;
-    if (v.is_object()) add_properties(out, indent, v, name);
-    else add_property(out, indent, name, json_scalar(v));
+    if (v.is_object()) add_numbers(out, v, name);
+    else out += fmt::format("{}={}\n", name, json_scalar(v));
   }
 }
+
+// Seconds as the schema's SUREFIRE_TIME wants them: digits, at most 3 decimals, never negative.
+std::string seconds_attr(double s) { return fmt::format("{:.3f}", std::isfinite(s) && s > 0 ? s : 0.0); }
 
 struct counts {
   int tests = 0, failures = 0, errors = 0, skipped = 0;
@@ -37,7 +45,7 @@ struct counts {
     ++tests;
     failures += o == check_outcome::failed;
     errors += o == check_outcome::error;
-    skipped += o == check_outcome::skipped;
+    skipped += o == check_outcome::skipped || o == check_outcome::inconclusive;
   }
 };
 
@@ -74,8 +82,8 @@ std::string suite(const workload_result& w, const run_result& r, counts& total) 
   total.skipped += c.skipped;
 
   std::string out = fmt::format(
-      "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3f}\"{}{}>\n",
-      attr(w.name), c.tests, c.failures, c.errors, c.skipped, w.seconds,
+      "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{}\"{}{}>\n",
+      attr(w.name), c.tests, c.failures, c.errors, c.skipped, seconds_attr(w.seconds),
       r.env.started_at.empty() ? "" : fmt::format(" timestamp=\"{}\"", attr(r.env.started_at.substr(0, 19))),
       r.env.host.empty() ? "" : fmt::format(" hostname=\"{}\"", attr(r.env.host)));
   out += "    <properties>\n";
@@ -93,32 +101,36 @@ std::string suite(const workload_result& w, const run_result& r, counts& total) 
   }
   out += "    </properties>\n";
 
+  // The workload's time spread over its checks: kforge times a workload, not each check, and a CI view that
+  // sums testcase times then matches the suite's.
+  const std::string each = seconds_attr(cases.empty() ? 0 : w.seconds / static_cast<double>(cases.size()));
   for (auto& k : cases) {
     std::string classname = fmt::format("kforge.{}", w.name);
-    out += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"0\">\n", attr(classname), attr(k.test_name()));
-    if (!k.numbers.empty() && k.numbers.is_object()) {
-      out += "      <properties>\n";
-      add_properties(out, "        ", k.numbers);
-      out += "      </properties>\n";
-    }
+    out += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{}\">\n", attr(classname), attr(k.test_name()), each);
     std::string body = k.kind == "verify" ? verify_details(w, k.case_name) : "";
+    std::string text = body.empty() ? k.sentence : k.sentence + "\n" + body;
     switch (k.outcome) {
       case check_outcome::failed:
-        out += fmt::format("      <failure message=\"{}\" type=\"{}\">{}</failure>\n", attr(k.sentence), attr(k.kind),
-                           xml_escape(body.empty() ? k.sentence : k.sentence + "\n" + body));
+        out += fmt::format("      <failure message=\"{}\" type=\"{}\">{}</failure>\n", attr(k.sentence), attr(k.kind), xml_escape(text));
         break;
       case check_outcome::error:
-        out += fmt::format("      <error message=\"{}\" type=\"{}\">{}</error>\n", attr(k.sentence), attr(k.kind),
-                           xml_escape(body.empty() ? k.sentence : k.sentence + "\n" + body));
+        out += fmt::format("      <error message=\"{}\" type=\"{}\">{}</error>\n", attr(k.sentence), attr(k.kind), xml_escape(text));
         break;
       case check_outcome::skipped:
-      case check_outcome::inconclusive:  // neither a pass nor a failure: JUnit's nearest is skipped
         out += fmt::format("      <skipped message=\"{}\"/>\n", attr(k.sentence));
         break;
+      case check_outcome::inconclusive:  // neither a pass nor a failure: JUnit's nearest is skipped, said as such
+        out += fmt::format("      <skipped message=\"{}\"/>\n", attr("inconclusive: " + k.sentence));
+        break;
       case check_outcome::passed:
-        if (!k.sentence.empty()) out += fmt::format("      <system-out>{}</system-out>\n", xml_escape(k.sentence));
         break;
     }
+    std::string system_out = k.outcome == check_outcome::passed ? k.sentence : "";
+    if (k.numbers.is_object() && !k.numbers.empty()) {
+      if (!system_out.empty()) system_out += "\n";
+      add_numbers(system_out, k.numbers);
+    }
+    if (!system_out.empty()) out += fmt::format("      <system-out>{}</system-out>\n", xml_escape(system_out));
     out += "    </testcase>\n";
   }
   out += "  </testsuite>\n";
@@ -145,8 +157,9 @@ std::string render_junit(const run_result& r) {
         attr("the run is incomplete: " + r.incomplete_reason));
   }
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += fmt::format("<testsuites name=\"kforge\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n",
-                     total.tests, total.failures, total.errors, total.skipped, seconds);
+  // No `skipped` here: the Jenkins schema has none on testsuites (each testsuite carries its own).
+  out += fmt::format("<testsuites name=\"kforge\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{}\">\n", total.tests,
+                     total.failures, total.errors, seconds_attr(seconds));
   out += suites;
   out += "</testsuites>\n";
   return out;

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "report/reporter.h"
+#include "report/run_summary.h"
 #include "report/text_escape.h"
 
 namespace kf {
@@ -46,27 +47,17 @@ std::string time_cell(const case_result& c, const impl_result* i) {
   return fmt::format("{} µs ±{:.1f}%", format_us(s.median_us), s.noise * 100);
 }
 
-// The verdict for one case: the worst of its own checks and the workload-wide ones.
-check_outcome case_outcome(const workload_result& w, const std::string& case_name) {
-  check_outcome o = w.error.empty() ? check_outcome::passed : check_outcome::error;
-  auto worse = [](check_outcome a, check_outcome b) { return rank(a) <= rank(b) ? a : b; };
-  for (auto& k : w.checks)
-    if (!k.advisory && (k.case_name.empty() || k.case_name == case_name)) o = worse(o, k.outcome);
-  return o;
-}
-
-// any_case: the workload has no timed case (its verification failed, no kernel, ...): name the first check of
-// that outcome whichever case it is about.
+// Every check of that outcome, not only the first (#19): a case that lost to two baselines says both. any_case:
+// the workload has no timed case (its verification failed, no kernel, ...): its checks whichever case they are about.
 std::string verdict_cell(const workload_result& w, const std::string& case_name, check_outcome o, bool any_case = false) {
-  std::string what;
-  for (auto& k : w.checks)
-    if (!k.advisory && (any_case || k.case_name.empty() || k.case_name == case_name) && k.outcome == o &&
-        o != check_outcome::passed) {
-      what = k.test_name();
-      break;
-    }
-  if (what.empty() && !w.error.empty()) what = "error";
-  return what.empty() ? std::string(icon(o)) : fmt::format("{} {}", icon(o), md_cell(what));
+  std::vector<std::string> what;
+  if (o != check_outcome::passed)
+    for (auto& k : w.checks)
+      if (!k.advisory && !is_missing_history(k) && k.outcome == o &&
+          (any_case || k.case_name.empty() || k.case_name == case_name))
+        what.push_back(md_cell(k.test_name()));
+  if (what.empty() && !w.error.empty()) what.push_back("error");
+  return what.empty() ? std::string(icon(o)) : fmt::format("{} {}", icon(o), fmt::join(what, ", "));
 }
 
 struct row {
@@ -79,17 +70,17 @@ std::vector<row> table_rows(const run_result& r) {
   std::vector<row> rows;
   for (size_t wi = 0; wi < r.workloads.size(); ++wi) {
     const auto& w = r.workloads[wi];
-    int order = rank(w.outcome());
+    int order = rank(headline_outcome(w));
     std::string kernel_cell = w.kernel_path.empty() ? md_cell(w.kernel_note.empty() ? "no kernel" : w.kernel_note) : "";
     if (w.cases.empty()) {
-      check_outcome o = w.outcome();  // every check counts: a verify failure is about a case that was never timed
+      check_outcome o = headline_outcome(w);  // every check counts: a verify failure is about a case that was never timed
       rows.push_back({order, rows.size(),
                       fmt::format("| {} | — | {} | — | — | — | — | — | {} |\n", md_cell(w.name),
                                   kernel_cell.empty() ? "—" : kernel_cell, verdict_cell(w, "", o, true))});
       continue;
     }
     for (auto& c : w.cases) {
-      check_outcome o = case_outcome(w, c.name);
+      check_outcome o = headline_outcome(w, c.name);
       std::string cells;
       for (auto* impl : k_impls) {
         const impl_result* i = c.find(impl);
@@ -108,17 +99,40 @@ std::vector<row> table_rows(const run_result& r) {
   return rows;
 }
 
+std::string_view status_icon(const run_summary& s) {
+  if (s.status == "passed") return icon(check_outcome::passed);
+  if (s.status == "failed") return icon(check_outcome::failed);
+  if (s.status == "error") return icon(check_outcome::error);
+  if (s.status == "inconclusive") return icon(check_outcome::inconclusive);
+  return icon(check_outcome::skipped);  // nothing verified, skipped checks
+}
+
+// "**6 passed**, **0 failed**, 1 inconclusive, 2 not verified (no kernel for `cpu-x86-64`)": zero counts beyond
+// passed and failed are left out.
+std::string counts_line(const run_summary& s, const run_result& r) {
+  std::string out = fmt::format("**{} passed**, **{} failed**", s.passed, s.failed);
+  if (s.errors) out += fmt::format(", {} error{}", s.errors, s.errors == 1 ? "" : "s");
+  if (s.inconclusive) out += fmt::format(", {} inconclusive", s.inconclusive);
+  if (s.skipped) out += fmt::format(", {} with skipped checks", s.skipped);
+  if (s.no_kernel) out += fmt::format(", {} not verified (no kernel for `{}`)", s.no_kernel, md_cell(r.env.gpu_key));
+  return out;
+}
+
 std::string headline(const run_result& r) {
-  int n[4] = {0, 0, 0, 0};
-  for (auto& w : r.workloads) ++n[rank(w.outcome())];
-  check_outcome o = r.outcome();
+  run_summary s = summarize_run(r);
   std::string gpu = r.env.gpu_name.empty() ? r.env.gpu_key : fmt::format("{} (`{}`)", md_cell(r.env.gpu_name), md_cell(r.env.gpu_key));
-  std::string out = fmt::format("{}\n### {} kforge: {} workload{} on {}\n\n", k_marker, icon(o), r.workloads.size(),
-                                r.workloads.size() == 1 ? "" : "s", gpu.empty() ? "an unknown device" : gpu);
-  out += fmt::format("**{} passed**, **{} failed**, {} errors, {} with skipped checks", n[3], n[0], n[1], n[2]);
+  std::string out = fmt::format("{}\n### {} kforge: {} — {} workload{} on {}\n\n", k_marker, status_icon(s), s.status,
+                                r.workloads.size(), r.workloads.size() == 1 ? "" : "s", gpu.empty() ? "an unknown device" : gpu);
+  out += counts_line(s, r);
   if (!r.base_ref.empty()) out += fmt::format(" · compared with `{}` ({})", md_cell(r.base_ref), md_cell(r.base_commit.substr(0, 12)));
   out += "\n\n";
   if (!r.complete) out += fmt::format("> **Incomplete run**: {}. The results below are what finished.\n\n", md_cell(r.incomplete_reason));
+  if (s.verified == 0 && !r.workloads.empty())
+    out += fmt::format("> **Nothing was verified**: no workload has a kernel for `{}` (`kforge retune` searches for "
+                       "one; `gate.require_kernel: true` makes this a failure).\n\n", md_cell(r.env.gpu_key));
+  if (s.history_missing > 0)
+    out += fmt::format("> No history to compare with: {} ({} regression check{} skipped).\n\n", md_cell(s.history_why),
+                       s.history_missing, s.history_missing == 1 ? "" : "s");
   std::vector<std::string> env;
   if (!r.env.driver.empty()) env.push_back("driver " + r.env.driver);
   if (!r.env.cuda_runtime.empty()) env.push_back("CUDA " + r.env.cuda_runtime);
@@ -143,7 +157,7 @@ std::vector<std::string> notes(const run_result& r) {
   for (auto& w : r.workloads) {
     if (!w.error.empty()) items.push_back({1, fmt::format("- 💥 **{}**: {}\n", md_cell(w.name), md_cell(w.error))});
     for (auto& k : w.checks)
-      if (k.outcome != check_outcome::passed && !k.advisory)
+      if (k.outcome != check_outcome::passed && !k.advisory && !is_missing_history(k))  // said once, in the headline
         items.push_back({rank(k.outcome), fmt::format("- {} **{}** `{}`: {}\n", icon(k.outcome), md_cell(w.name),
                                                       md_cell(k.test_name()), md_cell(k.sentence))});
   }
