@@ -65,5 +65,23 @@ TEST(cmd_report, bad_input_exits_2_naming_the_file) {
   EXPECT_THAT(none.err, ::testing::HasSubstr("did you mean --markdown"));
 }
 
+// The run JSON keeps summaries: --samples needs the side file `kforge run --samples` wrote, put back with
+// --samples-from; asked without it, render refuses instead of writing an empty file.
+TEST(cmd_report, samples_come_from_the_side_file) {
+  temp_dir d;
+  run_result r = gated(1, "a");
+  find_reporter("json").write(r, d.path() / "run.json");
+  find_reporter("samples").write(r, d.path() / "run.samples.json");
+  auto out = d.path() / "again.samples.json";
+  auto refused = run_process({k_kforge, "report", "render", (d.path() / "run.json").string(), "--samples", out.string()});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_THAT(refused.err, ::testing::HasSubstr("holds no raw samples"));
+  EXPECT_FALSE(std::filesystem::exists(out));
+  auto res = run_process({k_kforge, "report", "render", (d.path() / "run.json").string(), "--samples-from",
+                          (d.path() / "run.samples.json").string(), "--samples", out.string()});
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  EXPECT_EQ(read_file(out), read_file(d.path() / "run.samples.json"));
+}
+
 }  // namespace
 }  // namespace kf
