@@ -40,7 +40,7 @@ TEST(gate, clear_regression_against_history_fails) {
   EXPECT_EQ(r->outcome, check_outcome::failed) << r->sentence;
   EXPECT_THAT(r->sentence, ::testing::ContainsRegex("kernel is 19\\.[0-9]% slower than in history note of abc"));
   EXPECT_NE(r->sentence.find("gate.max_regression"), std::string::npos);
-  EXPECT_LT(r->numbers["p_value"].get<double>(), 0.01);
+  EXPECT_GT(r->numbers["ratio_lo"].get<double>(), 1.05);  // beyond both medians' intervals
   EXPECT_EQ(now.outcome(), check_outcome::failed);
 }
 
@@ -71,7 +71,7 @@ TEST(gate, too_few_samples_is_inconclusive_not_passed) {
   apply_gate(now, policy({}), {&before, "history", ""});
   auto* r = find_check(now, "regression[B=1,H=8,S=1024]");
   ASSERT_NE(r, nullptr);
-  EXPECT_EQ(r->outcome, check_outcome::skipped);
+  EXPECT_EQ(r->outcome, check_outcome::inconclusive);
   EXPECT_NE(r->sentence.find("only 6 and 20 samples"), std::string::npos) << r->sentence;
 }
 
@@ -131,7 +131,85 @@ TEST(gate, must_beat_needs_significance) {
   apply_gate(w, policy({"compile"}), {});
   auto* comp = find_check(w, "beats[compile][B=1,H=8,S=1024]");
   ASSERT_NE(comp, nullptr);
+  EXPECT_EQ(comp->outcome, check_outcome::inconclusive) << comp->sentence;
+  EXPECT_NE(comp->sentence.find("could not be told apart"), std::string::npos) << comp->sentence;
+  EXPECT_EQ(w.outcome(), check_outcome::inconclusive);  // neither passed nor failed, and exit code 0
+}
+
+TEST(gate, must_beat_fails_when_both_are_the_same_speed_to_the_resolution) {
+  workload_result w = fixture::workload("w", 1);
+  w.cases[0].find("kernel")->cold.samples_us = fixture::samples(50, 40, 0.001, 3);
+  w.cases[0].find("compile")->cold.samples_us = fixture::samples(50, 40, 0.001, 4);
+  summarize_case(w.cases[0]);
+  apply_gate(w, policy({"compile"}), {});
+  auto* comp = find_check(w, "beats[compile][B=1,H=8,S=1024]");
+  ASSERT_NE(comp, nullptr);
   EXPECT_EQ(comp->outcome, check_outcome::failed) << comp->sentence;
+  EXPECT_NE(comp->sentence.find("the same speed within"), std::string::npos) << comp->sentence;
+}
+
+// The base kernel timed alongside: rounds are paired, so a drift both share is no regression, a 10 % slowdown is.
+workload_result with_base(double head_factor, double drift, uint64_t seed) {
+  workload_result w = fixture::workload("w", 1);
+  auto& c = w.cases[0];
+  impl_result base = fixture::impl("base", 50, 40, seed);
+  auto& head = c.find("kernel")->cold.samples_us;
+  head = fixture::samples(50, 40, 0.002, seed + 1);
+  for (int i = 0; i < 40; ++i) {
+    double d = 1 + drift * i / 40.0;
+    base.cold.samples_us[i] = 50 * d * (1 + 0.002 * ((i * 7) % 5 - 2) / 2.0);
+    head[i] = 50 * head_factor * d * (1 + 0.002 * ((i * 3) % 5 - 2) / 2.0);
+  }
+  c.impls.push_back(base);
+  summarize_case(c);
+  return w;
+}
+
+TEST(gate, regression_against_the_base_uses_paired_rounds) {
+  workload_result same = with_base(1.0, 0.3, 1);
+  apply_gate(same, policy({}), {});
+  auto* r = find_check(same, "regression[B=1,H=8,S=1024]");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->against, "base");
+  EXPECT_EQ(r->outcome, check_outcome::passed) << r->sentence;
+
+  workload_result slower = with_base(1.10, 0.3, 2);
+  apply_gate(slower, policy({}), {});
+  r = find_check(slower, "regression[B=1,H=8,S=1024]");
+  EXPECT_EQ(r->outcome, check_outcome::failed) << r->sentence;
+  EXPECT_NEAR(r->numbers["ratio"].get<double>(), 1.10, 0.01);
+}
+
+TEST(gate, false_discovery_control_spares_a_lone_marginal_regression_among_many) {
+  run_result run;
+  for (int i = 0; i < 30; ++i) {
+    workload_result w = with_base(1.0, 0.0, 10 + i);
+    w.name = "w" + std::to_string(i);
+    apply_gate(w, policy({}), {});
+    run.workloads.push_back(std::move(w));
+  }
+  // One check that failed on its own with a p-value just under its alpha: not significant among 30.
+  gate_check& k = run.workloads[0].checks.back();
+  ASSERT_EQ(k.kind, "regression");
+  k.outcome = check_outcome::failed;
+  k.numbers["p_value"] = 0.001;
+  k.numbers["alpha"] = 0.0025;
+  apply_false_discovery_control(run);
+  EXPECT_EQ(k.outcome, check_outcome::inconclusive) << k.sentence;
+  EXPECT_NE(k.sentence.find("false discovery rate over 30 regression checks"), std::string::npos) << k.sentence;
+  // A strong one survives.
+  k.outcome = check_outcome::failed;
+  k.numbers["p_value"] = 1e-9;
+  apply_false_discovery_control(run);
+  EXPECT_EQ(k.outcome, check_outcome::failed);
+}
+
+TEST(gate, questions_name_every_baseline_and_the_base) {
+  auto q = gate_questions({"eager", "compile"}, true, 0.05);
+  ASSERT_EQ(q.size(), 3u);
+  EXPECT_EQ(q[2]["b"], "base");
+  EXPECT_DOUBLE_EQ(q[2]["threshold"].get<double>(), 1.05);
+  EXPECT_EQ(gate_questions({}, false, 0.05).size(), 0u);
 }
 
 TEST(gate, skipped_baseline_is_reported_not_passed) {

@@ -85,6 +85,49 @@ timing_options quick(hot_mode hot = hot_mode::never) {
   return o;
 }
 
+// The gate's questions stop every series once they are answered: a 2x difference and an exact tie are both
+// decided at the first look, long before the noise target or the cap; compile's modes answer for `compile`.
+TEST(timing, the_gates_questions_stop_the_series_once_decided) {
+  fake_sampler s;
+  s.durations = {{"kernel", 10e-6}, {"eager", 20e-6}, {"compile[default]", 10e-6}};
+  timing_options o = quick();
+  o.stopping.max_noise = 0;  // the noise rule alone would never stop
+  o.questions = {{"kernel", "eager", 1.0}, {"kernel", "compile", 1.0}};
+  auto r = time_interleaved(s, {make_impl(s, "kernel"), make_impl(s, "eager"), make_impl(s, "compile[default]")}, o,
+                            [&] { return s.clock; });
+  ASSERT_EQ(r.size(), 3u);
+  for (auto& t : r) {
+    EXPECT_EQ(t.cold.stop, "decided") << t.impl;
+    EXPECT_EQ(t.cold.samples_us.size(), 16u) << t.impl;  // the first look
+  }
+}
+
+TEST(timing, an_open_question_runs_to_the_cap) {
+  fake_sampler s;
+  s.durations = {{"kernel", 10e-6}, {"eager", 10e-6}, {"other", 10e-6}};
+  s.cold_jitter = 0.2;  // alternating +-20 % over three impls: the kernel/eager ratio flips every round
+  timing_options o = quick();
+  o.stopping.timeout_s = 0.2;  // the fake clock: ~1 ms a sample
+  o.resolution = 0;
+  o.questions = {{"kernel", "eager", 1.0}};
+  auto r = time_interleaved(s, {make_impl(s, "kernel"), make_impl(s, "eager"), make_impl(s, "other")}, o,
+                            [&] { return s.clock; });
+  EXPECT_EQ(r[0].cold.stop, "timed_out");
+  EXPECT_GT(r[0].cold.samples_us.size(), 16u);
+}
+
+TEST(timing, questions_are_read_from_the_stopping_object) {
+  auto o = timing_options_from_json({{"questions", {{{"a", "kernel"}, {"b", "base"}, {"threshold", 1.05}}}},
+                                     {"alpha", 0.02}, {"resolution", 0.005}, {"first_look", 32}});
+  ASSERT_EQ(o.questions.size(), 1u);
+  EXPECT_EQ(o.questions[0].b, "base");
+  EXPECT_DOUBLE_EQ(o.questions[0].threshold, 1.05);
+  EXPECT_DOUBLE_EQ(o.alpha, 0.02);
+  EXPECT_EQ(o.first_look, 32);
+  EXPECT_THROW(timing_options_from_json({{"questions", {{{"a", "kernel"}}}}}), std::invalid_argument);
+  EXPECT_THROW(timing_options_from_json({{"questions", "kernel"}}), std::invalid_argument);
+}
+
 TEST(timing, interleaves_round_robin_and_stops_at_min_samples) {
   fake_sampler s;
   s.durations = {{"a", 1e-5}, {"b", 2e-5}};

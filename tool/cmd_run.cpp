@@ -29,13 +29,18 @@ std::vector<flag_def> run_flags() {
       sandbox_flag(),
       {"workloads-dir", true, "where the specs are (default workloads)", "DIR"},
       {"baselines", true, "which baselines to time (default: each spec's list)", "eager,compile,vendor"},
-      {"base", true, "compare with the merge-base of HEAD and REF (PR gate); also times the base kernel when changed", "REF"},
+      {"base", true, "compare with the merge-base of HEAD and REF (PR gate): its version of each kernel is timed "
+                     "alongside, interleaved, changed or not", "REF"},
       {"record", false, "write the results as the git note of HEAD (refs/notes/kforge), for this GPU key"},
       {"require-history", false, "fail (not skip) the regression check when there is no history"},
       {"min-samples", true, "at least N samples per implementation (default 10)", "N"},
-      {"max-noise", true, "stop when the relative noise is at most X (default 0.5%)", "X"},
-      {"min-time", true, "and at least S seconds of measured time (default 0.5)", "S"},
-      {"timeout", true, "per implementation and case, wall clock (default 15)", "S"},
+      {"alpha", true, "the gate's error rate per question, and the run's false discovery rate (default 0.01)", "X"},
+      {"resolution", true, "a ratio known to +-X decides a question even on its line (default 1%)", "X"},
+      {"timeout", true, "the cap per case: timing stops when the gate's questions are answered, at the latest "
+                        "here; a question still open is inconclusive (default 15)", "S"},
+      {"precise", false, "time every series to the noise target instead (--max-noise, --min-time): for tables"},
+      {"max-noise", true, "with --precise: stop when the relative noise is at most X (default 0.5%)", "X"},
+      {"min-time", true, "with --precise: and at least S seconds of measured time (default 0.5)", "S"},
       {"cache", true, "compile and export cache folder (default .kforge/cache)", "DIR"},
       {"shard", true, "run only shard K of N (one per runner): workloads split by their recorded times; "
                       "`kforge report merge` joins the shards", "K/N"},
@@ -113,6 +118,9 @@ int run_run(const std::vector<std::string>& argv) {
   o.stopping.min_seconds = a.get_double_in("min-time", 0.5, 0, 86400, "seconds");
   o.stopping.timeout_s = a.get_double_in("timeout", 15, 0.001, 86400, "seconds");
   if (o.stopping.min_samples < 1) throw user_error("--min-samples must be at least 1");
+  o.gate.alpha = a.get_double_in("alpha", 0.01, 1e-9, 0.5, "a probability");
+  o.gate.resolution = a.get_double_in("resolution", 0.01, 0, 1, "a relative half-width");
+  o.decide = !a.has("precise");
   o.gate.require_history = a.has("require-history");
   o.base_ref = a.get_or("base", "");
   o.progress = [](const std::string& line) { term::step(line); };

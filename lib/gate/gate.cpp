@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "measure/ratio_test.h"
 #include "measure/stats.h"
 #include "report/text_escape.h"
 
@@ -108,6 +109,24 @@ void add_verify_checks(workload_result& w, const gate_options& o) {
 
 }  // namespace
 
+namespace {
+
+// The ratio a / b of two series timed interleaved, at the alpha of the look the measurement stopped at.
+stats::ratio_estimate ratio_of(const std::vector<double>& a, const std::vector<double>& b, double threshold,
+                               const gate_options& o) {
+  std::size_t n = std::min(a.size(), b.size());
+  return stats::paired_ratio(a, b, threshold, stats::look_alpha(o.alpha, n, static_cast<std::size_t>(o.first_look)));
+}
+
+std::string pct(double x) { return fmt::format("{:+.1f}%", x * 100); }
+
+nlohmann::json ratio_numbers(const stats::ratio_estimate& r, stats::decision d) {
+  return {{"ratio", r.ratio}, {"ratio_lo", r.lo},   {"ratio_hi", r.hi},
+          {"pairs", r.n},     {"spread", r.spread}, {"decision", stats::decision_name(d)}};
+}
+
+}  // namespace
+
 gate_check beats_check(const case_result& c, std::string_view baseline, bool required, const gate_options& o) {
   std::string b(baseline);
   gate_check why;
@@ -126,31 +145,98 @@ gate_check beats_check(const case_result& c, std::string_view baseline, bool req
   const auto& bs = base->series(c.metric).samples_us;
   if (bs.empty()) return make("beats", c.name, b, check_outcome::skipped, fmt::format("{} has no {} samples", b, c.metric));
   double km = stats::median(ks), bm = stats::median(bs);
-  double p = stats::mann_whitney_u(ks, bs).p_value;
-  nlohmann::json numbers = {{"kernel_median_us", km}, {"baseline_median_us", bm}, {"speedup", bm / km},
-                            {"p_value", p},           {"n_kernel", ks.size()},  {"n_baseline", bs.size()},
-                            {"metric", c.metric},     {"required", required}};
-  bool enough = static_cast<int>(ks.size()) >= o.min_samples && static_cast<int>(bs.size()) >= o.min_samples;
-  if (km < bm && enough && p < o.alpha)
-    return make("beats", c.name, b, check_outcome::passed,
-                fmt::format("kernel {} is {:.2f}x faster than {} {} (p = {}, {} vs {} samples)", us(km), bm / km, b,
-                            us(bm), pv(p), ks.size(), bs.size()),
-                numbers);
+  stats::ratio_estimate r = ratio_of(ks, bs, 1.0, o);
+  stats::decision d = stats::decide(r, 1.0, o.resolution);
+  nlohmann::json numbers = {{"kernel_median_us", km}, {"baseline_median_us", bm}, {"speedup", 1 / r.ratio},
+                            {"speedup_lo", 1 / r.hi},  {"speedup_hi", 1 / r.lo},  {"p_value", r.p_below},
+                            {"n_kernel", ks.size()},   {"n_baseline", bs.size()}, {"metric", c.metric},
+                            {"required", required}};
+  numbers.update(ratio_numbers(r, d));
+  std::string interval = fmt::format("{:.2f}x to {:.2f}x at {:.0f}% confidence, {} pairs", 1 / r.hi, 1 / r.lo,
+                                     (1 - o.alpha) * 100, r.n);
   check_outcome fail = required ? check_outcome::failed : check_outcome::skipped;
   std::string tail = required ? "; the spec's gate.must_beat requires it" : need;
-  if (km >= bm)
-    return make("beats", c.name, b, fail,
-                fmt::format("kernel {} is not faster than {} {} ({:.2f}x slower){}", us(km), b, us(bm), km / bm, tail), numbers);
-  if (!enough)
-    return make("beats", c.name, b, fail,
-                fmt::format("kernel {} vs {} {}: too few samples to tell ({} and {}, need {} each){}", us(km), b, us(bm),
-                            ks.size(), bs.size(), o.min_samples, tail),
+  if (static_cast<int>(r.n) < o.min_samples)
+    return make("beats", c.name, b, check_outcome::inconclusive,
+                fmt::format("inconclusive: kernel {} vs {} {}: too few samples to tell ({} pairs, need {}){}", us(km), b,
+                            us(bm), r.n, o.min_samples, need),
                 numbers);
-  return make("beats", c.name, b, fail,
-              fmt::format("kernel {} vs {} {}: {:.1f}% faster but not significantly (p = {}, need < {}){}", us(km), b,
-                          us(bm), (bm / km - 1) * 100, pv(p), o.alpha, tail),
+  switch (d) {
+    case stats::decision::below:
+      return make("beats", c.name, b, check_outcome::passed,
+                  fmt::format("kernel {} is {:.2f}x faster than {} {} ({})", us(km), 1 / r.ratio, b, us(bm), interval),
+                  numbers);
+    case stats::decision::above:
+      return make("beats", c.name, b, fail,
+                  fmt::format("kernel {} is not faster than {} {}: {:.2f}x slower ({}){}", us(km), b, us(bm), r.ratio,
+                              interval, tail),
+                  numbers);
+    case stats::decision::within:
+      return make("beats", c.name, b, fail,
+                  fmt::format("kernel {} is not faster than {} {}: the same speed within {:.1f}% ({}){}", us(km), b,
+                              us(bm), r.spread * 100, interval, tail),
+                  numbers);
+    case stats::decision::open: break;
+  }
+  return make("beats", c.name, b, check_outcome::inconclusive,
+              fmt::format("inconclusive: kernel {} vs {} {} ({:.2f}x) could not be told apart within the time cap: "
+                          "{} (noise +-{:.1f}%){}",
+                          us(km), b, us(bm), 1 / r.ratio, interval, r.spread * 100, need),
               numbers);
 }
+
+namespace {
+
+// The median's interval of a series: stored with it, or from its samples (a history note of an older kforge).
+std::pair<double, double> median_interval(const sample_series& s) {
+  if (s.stats.ci_lo_us > 0 && s.stats.ci_hi_us > 0) return {s.stats.ci_lo_us, s.stats.ci_hi_us};
+  if (!s.samples_us.empty()) {
+    stats::interval ci = stats::median_ci(s.samples_us, 0.01);
+    return {ci.lo, ci.hi};
+  }
+  return {s.stats.median_us, s.stats.median_us};
+}
+
+double median_of(const sample_series& s) {
+  if (s.stats.median_us > 0) return s.stats.median_us;
+  return s.samples_us.empty() ? 0 : stats::median(s.samples_us);
+}
+
+// Against a stored note: the two runs were not interleaved, so run-to-run drift is not in the samples. Only a
+// slowdown beyond both medians' intervals fails; a median over the line within them is inconclusive.
+gate_check history_regression(const case_result& c, const sample_series& now, const sample_series& before,
+                              std::string_view origin, double max_regression, const gate_options& o) {
+  double km = median_of(now), bm = median_of(before);
+  auto [klo, khi] = median_interval(now);
+  auto [blo, bhi] = median_interval(before);
+  double ratio = km / bm, lo = klo / bhi, hi = khi / blo;
+  double line = 1 + max_regression;
+  nlohmann::json numbers = {{"median_us", km},     {"before_median_us", bm}, {"change", ratio - 1},
+                            {"ratio", ratio},      {"ratio_lo", lo},         {"ratio_hi", hi},
+                            {"n", now.stats.count}, {"n_before", before.stats.count}, {"max_regression", max_regression}};
+  std::string head = fmt::format("{} now vs {} in {} ({})", us(km), us(bm), origin, pct(ratio - 1));
+  if (now.stats.count < o.min_samples || before.stats.count < o.min_samples)
+    return make("regression", c.name, "history", check_outcome::inconclusive,
+                fmt::format("inconclusive: {}, but only {} and {} samples (need {} each)", head, now.stats.count,
+                            before.stats.count, o.min_samples),
+                numbers);
+  if (lo > line)
+    return make("regression", c.name, "history", check_outcome::failed,
+                fmt::format("kernel is {:.1f}% slower than in {} ({} vs {}; even the medians' intervals are {:.1f}% "
+                            "apart), over the {:.1f}% allowed by gate.max_regression",
+                            (ratio - 1) * 100, origin, us(km), us(bm), (lo - 1) * 100, max_regression * 100),
+                numbers);
+  if (ratio > line)
+    return make("regression", c.name, "history", check_outcome::inconclusive,
+                fmt::format("inconclusive: {}: over the {:.1f}% allowed, but within the medians' intervals ({:.2f}x to "
+                            "{:.2f}x); runs on different days drift, so `--base` times the base kernel alongside",
+                            head, max_regression * 100, lo, hi),
+                numbers);
+  return make("regression", c.name, "history", check_outcome::passed,
+              fmt::format("{}: within the {:.1f}% allowed", head, max_regression * 100), numbers);
+}
+
+}  // namespace
 
 gate_check regression_check(const case_result& c, const sample_series* before, std::string_view against_sv,
                             std::string_view origin, double max_regression, const gate_options& o) {
@@ -158,35 +244,82 @@ gate_check regression_check(const case_result& c, const sample_series* before, s
   std::string against(against_sv);
   const impl_result* k = kernel_of(c, "regression", against, &why);
   if (!k) return why;
-  if (!before || before->empty())
+  if (!before || (before->empty() && before->stats.count == 0))
     return make("regression", c.name, against, check_outcome::skipped,
                 fmt::format("no {} samples of this case in {}", c.metric, origin));
+  if (against != "base") return history_regression(c, k->series(c.metric), *before, origin, max_regression, o);
+
   const auto& ks = k->series(c.metric).samples_us;
   const auto& bs = before->samples_us;
   double km = stats::median(ks), bm = stats::median(bs);
-  double change = km / bm - 1;
-  double p = stats::mann_whitney_u(ks, bs).p_value;
-  nlohmann::json numbers = {{"median_us", km}, {"before_median_us", bm}, {"change", change},
-                            {"p_value", p},    {"n", ks.size()},        {"n_before", bs.size()},
-                            {"max_regression", max_regression}};
-  auto pct = [](double x) { return fmt::format("{:+.1f}%", x * 100); };
-  if (static_cast<int>(ks.size()) < o.min_samples || static_cast<int>(bs.size()) < o.min_samples)
-    return make("regression", c.name, against, check_outcome::skipped,
-                fmt::format("inconclusive: {} now vs {} in {} ({}), but only {} and {} samples (need {} each)", us(km),
-                            us(bm), origin, pct(change), ks.size(), bs.size(), o.min_samples),
-                numbers);
-  bool significant = p < o.alpha;
-  if (significant && change > max_regression)
-    return make("regression", c.name, against, check_outcome::failed,
-                fmt::format("kernel is {:.1f}% slower than in {} ({} vs {}, p = {}), over the {:.1f}% allowed by "
-                            "gate.max_regression",
-                            change * 100, origin, us(km), us(bm), pv(p), max_regression * 100),
-                numbers);
-  std::string verdict = !significant ? fmt::format("no significant change (p = {})", pv(p))
-                        : change > 0 ? fmt::format("slower but within the {:.1f}% allowed (p = {})", max_regression * 100, pv(p))
-                                     : fmt::format("faster (p = {})", pv(p));
-  return make("regression", c.name, against, check_outcome::passed,
-              fmt::format("{} vs {} in {} ({}): {}", us(km), us(bm), origin, pct(change), verdict), numbers);
+  double line = 1 + max_regression;
+  stats::ratio_estimate r = ratio_of(ks, bs, line, o);
+  stats::decision d = stats::decide(r, line, o.resolution);
+  nlohmann::json numbers = {{"median_us", km},     {"before_median_us", bm}, {"change", r.ratio - 1},
+                            {"p_value", r.p_above}, {"n", ks.size()},        {"n_before", bs.size()},
+                            {"max_regression", max_regression},
+                            {"alpha", stats::look_alpha(o.alpha, r.n, static_cast<std::size_t>(o.first_look))}};
+  numbers.update(ratio_numbers(r, d));
+  std::string head = fmt::format("{} vs {} in {} ({}; {:.3f}x to {:.3f}x at {:.0f}% confidence, {} pairs)", us(km),
+                                 us(bm), origin, pct(r.ratio - 1), r.lo, r.hi, (1 - o.alpha) * 100, r.n);
+  if (static_cast<int>(r.n) < o.min_samples)
+    return make("regression", c.name, against, check_outcome::inconclusive,
+                fmt::format("inconclusive: {}: too few pairs (need {})", head, o.min_samples), numbers);
+  switch (d) {
+    case stats::decision::above:
+      return make("regression", c.name, against, check_outcome::failed,
+                  fmt::format("kernel is {:.1f}% slower than {} ({} vs {}, p = {}), over the {:.1f}% allowed by "
+                              "gate.max_regression",
+                              (r.ratio - 1) * 100, origin, us(km), us(bm), pv(r.p_above), max_regression * 100),
+                  numbers);
+    case stats::decision::below:
+    case stats::decision::within:
+      return make("regression", c.name, against, check_outcome::passed,
+                  fmt::format("{}: {}", head,
+                              d == stats::decision::within
+                                  ? fmt::format("within noise of the {:.1f}% allowed", max_regression * 100)
+                              : r.ratio < 1 ? std::string("no slower")
+                                            : fmt::format("within the {:.1f}% allowed", max_regression * 100)),
+                  numbers);
+    case stats::decision::open: break;
+  }
+  return make("regression", c.name, against, check_outcome::inconclusive,
+              fmt::format("inconclusive: {}: could not tell whether it is over the {:.1f}% allowed within the time cap "
+                          "(noise +-{:.1f}%)",
+                          head, max_regression * 100, r.spread * 100),
+              numbers);
+}
+
+void apply_false_discovery_control(run_result& r, const gate_options& o) {
+  std::vector<gate_check*> checks;
+  std::vector<double> p;
+  for (auto& w : r.workloads)
+    for (auto& k : w.checks)
+      if (k.kind == "regression" && k.against == "base" && k.numbers.contains("p_value") &&
+          k.outcome != check_outcome::skipped && k.outcome != check_outcome::error) {
+        checks.push_back(&k);
+        p.push_back(k.numbers["p_value"].get<double>());
+      }
+  if (checks.empty()) return;
+  std::vector<double> q = stats::benjamini_hochberg(p);
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    gate_check& k = *checks[i];
+    k.numbers["q_value"] = q[i];
+    k.numbers["regression_checks"] = checks.size();
+    double alpha = k.numbers.value("alpha", o.alpha);
+    if (k.outcome != check_outcome::failed || q[i] < alpha) continue;
+    k.outcome = check_outcome::inconclusive;
+    k.sentence = fmt::format("inconclusive: {}; but not significant at the run's false discovery rate over {} "
+                             "regression checks (q = {}, need < {})",
+                             k.sentence, checks.size(), pv(q[i]), pv(alpha));
+  }
+}
+
+nlohmann::json gate_questions(const std::vector<std::string>& baselines, bool with_base, double max_regression) {
+  nlohmann::json q = nlohmann::json::array();
+  for (const auto& b : baselines) q.push_back({{"a", "kernel"}, {"b", b}, {"threshold", 1.0}});
+  if (with_base) q.push_back({{"a", "kernel"}, {"b", "base"}, {"threshold", 1 + max_regression}});
+  return q;
 }
 
 void apply_gate(workload_result& w, const gate_spec& policy, const history_context& h, const gate_options& o) {

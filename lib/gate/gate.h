@@ -10,8 +10,13 @@
 
 namespace kf {
 
+// The gate's statistics (docs/statistics.md): every comparison is a ratio of two series timed interleaved in
+// the same worker, answered from paired rounds with a sign-test interval (measure/ratio_test.h), alpha spent over
+// the looks the sequential stopping rule took; regression checks of a run are held to a false discovery rate.
 struct gate_options {
-  double alpha = 0.01;          // Mann-Whitney U p-value below which a difference is significant
+  double alpha = 0.01;          // per question over all its looks; the run's false discovery rate for regressions
+  double resolution = 0.01;     // an interval tighter than +-1 % decides a question even when it straddles the line
+  int first_look = 16;          // the sequential rule's first look (pairs), then 2x, 4x, ...
   int min_samples = 10;         // per side, for a regression or must_beat call
   bool require_history = false; // no history to compare with fails the regression check (else: skipped)
   double floor_slack = 0.95;    // a kernel median below floor * slack is faster than physically possible
@@ -27,6 +32,15 @@ struct history_context {
 // Replaces w.checks with the gate's checks for this workload. `policy` is the spec's gate section.
 void apply_gate(workload_result& w, const gate_spec& policy, const history_context& history,
                 const gate_options& options = {});
+
+// Benjamini-Hochberg over every regression check of the run that was measured against the base in this run:
+// one that looked significant on its own fails only when it stays significant at the run's false discovery rate
+// (otherwise it is inconclusive, saying why). Call once after every workload's apply_gate.
+void apply_false_discovery_control(run_result& r, const gate_options& options = {});
+
+// The `stopping` questions the gate will ask of one case's measurement: each baseline against the kernel
+// (threshold 1) and, with a base kernel, the kernel against it (threshold 1 + max_regression).
+nlohmann::json gate_questions(const std::vector<std::string>& baselines, bool with_base, double max_regression);
 
 // The individual checks (exposed for tests and for `kforge check`).
 // `against`: "base" (the merge-base's kernel, measured in this run) or "history" (a stored note).

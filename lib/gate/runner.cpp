@@ -169,7 +169,12 @@ workload_result run_one(const workload_spec& spec, run_backend& backend, const s
     } catch (const user_error&) {
       // The kernel lives outside the repository: there is no base version to load.
     }
-    if (base_src && *base_src != source) {
+    // Timed alongside whether the change touched it or not: the regression check compares two series taken
+    // interleaved in one worker, never a series with a stored one from another day (unchanged: the same object
+    // twice, an A/A comparison).
+    if (base_src && *base_src == source) {
+      base_so = checked.so_path;
+    } else if (base_src) {
       compile_result b = backend.compile(*base_src, spec.name + "-base");
       if (b.ok) base_so = b.so_path;
       else base_note = "the merge-base's version of the kernel does not compile: " + b.error;
@@ -205,8 +210,14 @@ workload_result run_one(const workload_spec& spec, run_backend& backend, const s
 
   say(o, fmt::format("{}: timing {} case{} ({})", spec.name, cases.size(), cases.size() == 1 ? "" : "s",
                      fmt::join(names, ", ")));
+  std::vector<std::string> compared;  // the baselines the gate compares the kernel with
+  for (auto& b : baselines)
+    if (!skipped.count(b)) compared.push_back(b);
   json stopping = {{"min_samples", o.stopping.min_samples}, {"max_noise", o.stopping.max_noise},
-                   {"min_seconds", o.stopping.min_seconds}, {"timeout_s", o.stopping.timeout_s}, {"hot", "auto"}};
+                   {"min_seconds", o.stopping.min_seconds}, {"timeout_s", o.stopping.timeout_s}, {"hot", "auto"},
+                   {"alpha", o.gate.alpha}, {"resolution", o.gate.resolution}, {"first_look", o.gate.first_look}};
+  // Timing stops once the gate's questions are answered (measure/timing.h), at the latest at the timeout.
+  if (o.decide) stopping["questions"] = gate_questions(compared, !base_so.empty(), spec.gate.max_regression);
   json measure_req = {{"cmd", "measure"}, {"spec", to_json(spec)}, {"impls", impls}, {"cases", cases}, {"stopping", stopping}};
   // Each case is timed until every impl stops (cold and hot each have the timeout), plus the worker's setup.
   auto budget = std::chrono::seconds(static_cast<int64_t>(o.stopping.timeout_s * 2 * static_cast<double>(cases.size())));
@@ -291,7 +302,9 @@ run_result run_workloads(const std::vector<workload_spec>& specs, run_backend& b
   r.baselines = o.baselines;
   r.options = {{"min_samples", o.stopping.min_samples}, {"max_noise", o.stopping.max_noise},
                {"min_seconds", o.stopping.min_seconds}, {"timeout_s", o.stopping.timeout_s},
-               {"alpha", o.gate.alpha},                 {"min_samples_gate", o.gate.min_samples}};
+               {"alpha", o.gate.alpha},                 {"min_samples_gate", o.gate.min_samples},
+               {"resolution", o.gate.resolution},       {"first_look", o.gate.first_look},
+               {"stop_when_decided", o.decide}};
 
   // History: the merge-base's note with --base, else the first parent's (a run on main compares with the
   // commit before it).
@@ -344,6 +357,7 @@ run_result run_workloads(const std::vector<workload_spec>& specs, run_backend& b
     if (w.error.empty()) apply_gate(w, spec.gate, h, o.gate);
     r.workloads.push_back(std::move(w));
   }
+  apply_false_discovery_control(r, o.gate);
   r.env.finished_at = now_iso();
   return r;
 }

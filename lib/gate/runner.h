@@ -58,6 +58,7 @@ struct run_options {
   std::vector<std::string> baselines;  // empty: each spec's own list
   stats::stopping_options stopping;    // sent to the worker's measure
   gate_options gate;
+  bool decide = true;                  // stop timing a case once the gate's questions are answered (else: noise)
   std::string base_ref;                // --base: compare with the merge-base of HEAD and this
   std::chrono::seconds measure_slack{120};  // added to the stopping timeouts for a measure request
   std::function<void(const std::string&)> progress;  // a line per step; may be empty

@@ -20,7 +20,20 @@ __global__ void block_stream_kernel(const volatile int32_t* flag, unsigned long 
   }
 }
 
+__global__ void spin_kernel(unsigned long long ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
 }  // namespace
+
+int launch_spin(unsigned long long ns, void* stream) {
+  spin_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(ns);
+  return static_cast<int>(cudaGetLastError());
+}
 
 int launch_empty(void* stream) {
   empty_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>();

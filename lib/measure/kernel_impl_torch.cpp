@@ -1,6 +1,7 @@
 // The "kernel" implementation kind for measure: a compiled candidate's kf_launch (loaded by exec's
 // load_candidate, as verify loads it), called with the case's inputs and outputs allocated by the harness
 // (contiguous, in the spec's output order). The ABI's tensors are built once, not per launch.
+#include <chrono>
 #include <memory>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include "exec/impl_torch.h"
 #include "exec/kf_abi.h"
 #include "impl_kind_torch.h"
+#include "measure/device_kernels.h"
 #include "spec/ops.h"
 #include "spec/ops_torch.h"
 
@@ -35,8 +37,20 @@ std::vector<prepared_impl> prepare_kernel(const nlohmann::json& impl, const impl
     to_kf_tensor(out_tensors.back(), &outs->back());
   }
   std::vector<at::Tensor> keep = ctx.inputs;
-  p.launch = [fn, ins, outs, keep, out_tensors](void* stream) {
-    return fn(ins->data(), static_cast<int>(ins->size()), outs->data(), static_cast<int>(outs->size()), stream);
+  // A known delay after each launch (kforge calibrate's injected slowdown): a spinning kernel on the same stream
+  // on a GPU, a busy wait on the cpu device.
+  double delay_us = impl.value("delay_us", 0.0);
+  if (delay_us < 0) throw user_error(fmt::format("impl `{}`: delay_us must be >= 0, got {}", p.name, delay_us));
+  if (delay_us > 0) p.details["delay_us"] = delay_us;
+  bool cuda = ctx.device.is_cuda();
+  p.launch = [fn, ins, outs, keep, out_tensors, delay_us, cuda](void* stream) {
+    int rc = fn(ins->data(), static_cast<int>(ins->size()), outs->data(), static_cast<int>(outs->size()), stream);
+    if (rc != 0 || delay_us <= 0) return rc;
+    if (cuda) return cuda::launch_spin(static_cast<unsigned long long>(delay_us * 1e3), stream);
+    auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(static_cast<int64_t>(delay_us * 1e3));
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    return 0;
   };
   return {p};
 }

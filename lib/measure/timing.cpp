@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "measure/ratio_test.h"
 
 namespace kf::measure {
 
@@ -40,6 +43,22 @@ timing_options timing_options_from_json(const nlohmann::json& j) {
   }
   if (j.contains("race") && !j["race"].is_object())
     throw std::invalid_argument("stopping.race: expected an object of case names, got " + j["race"].dump());
+  number("alpha", o.alpha, 1e-12);
+  number("resolution", o.resolution, 0);
+  double first_look = o.first_look;
+  number("first_look", first_look, 2);
+  o.first_look = static_cast<int>(first_look);
+  if (j.contains("questions")) {
+    if (!j["questions"].is_array())
+      throw std::invalid_argument("stopping.questions: expected an array, got " + j["questions"].dump());
+    for (const auto& q : j["questions"]) {
+      if (!q.is_object() || !q.contains("a") || !q["a"].is_string() || !q.contains("b") || !q["b"].is_string() ||
+          !q.contains("threshold") || !q["threshold"].is_number() || q["threshold"].get<double>() <= 0)
+        throw std::invalid_argument(
+            "stopping.questions: expected {\"a\": name, \"b\": name, \"threshold\": a number > 0}, got " + q.dump());
+      o.questions.push_back({q["a"].get<std::string>(), q["b"].get<std::string>(), q["threshold"].get<double>()});
+    }
+  }
   if (j.contains("hot")) {
     const auto& h = j["hot"];
     if (h.is_boolean()) o.hot = h.get<bool>() ? hot_mode::always : hot_mode::never;
@@ -83,8 +102,16 @@ struct track {
     out->samples_us.push_back(s.seconds * 1e6);
     criterion.add(s.seconds * static_cast<double>(out->launches_per_sample));
   }
+  bool decide_mode = false;  // the gate's questions stop the series; only the cap applies here
+
   void check(double elapsed) {
     stats::stop_state st = criterion.check(elapsed);
+    if (decide_mode && st == stats::stop_state::converged) {  // the noise target does not apply: only the cap
+      const auto& o = criterion.options();
+      bool enough = criterion.samples() >= static_cast<std::size_t>(o.min_samples);
+      st = (enough && elapsed >= o.timeout_s) || elapsed >= 10 * o.timeout_s ? stats::stop_state::timed_out
+                                                                            : stats::stop_state::running;
+    }
     if (st == stats::stop_state::running) return;
     done = true;
     out->stop = std::string(stats::stop_state_name(st));
@@ -101,6 +128,29 @@ struct impl_state {
   bool failed = false;
 };
 
+bool names(const std::string& impl, const std::string& q) {
+  return impl == q || (impl.size() > q.size() && impl.compare(0, q.size(), q) == 0 && impl[q.size()] == '[');
+}
+
+// The gate's questions on what has been measured so far: whether every one is decided (ratio_test.h), and the
+// fewest pairs any open one has (so the caller knows when to look again).
+bool questions_decided(const std::vector<impl_timing>& results, const timing_options& o) {
+  const bool hot = compares_hot(results);
+  for (const auto& q : o.questions)
+    for (const auto& a : results)
+      for (const auto& b : results) {
+        if (&a == &b || !names(a.impl, q.a) || !names(b.impl, q.b) || !a.error.empty() || !b.error.empty()) continue;
+        const auto& sa = hot && a.hot ? a.hot->samples_us : a.cold.samples_us;
+        const auto& sb = hot && b.hot ? b.hot->samples_us : b.cold.samples_us;
+        std::size_t n = std::min(sa.size(), sb.size());
+        if (n < static_cast<std::size_t>(o.first_look)) return false;
+        auto first = static_cast<std::size_t>(o.first_look);
+        stats::ratio_estimate r = stats::paired_ratio(sa, sb, q.threshold, stats::look_alpha(o.alpha, n, first));
+        if (stats::decide(r, q.threshold, o.resolution) == stats::decision::open) return false;
+      }
+  return true;
+}
+
 }  // namespace
 
 std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_impl>& impls,
@@ -112,6 +162,7 @@ std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_im
     results[i].impl = impls[i].name;
     states.push_back(impl_state{&impls[i], &results[i], track(options.stopping), std::nullopt, nullptr});
     states.back().cold.out = &results[i].cold;
+    states.back().cold.decide_mode = !options.questions.empty();
   }
   auto fail = [](impl_state& st, const std::string& why) {
     st.failed = true;
@@ -151,6 +202,7 @@ std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_im
     st.result->hot->launches_per_sample = st.loop->launches();
     st.hot.emplace(options.stopping);
     st.hot->out = &*st.result->hot;
+    st.hot->decide_mode = !options.questions.empty();
   };
 
   // The judged series is in (min_samples) and even its lower quartile is slower than the race: stop both.
@@ -163,6 +215,23 @@ std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_im
       return;
     for (track* t : {&st.cold, st.hot ? &*st.hot : nullptr})
       if (t && !t->done) t->done = true, t->out->stop = "lost_race";
+  };
+
+  // The gate's questions are looked at when the pairs double (alpha is spent per look: ratio_test.h).
+  std::size_t next_look = static_cast<std::size_t>(std::max(options.first_look, options.stopping.min_samples));
+  auto fewest_samples = [&] {
+    std::size_t n = SIZE_MAX;
+    for (auto& st : states) {
+      if (st.failed) continue;
+      n = std::min(n, st.result->cold.samples_us.size());
+      if (st.hot) n = std::min(n, st.result->hot->samples_us.size());
+    }
+    return n;
+  };
+  auto stop_decided = [&] {
+    for (auto& st : states)
+      for (track* t : {&st.cold, st.hot ? &*st.hot : nullptr})
+        if (t && !t->done) t->done = true, t->out->stop = "decided";
   };
 
   const double t0 = now();
@@ -201,6 +270,10 @@ std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_im
       }
     }
     if (!any) break;
+    if (!options.questions.empty() && fewest_samples() >= next_look) {
+      if (questions_decided(results, options)) stop_decided();
+      next_look *= 2;
+    }
   }
   return results;
 }

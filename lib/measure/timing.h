@@ -15,6 +15,13 @@ namespace kf::measure {
 
 enum class hot_mode { automatic, always, never };
 
+// "Is a's time over b's above or below threshold?" — a and b name implementations timed together; a name also
+// matches the variants of an implementation (`compile` matches `compile[default]` and `compile[max-autotune]`).
+struct question {
+  std::string a, b;
+  double threshold = 1;
+};
+
 struct timing_options {
   stats::stopping_options stopping;   // per implementation and per kind (cold, hot); timeout is per case
   hot_mode hot = hot_mode::automatic;
@@ -29,11 +36,17 @@ struct timing_options {
   // "lost_race") instead of converging. For the search, which needs precise numbers only for contenders.
   double race_s = 0;
   bool race_hot = false;
+  // The gate's questions (ratio_test.h): when any are given, every series stops as soon as all are decided on
+  // the series a report compares (stop "decided"), or at the cap (timeout_s); the noise target does not apply.
+  std::vector<question> questions;
+  double alpha = 0.01;        // over all looks of one question
+  double resolution = 0.01;   // an interval's relative half-width below which a question is decided "within"
+  int first_look = 16;        // looks at first_look, 2x, 4x, ... pairs
 };
 inline constexpr double k_race_margin = 0.03;
 
 // Reads the protocol's `stopping` object ({min_samples, max_noise, min_seconds, timeout_s, hot,
-// cold_follows_hot, race}); absent fields keep their defaults; `hot` is true, false or "auto". `race` maps case
+// cold_follows_hot, race, questions: [{a, b, threshold}], alpha, resolution, first_look}); absent fields keep their defaults; `hot` is true, false or "auto". `race` maps case
 // names to {"us": fastest known, "hot": judged on hot samples}; the caller picks a case's with race_for.
 // Throws std::invalid_argument on a bad field.
 timing_options timing_options_from_json(const nlohmann::json& j);
@@ -44,7 +57,7 @@ struct sample_set {
   std::vector<double> samples_us;  // kept samples, in order, per launch
   int discarded = 0;               // samples dropped for a low SM clock
   int launches_per_sample = 1;     // hot: launches in one timed pass
-  std::string stop;                // converged | timed_out | failed | follows_hot | lost_race
+  std::string stop;                // converged | timed_out | failed | follows_hot | lost_race | decided
   double sm_clock_min_mhz = 0, sm_clock_max_mhz = 0;  // over all samples (0: unknown)
   stats::summary summary() const { return stats::summarize(samples_us); }
 };
