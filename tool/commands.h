@@ -25,5 +25,6 @@ KF_DECLARE_COMMAND(search)
 KF_DECLARE_COMMAND(retune)
 KF_DECLARE_COMMAND(report)
 KF_DECLARE_COMMAND(doctor)
+KF_DECLARE_COMMAND(calibrate)
 
 }  // namespace kf

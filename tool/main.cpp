@@ -20,6 +20,7 @@ const std::vector<command>& commands() {
       {"search", "search for a faster kernel (MCTS over kernel variants)", search_help, search_run},
       {"retune", "re-run the search where a kernel regressed or is missing for this GPU", retune_help, retune_run},
       {"report", "render or merge reports (merge shards, markdown, html)", report_help, report_run},
+      {"calibrate", "measure the gate's false alarms and missed slowdowns on this machine", calibrate_help, calibrate_run},
       {"doctor", "show the environment as kforge sees it, and what is missing", doctor_help, doctor_run},
   };
   return table;
