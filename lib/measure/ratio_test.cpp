@@ -45,11 +45,14 @@ ratio_estimate paired_ratio(std::span<const double> a, std::span<const double> b
   ratio_estimate r;
   r.n = std::min(a.size(), b.size());
   if (r.n == 0) return r;
-  std::vector<double> d(r.n);
-  for (std::size_t i = 0; i < r.n; ++i) d[i] = std::log(a[i] / b[i]);
+  // Blocks of two rounds (a b, then b a): their mean log ratio cancels what a position in the round does.
+  std::vector<double> d;
+  for (std::size_t i = 0; i + 1 < r.n; i += 2)
+    d.push_back((std::log(a[i] / b[i]) + std::log(a[i + 1] / b[i + 1])) / 2);
+  if (d.empty()) d.push_back(std::log(a[0] / b[0]));
   std::sort(d.begin(), d.end());
-  std::size_t mid = r.n / 2;
-  double med = r.n % 2 ? d[mid] : (d[mid - 1] + d[mid]) / 2;
+  std::size_t mid = d.size() / 2;
+  double med = d.size() % 2 ? d[mid] : (d[mid - 1] + d[mid]) / 2;
   r.ratio = std::exp(med);
   interval ci = median_ci_sorted(d, alpha);
   r.lo = std::exp(ci.lo);

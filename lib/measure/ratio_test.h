@@ -1,7 +1,8 @@
 // The gate's sequential questions (docs/statistics.md): is implementation A faster than B, did the head's
 // kernel get slower than the base's by more than a threshold. Both are questions about the ratio of A's time to
-// B's, answered on samples taken interleaved (one of each per round, so drift hits both alike) by pairing the
-// rounds: d_r = ln(a_r / b_r). Distribution-free: the median of d with a sign-test confidence interval, and the
+// B's, answered on samples taken interleaved (one of each per round, so drift hits both alike; rounds alternate
+// their order, a b then b a) by pairing the rounds in blocks of two: d_k = mean of ln(a_r / b_r) over rounds 2k
+// and 2k+1, which cancels whatever the position in a round does. Distribution-free: the median of d with a sign-test confidence interval, and the
 // sign test's p-value against a threshold. Looks are taken as samples come in (n = first_look, 2x, 4x, ...);
 // each look spends half of the alpha left, so the error rate over all looks stays below alpha.
 #pragma once
@@ -28,7 +29,7 @@ interval median_ci(std::span<const double> samples, double alpha);
 // The ratio A / B from paired rounds, and what it says about a threshold t (1.0: "is A faster than B";
 // 1 + max_regression: "is A slower than B by more than allowed").
 struct ratio_estimate {
-  std::size_t n = 0;         // pairs used
+  std::size_t n = 0;         // pairs of samples used (blocks of two of them are the test's observations)
   double ratio = 1;          // exp(median of d)
   double lo = 0, hi = 0;     // the (1 - alpha) interval of the ratio
   double p_above = 1;        // one-sided sign-test p-value of H0: ratio <= t (small: A / B is above t)
