@@ -171,7 +171,10 @@ def main(argv):
         inputs = example_inputs(torch, spec, case, a.device)
         with torch.no_grad():
             ep = torch.export.export(model, inputs, strict=False)
-            configs = {"max_autotune": True} if a.mode == "max-autotune" else {}
+            # What torch.compile(mode=...) sets, less what does not apply ahead of time: max-autotune is
+            # max-autotune-no-cudagraphs (a package runs without CUDA graphs), coordinate descent tuning included.
+            py_mode = "max-autotune-no-cudagraphs" if a.mode == "max-autotune" else a.mode
+            configs = dict(torch._inductor.list_mode_options(py_mode))
             # aoti_compile_and_package wants a name ending in .pt2; write beside --out, then rename into place.
             tmp = f"{a.out}.partial-{os.getpid()}.pt2"
             path = torch._inductor.aoti_compile_and_package(ep, package_path=tmp, inductor_configs=configs)

@@ -105,7 +105,8 @@ def main(argv):
             row["py_package_us"] = bench(lambda: runner(*inputs))
             if a.reexport and row["eager_us"] >= a.min_floor_us:
                 ep = torch.export.export(model, inputs, strict=False)
-                configs = {"max_autotune": True} if mode == "max-autotune" else {}
+                py = "max-autotune-no-cudagraphs" if mode == "max-autotune" else "default"
+                configs = dict(torch._inductor.list_mode_options(py))
                 fresh = torch._inductor.aoti_compile_and_package(ep, package_path=f"/tmp/parity-{os.getpid()}.pt2",
                                                                  inductor_configs=configs)
                 again = torch._inductor.aoti_load_package(fresh)
