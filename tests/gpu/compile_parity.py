@@ -11,7 +11,9 @@ Then joins kforge's own median for that case and mode from a run JSON (--run), w
 the C++ worker (details.modes_median_us of the compile impl).
 
 usage: compile_parity.py --cache .kforge/cache [--run run.json] [--min-floor-us 20] [--out parity.json]
-Prints a table; exits 1 when a case above the floor differs from py_compile by more than --tolerance (3 %).
+Prints a table; exits 1 when a case whose floor is above --min-floor-us differs from py_compile by more than
+--tolerance (3 %). The cached package loaded in Python (--load-package) segfaulted in aoti_load_package with
+torch 2.11 on the H200, so it is off by default; kforge's own median is what the check is about.
 """
 import argparse
 import glob
@@ -24,7 +26,7 @@ import export  # noqa: E402  (build_module, example_inputs)
 
 
 def kforge_medians(run_path):
-    """(workload, case, mode) -> median us from a kforge run JSON (cold series, the gate's usual metric)."""
+    """(workload, case, mode) -> (median us, the series it is from) from a kforge run JSON."""
     out = {}
     if not run_path or not os.path.exists(run_path):
         return out
@@ -36,7 +38,8 @@ def kforge_medians(run_path):
                     continue
                 for mode, med in i.get("details", {}).get("modes_median_us", {}).items():
                     if isinstance(med, (int, float)):
-                        out[(w["name"], c["name"], mode)] = med
+                        floor = c.get("floor", {}).get("bandwidth_floor_us", 0)
+                        out[(w["name"], c["name"], mode)] = (med, c.get("metric", "cold"), floor)
     return out
 
 
@@ -61,11 +64,14 @@ def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cache", default=".kforge/cache")
     p.add_argument("--run", help="a kforge run JSON whose compile medians to compare")
-    p.add_argument("--min-floor-us", type=float, default=20.0, help="judge only cases whose eager time is above this")
+    p.add_argument("--min-floor-us", type=float, default=20.0,
+                   help="judge only cases whose bandwidth floor (from --run; else eager time) is above this")
     p.add_argument("--tolerance", type=float, default=0.03)
     p.add_argument("--only", help="substring a spec name must contain")
     p.add_argument("--mode", help="only packages of this mode (default | max-autotune)")
     p.add_argument("--profile", action="store_true", help="list each kernel's time for py_compile and py_package")
+    p.add_argument("--load-package", action="store_true",
+                   help="also time the cached package loaded in Python (aoti_load_package; crashed in torch 2.11 here)")
     p.add_argument("--reexport", action="store_true",
                    help="also export each judged case again, alone (no other export running), and time that package")
     p.add_argument("--out")
@@ -100,9 +106,10 @@ def main(argv):
             compiled = torch.compile(model, mode=py_mode, dynamic=False)
             compiled(*inputs)
             row["py_compile_us"] = bench(lambda: compiled(*inputs))
-            runner = torch._inductor.aoti_load_package(pt2)
-            runner(*inputs)
-            row["py_package_us"] = bench(lambda: runner(*inputs))
+            if a.load_package:
+                runner = torch._inductor.aoti_load_package(pt2)
+                runner(*inputs)
+                row["py_package_us"] = bench(lambda: runner(*inputs))
             if a.reexport and row["eager_us"] >= a.min_floor_us:
                 ep = torch.export.export(model, inputs, strict=False)
                 py = "max-autotune-no-cudagraphs" if mode == "max-autotune" else "default"
@@ -114,23 +121,30 @@ def main(argv):
                 row["py_fresh_package_us"] = bench(lambda: again(*inputs))
                 print(f"  package exported alone: {row['py_fresh_package_us']:.1f} us", flush=True)
             if a.profile:
-                row["kernels"] = {"py_compile": kernel_times(torch, lambda: compiled(*inputs)),
-                                  "py_package": kernel_times(torch, lambda: runner(*inputs))}
+                row["kernels"] = {"py_compile": kernel_times(torch, lambda: compiled(*inputs))}
+                if a.load_package:
+                    row["kernels"]["py_package"] = kernel_times(torch, lambda: runner(*inputs))
                 for who, ks in row["kernels"].items():
                     print(f"  {who}: " + "; ".join(f"{k} {v:.1f} us" for k, v in ks.items()))
-        row["kforge_us"] = kf.get((spec["name"], case_name, mode))
-        judged = row["eager_us"] >= a.min_floor_us
+        row["kforge_us"], row["kforge_metric"], row["floor_us"] = kf.get((spec["name"], case_name, mode), (None, None, 0))
+        # Judged: cases whose bandwidth floor is above --min-floor-us (below it, Python's own per-call overhead
+        # shows in do_bench), on kforge's cold series (do_bench clears L2 and launches back to back; kforge's hot
+        # series is a CUDA graph). Without a run JSON, the eager time stands in for the floor.
+        size = row["floor_us"] if row["kforge_us"] else row["eager_us"]
+        judged = size >= a.min_floor_us and row["kforge_metric"] in ("cold", None)
         ref = row["py_compile_us"]
-        row["package_vs_py"] = row["py_package_us"] / ref - 1
+        if "py_package_us" in row:
+            row["package_vs_py"] = row["py_package_us"] / ref - 1
         if row["kforge_us"]:
             row["kforge_vs_py"] = row["kforge_us"] / ref - 1
-        if judged:
-            worst = max(worst, abs(row.get("kforge_vs_py", row["package_vs_py"])))
+        if judged and ("kforge_vs_py" in row or "package_vs_py" in row):
+            worst = max(worst, abs(row.get("kforge_vs_py", row.get("package_vs_py", 0))))
         row["judged"] = judged
         rows.append(row)
         kfs = f"{row['kforge_us']:9.1f}" if row["kforge_us"] else "        -"
         print(f"{spec['name']:26s} {case_name:28s} {mode:12s} eager {row['eager_us']:9.1f}  py {ref:9.1f}  "
-              f"pkg(py) {row['py_package_us']:9.1f} ({row['package_vs_py']*100:+5.1f}%)  kforge {kfs}"
+              + (f"pkg(py) {row['py_package_us']:9.1f} ({row['package_vs_py']*100:+5.1f}%)  " if "py_package_us" in row else "")
+              + f"kforge {kfs}"
               + (f" ({row['kforge_vs_py']*100:+5.1f}%)" if "kforge_vs_py" in row else "") + ("" if judged else "  [below floor]"),
               flush=True)
     if a.out:
