@@ -100,9 +100,18 @@ TEST(export_cache, exports_once_then_hits_the_cache_keyed_by_mode) {
   EXPECT_FALSE(failed.ok());
   EXPECT_NE(failed.skipped.find("exit code 1"), std::string::npos) << failed.skipped;
   EXPECT_NE(failed.skipped.find("autotune blew up"), std::string::npos) << failed.skipped;
-  int files = 0;
-  for (auto& e : std::filesystem::directory_iterator(d.path() / "cache/aoti")) files += e.is_regular_file();
-  EXPECT_EQ(files, 1);
+  int packages = 0, manifests = 0;
+  for (auto& e : std::filesystem::directory_iterator(d.path() / "cache/aoti")) {
+    packages += e.path().extension() == ".pt2";
+    manifests += e.path().extension() == ".json";
+  }
+  EXPECT_EQ(packages, 1);
+  EXPECT_EQ(manifests, 1);  // beside the package: what it was made from (tests/gpu/compile_parity.py reads it)
+  std::string manifest_path = first.pt2.substr(0, first.pt2.size() - 4) + ".json";
+  nlohmann::json manifest = nlohmann::json::parse(read_file(manifest_path));
+  EXPECT_EQ(manifest["case"], "N=4");
+  EXPECT_EQ(manifest["mode"], "default");
+  EXPECT_EQ(manifest["spec"]["hash"], tiny_spec().hash);
   nlohmann::json impl = cache.impl_for(tiny_spec(), {"N=4"}, "cuda", "sm90-nvidia-h200");
   EXPECT_EQ(impl["pt2"]["N=4"]["default"], first.pt2);
   EXPECT_TRUE(impl["skipped"]["N=4"].contains("max-autotune"));
