@@ -1,5 +1,5 @@
 // What the worker's commands look like (docs/worker-protocol.md): a table of named handlers that take a request
-// and return a response. The table itself is in worker_commands_torch.cpp (the device side); to add a command,
+// and return a response. The table itself is beside the worker's main (tool/worker/main.cpp); to add a command,
 // write a handler and add one line there. Core header: no LibTorch here.
 #pragma once
 #include <functional>

@@ -18,7 +18,7 @@
 
 #include <ATen/Parallel.h>
 
-#include "exec/worker_table.h"
+#include "exec/worker_device.h"
 #include "impl_kind_torch.h"
 #include "measure/cpu_sampler.h"
 #include "measure/floor.h"

@@ -33,8 +33,6 @@ const std::vector<std::unique_ptr<family>>& families() {
   return table;
 }
 
-std::string_view device_kind_name(device_kind d) { return d == device_kind::cpu ? "cpu" : "cuda"; }
-
 const family* find_family(std::string_view name, device_kind device) {
   for (auto& f : families())
     if (f->name() == name && f->device() == device) return f.get();

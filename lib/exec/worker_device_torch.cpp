@@ -1,4 +1,5 @@
-// The worker's command table (add a command: one line below), its device setup and the `env` command.
+// The worker's device side: binding to the device, its health check and the `env` command (the table of commands
+// is beside the worker's main, tool/worker/main.cpp).
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,10 +16,8 @@
 
 #include <fmt/format.h>
 
-#include "exec/worker_table.h"
-#include "measure/measure_command.h"
+#include "exec/worker_device.h"
 #include "util/error.h"
-#include "verify/verify_worker.h"
 
 namespace kf {
 namespace {
@@ -38,11 +37,11 @@ std::string cpu_model() {
 std::string version_text(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
 #endif
 
+}  // namespace
+
 nlohmann::json env_command(const nlohmann::json&, worker_context& ctx) {
   return {{"ok", true}, {"env", worker_env(ctx)}};
 }
-
-}  // namespace
 
 nlohmann::json worker_env(const worker_context& ctx) {
   nlohmann::json env = {{"device", ctx.device.str()}, {"torch", TORCH_VERSION}, {"cpu_model", cpu_model()},
@@ -77,17 +76,6 @@ nlohmann::json worker_env(const worker_context& ctx) {
 #else
   throw infra_error("this kforge-worker was built without CUDA");
 #endif
-}
-
-const std::vector<worker_command>& worker_commands() {
-  static const std::vector<worker_command> table = [] {
-    std::vector<worker_command> t = core_worker_commands();  // hello, shutdown, debug
-    t.push_back({"env", "the device, driver and library versions", env_command});
-    t.push_back({"verify", "the dynamic verify rules on one implementation (DESIGN.md \"Verify\")", verify_command});
-    t.push_back({"measure", "cold/hot timing of implementations against floors", measure_command});
-    return t;
-  }();
-  return table;
 }
 
 void worker_setup(worker_context& ctx) {
