@@ -13,8 +13,6 @@
 
 namespace kf {
 
-// device_kind_name is defined with the family table (search/families.cpp).
-
 std::string_view device_kind_name(device_kind d) { return d == device_kind::cpu ? "cpu" : "cuda"; }
 
 std::string device_id::str() const {
