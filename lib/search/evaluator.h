@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "search/mcts.h"
-#include "store/search_db.h"
+#include "search/search_db.h"
 
 namespace kf {
 

@@ -10,7 +10,7 @@
 #include "search/evaluator.h"
 #include "search/mcts.h"
 #include "search/proposer.h"
-#include "store/search_db.h"
+#include "search/search_db.h"
 
 namespace kf {
 

@@ -4,7 +4,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
-#include "store/search_db.h"
+#include "search/search_db.h"
 
 namespace kf {
 

@@ -1,4 +1,4 @@
-#include "store/search_db.h"
+#include "search/search_db.h"
 
 #include <sqlite3.h>
 
