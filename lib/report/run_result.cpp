@@ -32,9 +32,7 @@ std::string_view check_outcome_name(check_outcome o) {
   return "?";
 }
 
-namespace {
-
-int severity(check_outcome o) {
+int outcome_severity(check_outcome o) {
   switch (o) {
     case check_outcome::passed: return 0;
     case check_outcome::skipped: return 1;
@@ -44,7 +42,10 @@ int severity(check_outcome o) {
   }
   return 4;
 }
-check_outcome worse(check_outcome a, check_outcome b) { return severity(a) >= severity(b) ? a : b; }
+check_outcome worse(check_outcome a, check_outcome b) { return outcome_severity(a) >= outcome_severity(b) ? a : b; }
+
+namespace {
+
 
 template <typename E>
 E parse_enum(const json& j, std::string_view field, std::initializer_list<E> all, std::string_view (*name)(E)) {

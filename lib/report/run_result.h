@@ -106,6 +106,9 @@ struct verification {
 // inconclusive: the data could not decide within the cap (too noisy); neither a pass nor a failure, shown apart.
 enum class check_outcome { passed, failed, skipped, error, inconclusive };
 std::string_view check_outcome_name(check_outcome o);
+// passed < skipped < inconclusive < error < failed: the worse of two outcomes is the one a summary shows.
+int outcome_severity(check_outcome o);
+check_outcome worse(check_outcome a, check_outcome b);
 
 // One gate decision, rendered as one JUnit testcase: kind "verify" | "beats" | "regression" | "kernel".
 struct gate_check {

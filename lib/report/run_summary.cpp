@@ -10,17 +10,6 @@
 namespace kf {
 namespace {
 
-int severity(check_outcome o) {  // as run_result.cpp: the worse wins
-  switch (o) {
-    case check_outcome::passed: return 0;
-    case check_outcome::skipped: return 1;
-    case check_outcome::inconclusive: return 2;
-    case check_outcome::error: return 3;
-    case check_outcome::failed: return 4;
-  }
-  return 4;
-}
-
 bool counts(const gate_check& k, const std::string* case_name) {
   if (k.advisory || is_missing_history(k)) return false;
   return !case_name || k.case_name.empty() || k.case_name == *case_name;
@@ -29,7 +18,7 @@ bool counts(const gate_check& k, const std::string* case_name) {
 check_outcome worst(const workload_result& w, const std::string* case_name) {
   check_outcome o = w.error.empty() ? check_outcome::passed : check_outcome::error;
   for (auto& k : w.checks)
-    if (counts(k, case_name) && severity(k.outcome) > severity(o)) o = k.outcome;
+    if (counts(k, case_name) && outcome_severity(k.outcome) > outcome_severity(o)) o = k.outcome;
   return o;
 }
 
