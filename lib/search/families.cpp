@@ -7,6 +7,7 @@
 
 #include "search/family.h"
 #include "search/graph_match.h"
+#include "spec/spec_parse.h"
 #include "util/error.h"
 
 namespace kf {
@@ -32,6 +33,30 @@ const std::vector<std::unique_ptr<family>>& families() {
   }();
   return table;
 }
+
+namespace {
+
+// The names a spec's search.families may use (spec_parse.h's known_family_names): every family by base name
+// (`row_softmax` selects row_softmax_cpu and row_softmax_cuda, see family_selected), then by full name.
+std::vector<std::string> family_spec_names() {
+  std::vector<std::string> base, full;
+  auto add = [](std::vector<std::string>& v, const std::string& n) {
+    if (std::find(v.begin(), v.end(), n) == v.end()) v.push_back(n);
+  };
+  for (auto& f : families()) {
+    std::string n = f->name(), suffix = fmt::format("_{}", device_kind_name(f->device()));
+    if (n.ends_with(suffix)) add(base, n.substr(0, n.size() - suffix.size()));
+    add(full, n);
+  }
+  for (auto& n : full) add(base, n);
+  return base;
+}
+
+// spec sits below search: the table tells the spec parser its names at static initialization. Binaries that parse
+// search.families link this file through families() (the search, the tests); one that did not would assert.
+[[maybe_unused]] const bool k_family_names_installed = set_family_names_source(family_spec_names);
+
+}  // namespace
 
 const family* find_family(std::string_view name, device_kind device) {
   for (auto& f : families())

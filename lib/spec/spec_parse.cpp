@@ -10,7 +10,6 @@
 
 #include <fmt/format.h>
 
-#include "search/family.h"
 #include "spec/ops.h"
 #include "spec/spec_parse_detail.h"
 #include "util/fs.h"
@@ -22,21 +21,25 @@ namespace kf {
 namespace fs = std::filesystem;
 using detail::parse_locs;
 
+namespace {
+
+family_names_source& installed_family_names() {
+  static family_names_source source = nullptr;  // constant-initialized: safe to set from another file's static init
+  return source;
+}
+
+}  // namespace
+
+bool set_family_names_source(family_names_source source) {
+  KF_ASSERT(!installed_family_names() || installed_family_names() == source, "two family name sources installed");
+  installed_family_names() = source;
+  return true;
+}
+
 const std::vector<std::string>& known_family_names() {
-  // The families of lib/search's table by base name (`row_softmax` selects row_softmax_cpu and
-  // row_softmax_cuda, see family_selected), then by full name.
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> base, full;
-    auto add = [](std::vector<std::string>& v, const std::string& n) {
-      if (std::find(v.begin(), v.end(), n) == v.end()) v.push_back(n);
-    };
-    for (auto& f : families()) {
-      std::string n = f->name(), suffix = fmt::format("_{}", device_kind_name(f->device()));
-      if (n.ends_with(suffix)) add(base, n.substr(0, n.size() - suffix.size()));
-      add(full, n);
-    }
-    for (auto& n : full) add(base, n);
-    return base;
+    KF_ASSERT(installed_family_names(), "no family table linked (lib/search/families.cpp installs the family names)");
+    return installed_family_names()();
   }();
   return names;
 }

@@ -9,6 +9,10 @@
 
 namespace kf {
 
+// The most dims a spec's tensor may have: the kernel ABI's kf_tensor holds that many (exec/kf_abi.h's KF_MAX_DIMS;
+// exec, above spec, asserts that they agree).
+constexpr int k_max_dims = 8;
+
 struct spec_diagnostic {
   source_loc loc;
   std::string field;    // e.g. "graph[1].softmax.dim"; empty for file-level problems
@@ -29,8 +33,13 @@ workload_spec load_spec(const std::string& name_or_path, const std::string& work
 // The spec files (*.yaml, *.yml) directly inside `dir`, sorted. Throws user_error when `dir` is not a folder.
 std::vector<std::string> find_specs(const std::string& dir);
 
-// The kernel family names a spec's `search.families` may use. Kept in step with lib/search's family table.
+// The kernel family names a spec's `search.families` may use: by base name (`row_softmax` selects row_softmax_cpu
+// and row_softmax_cuda), then by full name. spec sits below search, so the family table installs the list
+// (search/families.cpp, at static initialization); asking before any did is a broken invariant.
 const std::vector<std::string>& known_family_names();
+using family_names_source = std::vector<std::string> (*)();
+// Installs the source of known_family_names() (one source; returns true so it can initialize a constant).
+bool set_family_names_source(family_names_source source);
 // Baseline names (eager, compile, vendor) and libraries a candidate may be allowed to call.
 const std::vector<std::string>& baseline_names();
 const std::vector<std::string>& library_names();
