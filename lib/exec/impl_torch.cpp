@@ -15,9 +15,12 @@
 #include "exec/kf_abi.h"
 #include "spec/ops_torch.h"
 #include "spec/reference_torch.h"
+#include "spec/spec_parse.h"
 #include "util/error.h"
 
 namespace kf {
+
+static_assert(KF_MAX_DIMS == k_max_dims, "the kernel ABI and the spec disagree on the most dims of a tensor");
 
 c10::Device torch_device(const device_id& d) {
   return d.kind == device_kind::cuda ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(d.index))

@@ -6,8 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "exec/kf_abi.h"
-
+#include "spec/spec_parse.h"
 #include "spec/spec_parse_detail.h"
 
 namespace kf::detail {
@@ -92,8 +91,8 @@ void parse_init(yaml_reader& r, const YAML::Node& n, const std::string& field, i
 
 void parse_shape(yaml_reader& r, const YAML::Node& n, const std::string& field, input_spec* in, bool* ok) {
   if (!r.check_list(n, field)) { *ok = false; return; }
-  if (n.size() > KF_MAX_DIMS) {  // the kernel ABI's kf_tensor holds that many
-    r.error(n, field, fmt::format("expected at most {} dims (the kernel ABI's kf_tensor), got {}", KF_MAX_DIMS, n.size()));
+  if (n.size() > k_max_dims) {  // the kernel ABI's kf_tensor holds that many
+    r.error(n, field, fmt::format("expected at most {} dims (the kernel ABI's kf_tensor), got {}", k_max_dims, n.size()));
     *ok = false;
     return;
   }
