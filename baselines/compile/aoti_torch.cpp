@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 
-#include "impl_kind_torch.h"
+#include "measure/impl_kind_torch.h"
 
 namespace kf {
 

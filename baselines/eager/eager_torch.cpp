@@ -1,6 +1,6 @@
 // The eager baseline: the workload's graph run op by op by LibTorch (the spec's run_graph, the same code as
 // the reference), on the measuring stream. Its allocations are part of what eager costs.
-#include "impl_kind_torch.h"
+#include "measure/impl_kind_torch.h"
 #include "spec/reference_torch.h"
 
 namespace kf {

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "impl_kind_torch.h"
+#include "measure/impl_kind_torch.h"
 #include "spec/ops.h"
 #include "vendor/vendor_ops_torch.h"
 

@@ -1,5 +1,5 @@
-// The implementation-kind table: see impl_kind_torch.h.
-#include "impl_kind_torch.h"
+// The implementation-kind registry: see impl_kind_torch.h.
+#include "measure/impl_kind_torch.h"
 
 #include <optional>
 
@@ -8,16 +8,26 @@
 #include <c10/cuda/CUDAStream.h>
 #endif
 
+#include "util/error.h"
+
 namespace kf {
 
-const std::vector<timed_impl_kind>& timed_impl_kinds() {
-  static const std::vector<timed_impl_kind> table{
+namespace {
+
+std::vector<timed_impl_kind>& registry() {
+  static std::vector<timed_impl_kind> table{
       {"kernel", "a compiled candidate (kf_launch in a shared object)", prepare_kernel},
-      {"eager", "LibTorch eager, op by op", prepare_eager},
-      {"compile", "torch.compile through an AOTInductor package (.pt2)", prepare_compile},
-      {"vendor", "the vendor library (cuDNN / cuBLASLt) for the graph's core op", prepare_vendor},
   };
   return table;
+}
+
+}  // namespace
+
+const std::vector<timed_impl_kind>& timed_impl_kinds() { return registry(); }
+
+void register_timed_impl_kind(timed_impl_kind kind) {
+  KF_ASSERT(!find_timed_impl_kind(kind.kind), "implementation kind {} registered twice", kind.kind);
+  registry().push_back(std::move(kind));
 }
 
 const timed_impl_kind* find_timed_impl_kind(const std::string& kind) {

@@ -1,6 +1,7 @@
-// The worker's implementation kinds (docs/worker-protocol.md `impl`): a table keyed by kind ("kernel",
+// The worker's implementation kinds (docs/worker-protocol.md `impl`): a registry keyed by kind ("kernel",
 // "eager", "compile", "vendor") whose entries turn a protocol impl object and a case's inputs into launches
 // the timing loop can call. "Not available for this op" is a result, carried in the prepared entry.
+// measure owns "kernel"; the baselines register theirs (baselines/register.h, called by the worker's main).
 // Include only from *_torch.cpp files.
 #pragma once
 #include <functional>
@@ -41,14 +42,14 @@ struct timed_impl_kind {
   impl_preparer prepare;
 };
 
+// "kernel" first, then the registered kinds in the order they were registered.
 const std::vector<timed_impl_kind>& timed_impl_kinds();
 const timed_impl_kind* find_timed_impl_kind(const std::string& kind);
+// Adds a kind (a baseline's). Call before the worker serves requests; a kind registered twice asserts.
+void register_timed_impl_kind(timed_impl_kind kind);
 
-// The entries, each in its own file.
-std::vector<prepared_impl> prepare_kernel(const nlohmann::json& impl, const impl_context& ctx);   // lib/measure
-std::vector<prepared_impl> prepare_eager(const nlohmann::json& impl, const impl_context& ctx);    // baselines/eager
-std::vector<prepared_impl> prepare_compile(const nlohmann::json& impl, const impl_context& ctx);  // baselines/compile
-std::vector<prepared_impl> prepare_vendor(const nlohmann::json& impl, const impl_context& ctx);   // baselines/vendor
+// The "kernel" entry (kernel_impl_torch.cpp).
+std::vector<prepared_impl> prepare_kernel(const nlohmann::json& impl, const impl_context& ctx);
 
 // Runs `body` with `stream` (a cudaStream_t, null on cpu) as LibTorch's current stream, turning a LibTorch
 // error into measure::launch_failure (a result about the implementation).

@@ -8,7 +8,7 @@
 
 #include "exec/impl_torch.h"
 #include "exec/kf_abi.h"
-#include "impl_kind_torch.h"
+#include "measure/impl_kind_torch.h"
 #include "measure/device_kernels.h"
 #include "spec/ops.h"
 #include "spec/ops_torch.h"

@@ -19,7 +19,7 @@
 #include <ATen/Parallel.h>
 
 #include "exec/worker_device.h"
-#include "impl_kind_torch.h"
+#include "measure/impl_kind_torch.h"
 #include "measure/cpu_sampler.h"
 #include "measure/floor.h"
 #include "measure/timing.h"

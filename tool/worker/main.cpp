@@ -2,6 +2,7 @@
 // stdin/stdout (docs/worker-protocol.md); a candidate that crashes or hangs takes only this process down.
 // Its command table is here, above every layer whose commands it runs (add a command: one line below).
 #include "exec/worker_device.h"
+#include "register.h"  // baselines/
 #include "measure/measure_command.h"
 #include "verify/verify_worker.h"
 
@@ -22,4 +23,7 @@ const std::vector<worker_command>& worker_commands() {
 }  // namespace
 }  // namespace kf
 
-int main(int argc, char** argv) { return kf::run_worker(argc, argv, kf::worker_commands(), kf::worker_setup); }
+int main(int argc, char** argv) {
+  kf::register_baselines();  // measure's "eager", "compile" and "vendor" implementation kinds
+  return kf::run_worker(argc, argv, kf::worker_commands(), kf::worker_setup);
+}
