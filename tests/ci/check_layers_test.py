@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""ci/check-layers fails on a planted upward include and on a cycle between peers, naming file:line and the
+layers, and passes on the same copy without them. Runs on a temporary copy of lib/, baselines/ and tool/."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+SCRIPT = os.path.join(ROOT, "ci", "check-layers")
+
+
+def run(root):
+    p = subprocess.run([sys.executable, SCRIPT, "--root", root], capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
+
+
+def expect(cond, what, out):
+    if not cond:
+        print(f"FAIL: {what}\n{out}")
+        sys.exit(1)
+
+
+def plant(root, rel, text):
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        for top in ("lib", "baselines", "tool"):
+            shutil.copytree(os.path.join(ROOT, top), os.path.join(tmp, top))
+        rc, out = run(tmp)
+        expect(rc == 0, "the copied tree passes", out)
+
+        # util is the lowest layer: including spec from it goes upward.
+        plant(tmp, "lib/util/planted.h", '#pragma once\n\n#include "spec/spec.h"\n')
+        rc, out = run(tmp)
+        expect(rc == 1, "an upward include fails", out)
+        expect("lib/util/planted.h:3: util includes spec (lib/spec/spec.h), a higher layer" in out,
+               "the failure names file:line and both layers", out)
+        os.remove(os.path.join(tmp, "lib/util/planted.h"))
+
+        # lib/ includes baselines/ through the include path, without the folder's name.
+        plant(tmp, "lib/measure/planted.cpp", '#include "register.h"\n')
+        rc, out = run(tmp)
+        expect(rc == 1 and "lib/measure/planted.cpp:1: measure includes baselines" in out,
+               "an include resolved through baselines/ is ordered too", out)
+        os.remove(os.path.join(tmp, "lib/measure/planted.cpp"))
+
+        # verify and measure are peers: one may include the other, both ways closes a cycle.
+        plant(tmp, "lib/verify/planted_a.h", '#pragma once\n#include "measure/stats.h"\n')
+        rc, out = run(tmp)
+        expect(rc == 0, "a peer include without a cycle passes", out)
+        plant(tmp, "lib/measure/planted_b.h", '#pragma once\n#include "verify/verdict.h"\n')
+        rc, out = run(tmp)
+        expect(rc == 1 and "closing a cycle between peers" in out and "lib/measure/planted_b.h:2" in out
+               and "lib/verify/planted_a.h:2" in out, "a cycle between peers fails on each of its includes", out)
+        os.remove(os.path.join(tmp, "lib/verify/planted_a.h"))
+        os.remove(os.path.join(tmp, "lib/measure/planted_b.h"))
+
+        # A folder in no tier is an error, not a silent pass.
+        plant(tmp, "lib/pipeline/planted.h", '#pragma once\n#include "util/error.h"\n')
+        rc, out = run(tmp)
+        expect(rc == 1 and "pipeline is in no tier" in out, "an unordered folder fails", out)
+        os.remove(os.path.join(tmp, "lib/pipeline/planted.h"))
+
+        # An allowlisted include that is gone fails, so the allowlist only shrinks.
+        path = os.path.join(tmp, "lib/search/worker_evaluator.cpp")
+        with open(path) as f:
+            kept = f.read()
+        with open(path, "w") as f:
+            f.write(kept.replace('#include "compile/export_cache.h"', ""))
+        rc, out = run(tmp)
+        expect(rc == 1 and "allowlisted include of baselines/compile/export_cache.h is gone" in out,
+               "a stale allowlist entry fails", out)
+        with open(path, "w") as f:
+            f.write(kept)
+
+        rc, out = run(tmp)
+        expect(rc == 0, "the copy passes again once the plants are gone", out)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
