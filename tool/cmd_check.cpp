@@ -1,4 +1,4 @@
-// kforge check: compile one kernel and verify it against a workload on every case (DESIGN.md "Verify"): the
+// kforge check: compile one kernel and verify it against a workload on every case (docs/design.md "Verify"): the
 // static scan, the compile, then the dynamic rules in a worker, case by case. Prints the verdict per rule and
 // case. Exit 0 passed, 1 failed (a compile error, a crash, a hang and an exit included), 2 bad inputs.
 #include <cstdio>
@@ -72,7 +72,7 @@ int check_run(const std::vector<std::string>& argv) {
 
   check_options opt;
   opt.seeds = a.get_int("seeds", 3);
-  if (opt.seeds < 3) throw user_error(fmt::format("--seeds: at least 3 (DESIGN.md \"Verify\"), got {}", opt.seeds));
+  if (opt.seeds < 3) throw user_error(fmt::format("--seeds: at least 3 (docs/design.md \"Verify\"), got {}", opt.seeds));
   const double timeout = a.get_double_in("timeout", 30, 0.001, 86400, "seconds");
   opt.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
   opt.adversarial = !a.has("no-adversarial");

@@ -167,7 +167,7 @@ void workloads(doctor_report* r, const doctor_options& o) {
     bad += !parse_spec(f, &s).empty();
   }
   if (files.empty())
-    r->checks.push_back({"warn", "workloads", o.workloads_dir + " holds no *.yaml specs", "add a spec (see DESIGN.md, Workload spec)"});
+    r->checks.push_back({"warn", "workloads", o.workloads_dir + " holds no *.yaml specs", "add a spec (see docs/workload-spec.md)"});
   else if (bad)
     r->checks.push_back({"warn", "workloads", fmt::format("{}: {} specs, {} invalid", o.workloads_dir, files.size(), bad),
                          "kforge validate " + o.workloads_dir});

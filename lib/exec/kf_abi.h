@@ -1,4 +1,4 @@
-/* kforge candidate kernel ABI, version 1 (DESIGN.md "Candidate kernel ABI").
+/* kforge candidate kernel ABI, version 1 (docs/design.md "Candidate kernel ABI").
  * A candidate is one translation unit that includes only this header, CUDA/CCCL headers and the
  * standard library, and exports kf_launch. Inputs and outputs follow the spec's order; outputs are
  * allocated (and poisoned) by the harness. All work goes on `stream` (a cudaStream_t; null on cpu).

@@ -1,4 +1,4 @@
-// The gate (DESIGN.md "Gate"): turns a workload's verification and timings into checks with verdicts.
+// The gate (docs/design.md "Gate"): turns a workload's verification and timings into checks with verdicts.
 // correctness (verify[<case>]), must_beat (beats[<baseline>][<case>]), regression against the merge-base's
 // kernel measured in the same run or the history note (regression[<case>]), and a missing kernel (kernel).
 // Missing history or kernel is reported as a check, never passed in silence.

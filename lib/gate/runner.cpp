@@ -160,7 +160,7 @@ workload_result run_one(const workload_spec& spec, run_backend& backend, const s
   w.compile_log = tail(checked.compile_log);
   if (w.verify.verdict != "passed" || checked.so_path.empty()) return finish();
 
-  // The merge-base's version of a kernel this change touched, measured alongside (DESIGN.md "Gate").
+  // The merge-base's version of the kernel, timed alongside (docs/design.md "Gate", docs/statistics.md).
   std::string base_so, base_note;
   if (repo && !base_commit.empty()) {
     std::optional<std::string> base_src;

@@ -1,4 +1,4 @@
-// What the LLM proposer tells the model (DESIGN.md "Search": the spec, the eager reference, the parent's
+// What the LLM proposer tells the model (docs/design.md "Search": the spec, the eager reference, the parent's
 // timing against the floor, the compiler's resource report, the failed siblings) and how it reads the answer.
 #pragma once
 #include <optional>

@@ -1,4 +1,4 @@
-// The timing protocol on a CUDA device (DESIGN.md "Measure"). Cold: flush L2, hold the stream with a
+// The timing protocol on a CUDA device (docs/design.md "Measure"). Cold: flush L2, hold the stream with a
 // blocking kernel, record events around one launch, release, sync. Hot: a CUDA graph of N back-to-back
 // launches (N so a replay lasts about 1 ms, at most 1000), timed per replay, reported per launch. Samples
 // taken while the SM clock is below 75 % of the maximum (read through NVML, if present) are discarded.

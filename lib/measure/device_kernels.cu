@@ -1,4 +1,4 @@
-// The tiny kernels the timing protocol needs (DESIGN.md "Measure"): an empty kernel for the launch
+// The tiny kernels the timing protocol needs (docs/design.md "Measure"): an empty kernel for the launch
 // floor, and a kernel that holds a stream until the host releases it, so the events and the launch
 // under test are all queued before the GPU starts (nvbench's blocking_kernel).
 #include "measure/device_kernels.h"

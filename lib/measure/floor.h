@@ -1,4 +1,4 @@
-// The speed-of-light floor of a case (DESIGN.md "Measure"): the larger of the bandwidth floor (unavoidable
+// The speed-of-light floor of a case (docs/design.md "Measure"): the larger of the bandwidth floor (unavoidable
 // bytes over the copy bandwidth measured in the same run) and the launch floor (an empty kernel timed by the
 // same protocol: cold, and inside a graph for hot).
 #pragma once

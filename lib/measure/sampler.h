@@ -1,4 +1,4 @@
-// The device side of the timing protocol behind a small interface (DESIGN.md "Measure"): a sampler takes one
+// The device side of the timing protocol behind a small interface (docs/design.md "Measure"): a sampler takes one
 // cold sample of a launch, or builds a hot loop of back-to-back launches. cuda_sampler_torch.cpp implements
 // it with events, an L2 flush and CUDA graphs; cpu_sampler.cpp with steady_clock and a cache flush; tests
 // use a fake. The interleaving and the stopping rule (timing.h) do not know which one they drive.
@@ -64,7 +64,7 @@ class sampler {
   virtual launch_fn empty_launch() = 0;
   // How samples are checked against the clock ("nvml: discarding below 1485 MHz", "not available: ...").
   virtual std::string clock_check() const = 0;
-  // The environment the samples were taken in (DESIGN.md "Measure": GPU name, SM count, clocks, driver,
+  // The environment the samples were taken in (docs/design.md "Measure": GPU name, SM count, clocks, driver,
   // CUDA, cuDNN and torch versions; on cpu the CPU model and threads).
   virtual nlohmann::json environment() const = 0;
 };

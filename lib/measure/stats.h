@@ -1,4 +1,4 @@
-// Statistics over timing samples (DESIGN.md "Measure", "Gate"): order statistics, noise, the Mann-Whitney U
+// Statistics over timing samples (docs/statistics.md): order statistics, noise, the Mann-Whitney U
 // test the gate uses to call a slowdown significant, and the stopping rule of the measuring loop.
 #pragma once
 #include <cstddef>

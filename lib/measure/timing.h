@@ -1,4 +1,4 @@
-// Times several implementations of one case together (DESIGN.md "Measure"): one sample of each per round,
+// Times several implementations of one case together (docs/design.md "Measure"): one sample of each per round,
 // so drift hits all alike, each with its own stopping rule; cold samples always, hot samples for short ones.
 #pragma once
 #include <functional>

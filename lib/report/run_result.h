@@ -87,7 +87,7 @@ struct case_result {
   impl_result* find(std::string_view impl);
 };
 
-// One verification check (DESIGN.md "Verify") as the worker reported it.
+// One verification check (docs/design.md "Verify") as the worker reported it.
 struct verify_check {
   std::string rule;       // "matches_reference", "writes_every_output", ...
   std::string case_name;  // empty for checks that are not per case (the static scan)

@@ -1,4 +1,4 @@
-// The LLM proposer (DESIGN.md "Search": llm): an OpenAI-compatible or Anthropic endpoint rewrites the node's
+// The LLM proposer (docs/design.md "Search": llm): an OpenAI-compatible or Anthropic endpoint rewrites the node's
 // kernel, told the spec, the eager semantics, the kernel ABI, the node's time against the fastest baseline and
 // the siblings that failed (with why). Its children have no family or knobs; expanding them asks again.
 #pragma once

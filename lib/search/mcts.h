@@ -1,4 +1,4 @@
-// The search tree and its policy (DESIGN.md "Search"): UCT selection on the reward log(t_best_baseline / t),
+// The search tree and its policy (docs/design.md "Search"): UCT selection on the reward log(t_best_baseline / t),
 // progressive widening, stagnation pruning. Pure logic: no timing, no compiling, no storage; the driver
 // (search_driver) feeds it evaluation results and persists what it holds.
 #pragma once

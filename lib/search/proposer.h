@@ -1,5 +1,5 @@
 // A proposer turns a node of the search tree into candidate children. It never compiles or times anything
-// (DESIGN.md "Search": template | llm). Proposers are entries in a table keyed by name.
+// (docs/design.md "Search": template | llm). Proposers are entries in a table keyed by name.
 #pragma once
 #include <functional>
 #include <memory>

@@ -1,4 +1,4 @@
-// Where a search starts (DESIGN.md "Search": roots): the stored winner for this GPU key, stored winners of other
+// Where a search starts (docs/design.md "Search": roots): the stored winner for this GPU key, stored winners of other
 // GPU keys whose .json names a family + knobs that this device's family of the same kind can re-emit, and each
 // covering family's default variant.
 #pragma once

@@ -69,7 +69,7 @@ class worker_evaluator final : public evaluator {
  private:
   // `r` holds the static scan's stage (passed): compile, then screen and full verify and measure.
   eval_result after_compile(eval_result r, const compile_result& cr, double full_below_us);
-  // The static scan of the source (DESIGN.md "Verify", last rule); false with r set to verify_failed on a finding.
+  // The static scan of the source (docs/design.md "Verify"); false with r set to verify_failed on a finding.
   bool scan(const candidate& c, eval_result& r);
   // What verify_in_worker is asked for: these cases and seeds, within the evaluator's verify timeout.
   check_options check_options_for(const std::vector<std::string>& cases, int seeds) const;

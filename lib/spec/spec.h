@@ -1,4 +1,4 @@
-// The workload spec (DESIGN.md "Workload spec", version 1) as plain data. Parsing and validation live in
+// The workload spec (docs/workload-spec.md, version 1) as plain data. Parsing and validation live in
 // spec_parse.*, shape/dtype inference in ops.*. The worker gets a spec as JSON (to_json / spec_from_json).
 #pragma once
 #include <cstdint>

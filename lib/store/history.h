@@ -1,5 +1,5 @@
 // Timing history in git: a JSON note per commit under refs/notes/kforge, holding a compact record of a run per
-// GPU key (DESIGN.md "Gate"; history_note.h says what is kept). Recording merges into the note (other GPU keys
+// GPU key (docs/design.md "Stores"; history_note.h says what is kept). Recording merges into the note (other GPU keys
 // are kept; within this key a workload replaces the one of the same name). A PR compares with the note on its
 // merge-base. Notes of the older schema "kforge.note/1" (full run results, raw samples) still load.
 #pragma once

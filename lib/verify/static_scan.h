@@ -1,4 +1,4 @@
-// The static scan of a candidate's source (DESIGN.md "Verify", last rule): no stream or thread creation, no
+// The static scan of a candidate's source (docs/design.md "Verify", the first stage): no stream or thread creation, no
 // device-wide sync, no host I/O, no process calls, no L2 persistence, no run-time code loading, no calls into
 // torch/ATen/cuDNN/cuBLAS unless the spec allows the library. Comments and string literals are blanked first, so
 // a rule named in a comment or a message is not a finding. The dynamic checks stay the backstop: a scan of text

@@ -1,4 +1,4 @@
-// How close a candidate's output must be to the float64 reference (DESIGN.md "Verify": tolerance defaults from
+// How close a candidate's output must be to the float64 reference (docs/design.md "Verify": tolerance defaults from
 // the output dtype and is never looser than eager's own error x 4).
 //
 // An element passes when |out - ref| <= atol + rtol * |ref|. Eager's error is measured in units of the dtype

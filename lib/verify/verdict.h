@@ -17,7 +17,7 @@ struct rule_info {
   rule_stage stage;
   std::string_view summary;  // what a passing candidate does
 };
-// Every rule a check may name (DESIGN.md "Verify"); reports list them in this order.
+// Every rule a check may name (docs/design.md "Verify"); reports list them in this order.
 const std::vector<rule_info>& verify_rules();
 const rule_info* find_rule(std::string_view name);
 

@@ -1,4 +1,4 @@
-// The dynamic verify rules (DESIGN.md "Verify"), run in the worker. Per case and seed, on fresh guarded buffers:
+// The dynamic verify rules (docs/design.md "Verify"), run in the worker. Per case and seed, on fresh guarded buffers:
 //   T1 first run: the candidate runs before anything else touched this input (no leftovers to read), outputs
 //      poisoned; read after syncing only the run stream, then again after everything settled (stream); inputs
 //      compared with a copy (inputs_unchanged); guards intact (writes_outside_outputs); then the float64

@@ -1,4 +1,4 @@
-// The worker's `verify` command (docs/worker-protocol.md): runs the dynamic rules of DESIGN.md "Verify" on one
+// The worker's `verify` command (docs/worker-protocol.md): runs the dynamic rules of docs/design.md "Verify" on one
 // implementation for the requested cases and seeds, and answers with a verdict.
 //
 // Request: {"cmd": "verify", "spec": <spec JSON>, "impl": {...}, "cases": [names; empty = every case that runs on

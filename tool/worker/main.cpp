@@ -13,7 +13,7 @@ const std::vector<worker_command>& worker_commands() {
   static const std::vector<worker_command> table = [] {
     std::vector<worker_command> t = core_worker_commands();  // hello, shutdown, debug
     t.push_back({"env", "the device, driver and library versions", env_command});
-    t.push_back({"verify", "the dynamic verify rules on one implementation (DESIGN.md \"Verify\")", verify_command});
+    t.push_back({"verify", "the dynamic verify rules on one implementation (docs/design.md \"Verify\")", verify_command});
     t.push_back({"measure", "cold/hot timing of implementations against floors", measure_command});
     return t;
   }();
