@@ -1,5 +1,6 @@
-// Statistics over timing samples (docs/statistics.md): order statistics, noise, the Mann-Whitney U
-// test the gate uses to call a slowdown significant, and the stopping rule of the measuring loop.
+// Statistics over timing samples: order statistics, noise, the noise-based stopping rule of the measuring loop
+// (the search's, and `kforge run --precise`), and a Mann-Whitney U test. The gate's own tests are the paired
+// ratio questions of ratio_test.h (docs/statistics.md).
 #pragma once
 #include <cstddef>
 #include <span>
