@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -53,6 +54,11 @@ std::vector<named_spec> variants() {
 }
 
 TEST(families_cpu, each_graph_is_covered_by_exactly_its_family) {
+  std::set<std::string> named, table;
+  for (auto& v : variants()) named.insert(v.family);
+  for (auto& f : families())
+    if (f->device() == device_kind::cpu) table.insert(f->name());
+  EXPECT_EQ(named, table) << "variants() above: add a graph for each cpu family";
   for (auto& v : variants()) {
     auto fams = covering_families(v.spec, device_kind::cpu);
     std::vector<std::string> names;

@@ -102,6 +102,20 @@ std::vector<family_case> cases() {
   return out;
 }
 
+// The names of the table's families on `device` (a family missing from a hard-coded list of a test would skip it).
+std::set<std::string> table_families(device_kind device) {
+  std::set<std::string> out;
+  for (auto& f : families())
+    if (f->device() == device) out.insert(f->name());
+  return out;
+}
+
+TEST(families_cuda, compile_cases_name_every_cuda_family) {
+  std::set<std::string> named;
+  for (auto& c : cases()) named.insert(c.family);
+  EXPECT_EQ(named, table_families(device_kind::cuda)) << "cases() above: add a case for each cuda family";
+}
+
 TEST(families_cuda, every_seed_workload_has_one_cuda_family_with_a_valid_default) {
   auto all = seeds();
   ASSERT_FALSE(all.empty()) << "no workloads/*.yaml";
@@ -123,11 +137,14 @@ TEST(families_cuda, each_graph_is_covered_by_its_family) {
       {row_norm_spec(false), "group_norm_cuda"},     {row_norm_spec(true), "group_norm_cuda"},
       {pool_spec(), "pool_cuda"},                    {pool_spec("channels_last", dtype::bfloat16), "pool_cuda"},
   };
+  std::set<std::string> named;
   for (auto& [spec, name] : expect) {
+    named.insert(name);
     std::vector<std::string> names;
     for (auto* f : covering_families(spec, device_kind::cuda)) names.push_back(f->name());
     EXPECT_EQ(names, std::vector<std::string>{name}) << spec.name;
   }
+  EXPECT_EQ(named, table_families(device_kind::cuda)) << "add a graph for each cuda family";
   std::string why;
   EXPECT_FALSE(cuda_family("group_norm_cuda").covers(group_norm_spec(true, dtype::bfloat16, "channels_last"), &why));
   EXPECT_NE(why.find("channels_last"), std::string::npos) << why;
