@@ -168,8 +168,9 @@ gate_check beats_check(const case_result& c, std::string_view baseline, bool req
                   numbers);
     case stats::decision::above:
       return make("beats", c.name, b, fail,
-                  fmt::format("kernel {} is not faster than {} {}: {:.2f}x slower ({}){}", us(km), b, us(bm), r.ratio,
-                              interval, tail),
+                  fmt::format("kernel {} is not faster than {} {}: {:.2f}x slower ({:.2f}x to {:.2f}x slower at {:.0f}% "
+                              "confidence, {} pairs){}",
+                              us(km), b, us(bm), r.ratio, r.lo, r.hi, (1 - o.alpha) * 100, r.n, tail),
                   numbers);
     case stats::decision::within:
       return make("beats", c.name, b, fail,
