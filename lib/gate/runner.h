@@ -20,7 +20,7 @@ namespace kf {
 
 class git_repo;
 
-// A candidate after the static scan, compile and the dynamic verify rules (exec's check_candidate).
+// A candidate after the static scan, compile and the dynamic verify rules (verify's check_candidate, verify/check.h).
 struct candidate_check {
   verification verify;      // "passed" or "failed" with every check (compile and static scan included)
   std::string so_path;      // the compiled object, when it compiled

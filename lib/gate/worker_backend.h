@@ -1,4 +1,4 @@
-// The real device side of `kforge run`: the compile service, one kforge-worker, exec's check_candidate for
+// The real device side of `kforge run`: the compile service, one kforge-worker, verify's check_candidate for
 // verification and the measure owner's AOTInductor export cache for the compile baseline.
 #pragma once
 #include <memory>

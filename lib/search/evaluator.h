@@ -1,5 +1,5 @@
 // Evaluating candidates for the search: compile, verify, time. The search sees only this interface, so its
-// logic is tested with a deterministic fake; worker_evaluator (evaluator_worker.*) is the real one.
+// logic is tested with a deterministic fake; worker_evaluator.{h,cpp} is the real one.
 // Multi-fidelity: a quick screen (one gated case verified and timed briefly) for every candidate, then the
 // full protocol (every case, >= 3 seeds, full measure) only for those whose screen time could win.
 #pragma once
