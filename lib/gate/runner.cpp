@@ -13,6 +13,7 @@
 #include "store/winners.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/text.h"
 
 namespace kf {
 using json = nlohmann::json;
@@ -26,8 +27,6 @@ std::string now_iso() {
   return buf;
 }
 
-std::string tail(const std::string& s, size_t n = 4000) { return s.size() <= n ? s : "…" + s.substr(s.size() - n); }
-
 void say(const run_options& o, const std::string& line) {
   if (o.progress) o.progress(line);
 }
@@ -37,7 +36,7 @@ std::string failure_of(const worker_outcome& out) {
   if (!out.ok()) {
     std::string s = fmt::format("the worker {}", out.describe());
     if (!out.message.empty() && out.message != out.describe()) s += ": " + out.message;
-    if (!out.stderr_tail.empty()) s += fmt::format(" (worker log: {})", tail(out.stderr_tail, 600));
+    if (!out.stderr_tail.empty()) s += fmt::format(" (worker log: {})", tail_text(out.stderr_tail, 600));
     return s;
   }
   return out.response.value("error", "the worker answered ok: false without an error");
@@ -157,7 +156,7 @@ workload_result run_one(const workload_spec& spec, run_backend& backend, const s
   std::string source = read_file(k.source);
   candidate_check checked = backend.check(spec, source, spec.name);
   w.verify = std::move(checked.verify);
-  w.compile_log = tail(checked.compile_log);
+  w.compile_log = tail_text(checked.compile_log, 4000);
   if (w.verify.verdict != "passed" || checked.so_path.empty()) return finish();
 
   // The merge-base's version of the kernel, timed alongside (docs/design.md "Gate", docs/statistics.md).

@@ -8,19 +8,16 @@
 #include <fmt/format.h>
 
 #include "compile/export_cache.h"
+#include "measure/stats.h"
 #include "util/error.h"
+#include "util/text.h"
 #include "verify/check.h"
 #include "verify/static_scan.h"
 
 namespace kf {
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return std::nan("");
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+double median(const std::vector<double>& v) { return v.empty() ? std::nan("") : stats::median(v); }
 
 std::vector<double> samples(const nlohmann::json& set) {
   if (!set.is_object() || !set.contains("samples_us") || !set["samples_us"].is_array()) return {};
@@ -38,8 +35,6 @@ double result_us(const nlohmann::json& r, std::string* kind, bool allow_hot = tr
   *kind = "cold";
   return median(samples(r.value("cold", nlohmann::json())));
 }
-
-std::string tail(const std::string& s, size_t n) { return s.size() <= n ? s : "..." + s.substr(s.size() - n); }
 
 }  // namespace
 
@@ -240,7 +235,7 @@ eval_result worker_evaluator::after_compile(eval_result r, const compile_result&
   if (!cr.ok) {
     r.status = node_status::compile_failed;
     r.detail = cr.error.empty() ? "compile error" : cr.error;
-    r.results["compile_log"] = tail(cr.log, 4000);
+    r.results["compile_log"] = tail_text(cr.log, 4000);
     return r;
   }
   if (!verify(cr, {m_gated.front()}, r, "screen_verify", 1)) return r;

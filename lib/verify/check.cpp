@@ -6,6 +6,7 @@
 
 #include "spec/ops.h"
 #include "util/error.h"
+#include "util/text.h"
 #include "verify/static_scan.h"
 
 namespace kf {
@@ -26,12 +27,6 @@ std::string compile_arch(const nlohmann::json& env) {
 
 namespace {
 
-std::string tail_lines(const std::string& text, size_t max_chars) {
-  if (text.size() <= max_chars) return text;
-  size_t cut = text.find('\n', text.size() - max_chars);
-  return "..." + text.substr(cut == std::string::npos ? text.size() - max_chars : cut);
-}
-
 // The calls the worker's sandbox denied while it served the request: each a failure of its `sandbox.*` rule.
 void add_sandbox_denials(verdict& v, const std::string& case_name, const nlohmann::json& response) {
   for (auto& d : response.value("sandbox_denied", nlohmann::json::array())) {
@@ -44,7 +39,7 @@ void add_sandbox_denials(verdict& v, const std::string& case_name, const nlohman
 // What a failed exchange with the worker means for the candidate.
 void record_outcome(verdict& v, const std::string& case_name, const worker_outcome& o,
                     std::chrono::milliseconds timeout) {
-  std::string log = o.stderr_tail.empty() ? "" : "; worker log: " + tail_lines(o.stderr_tail, 600);
+  std::string log = o.stderr_tail.empty() ? "" : "; worker log: " + tail_text(o.stderr_tail, 600);
   switch (o.status) {
     case worker_status::timeout:
       v.fail("hang", case_name, -1, fmt::format("no answer within {:.1f} s; the worker was killed", timeout.count() / 1000.0),
@@ -180,7 +175,7 @@ check_report check_candidate(const workload_spec& spec, const std::string& sourc
     }
   }
   if (!report.compile.ok) {
-    report.result.fail("compiles", "", -1, fmt::format("{}:\n{}", report.compile.error, tail_lines(report.compile.log, 4000)),
+    report.result.fail("compiles", "", -1, fmt::format("{}:\n{}", report.compile.error, tail_text(report.compile.log, 4000)),
                        {{"seconds", report.compile.seconds}});
   } else {
     report.result.pass("compiles", "", -1, report.compile.cached ? "cached" : fmt::format("{:.1f} s", report.compile.seconds),
