@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "crash_context.h"
+#include "support/crash_context.h"
 
 namespace {
 

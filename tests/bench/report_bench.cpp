@@ -1,7 +1,7 @@
 // Report writing for 1000 workloads, the gate over them, and the statistics it leans on.
 #include <benchmark/benchmark.h>
 
-#include "../report_fixture.h"
+#include "../support/report_fixture.h"
 #include "gate/gate.h"
 #include "measure/stats.h"
 #include "report/reporter.h"

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "gate/gate.h"
-#include "report_fixture.h"
+#include "../support/report_fixture.h"
 
 namespace kf {
 namespace {

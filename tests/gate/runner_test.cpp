@@ -7,7 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "gate/runner.h"
-#include "report_fixture.h"
+#include "../support/report_fixture.h"
 #include "store/git_repo.h"
 #include "store/history.h"
 #include "util/error.h"

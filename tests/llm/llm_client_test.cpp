@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "llm/client.h"
-#include "loopback_server.h"
+#include "../support/loopback_server.h"
 
 namespace kf::llm {
 namespace {

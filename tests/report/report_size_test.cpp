@@ -11,7 +11,7 @@
 #include "gate/gate.h"
 #include "report/reporter.h"
 #include "report/samples_file.h"
-#include "report_fixture.h"
+#include "../support/report_fixture.h"
 #include "store/history.h"
 #include "util/fs.h"
 #include "util/subprocess.h"

@@ -6,7 +6,7 @@
 #include "report/run_summary.h"
 #include "report/speedup_chart.h"
 #include "report/text_escape.h"
-#include "report_fixture.h"
+#include "../support/report_fixture.h"
 #include "util/fs.h"
 #include "util/subprocess.h"
 

@@ -5,7 +5,7 @@
 
 #include "report/reporter.h"
 #include "report/samples_file.h"
-#include "report_fixture.h"
+#include "../support/report_fixture.h"
 #include "util/fs.h"
 
 namespace kf {

@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "crash_context.h"
+#include "../support/crash_context.h"
 #include "exec/compile.h"
 #include "exec/impl_torch.h"
 #include "search/family.h"

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "loopback_server.h"
+#include "../support/loopback_server.h"
 #include "search/family.h"
 #include "search/llm_proposer.h"
 #include "search/roots.h"

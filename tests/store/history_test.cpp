@@ -3,7 +3,7 @@
 
 #include <fmt/ranges.h>
 
-#include "report_fixture.h"
+#include "../support/report_fixture.h"
 #include "store/git_repo.h"
 #include "store/history.h"
 #include "store/history_note.h"

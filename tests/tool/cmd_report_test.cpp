@@ -4,7 +4,7 @@
 
 #include "gate/gate.h"
 #include "report/reporter.h"
-#include "report_fixture.h"
+#include "../support/report_fixture.h"
 #include "util/fs.h"
 #include "util/subprocess.h"
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the escape corpus (cpu/*.cpp, cuda/*.cu): kernels that compute a correct softmax and also try to leave
-the sandbox, each way with libc calls and with raw system calls. tests/sandbox_escape_test.cpp checks that each
+the sandbox, each way with libc calls and with raw system calls. tests/exec/sandbox_test.cpp checks that each
 fails its check with the rule that names what it tried, and that nothing escaped. Re-run after editing:
     python3 tests/data/kernels/escape/generate.py
 KF_ESCAPE_DIR (a folder outside the worker's scratch folder and /tmp, which is private to the worker) and KF_ESCAPE_PORT (a loopback listener) are defined
