@@ -3,6 +3,7 @@
 #include "util/fs.h"
 #include "util/subprocess.h"
 #include "util/suggest.h"
+#include "util/text.h"
 
 namespace kf {
 
@@ -35,3 +36,10 @@ TEST(fs, atomic_write_replaces_whole_file) {
 }
 
 }  // namespace kf
+
+// A log's tail starts at a line when one starts within the kept characters, and says it was cut.
+TEST(util, tail_text_keeps_the_last_lines) {
+  EXPECT_EQ(kf::tail_text("short", 10), "short");
+  EXPECT_EQ(kf::tail_text("first line\nsecond\nthird", 12), "...\nthird");
+  EXPECT_EQ(kf::tail_text("0123456789abcdef", 4), "...cdef");  // no line within: the last characters
+}
