@@ -60,11 +60,7 @@ int calibrate_run(const std::vector<std::string>& argv) {
   o.progress = [](const std::string& line) { term::step(line); };
 
   std::string dir = a.get_or("workloads-dir", "workloads");
-  std::vector<std::string> names = a.positional();
-  if (names.empty()) names = find_specs(dir);
-  if (names.empty()) throw user_error(source_loc{dir}, "no workload specs (*.yaml) here");
-  std::vector<workload_spec> specs;
-  for (auto& n : names) specs.push_back(load_spec(n, dir));
+  std::vector<workload_spec> specs = load_specs(workload_names(a.positional(), dir), dir);
 
   device_choice dev = choose_device(a.get_or("device", "auto"));
   term::say("{}", dev.why);

@@ -131,12 +131,10 @@ int run_run(const std::vector<std::string>& argv) {
   if (auto s = a.get("shard")) shard = parse_shard(*s);
   // Every spec is parsed and validated before any device time is spent.
   std::string dir = a.get_or("workloads-dir", "workloads");
-  std::vector<std::string> names = a.positional();
-  if (names.empty()) names = find_specs(dir);
-  if (names.empty()) throw user_error(source_loc{dir}, "no workload specs (*.yaml) here");
+  std::vector<std::string> names = workload_names(a.positional(), dir);
   std::vector<workload_spec> specs;
   try {
-    for (auto& n : names) specs.push_back(load_spec(n, dir));
+    specs = load_specs(names, dir);
   } catch (const user_error& e) {  // as the help says: the reports are still written, marked incomplete
     run_result none;
     none.complete = false;

@@ -292,4 +292,16 @@ std::vector<std::string> find_specs(const std::string& dir) {
   return out;
 }
 
+std::vector<std::string> workload_names(const std::vector<std::string>& given, const std::string& dir) {
+  std::vector<std::string> names = given.empty() ? find_specs(dir) : given;
+  if (names.empty()) throw user_error(source_loc{dir}, "no workload specs (*.yaml) here");
+  return names;
+}
+
+std::vector<workload_spec> load_specs(const std::vector<std::string>& names, const std::string& dir) {
+  std::vector<workload_spec> specs;
+  for (const auto& n : names) specs.push_back(load_spec(n, dir));
+  return specs;
+}
+
 }  // namespace kf

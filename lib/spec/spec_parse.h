@@ -32,6 +32,11 @@ workload_spec load_spec(const std::string& name_or_path, const std::string& work
 
 // The spec files (*.yaml, *.yml) directly inside `dir`, sorted. Throws user_error when `dir` is not a folder.
 std::vector<std::string> find_specs(const std::string& dir);
+// The workloads a command was given (names or paths), or every spec in `dir` when none; throws user_error
+// (naming `dir`) when there are none.
+std::vector<std::string> workload_names(const std::vector<std::string>& given, const std::string& dir);
+// load_spec of each, in order.
+std::vector<workload_spec> load_specs(const std::vector<std::string>& names, const std::string& dir);
 
 // The kernel family names a spec's `search.families` may use: by base name (`row_softmax` selects row_softmax_cpu
 // and row_softmax_cuda), then by full name. spec sits below search, so the family table installs the list
