@@ -166,7 +166,7 @@ double stopping_criterion::noise() const {
 }
 
 stop_state stopping_criterion::check(double elapsed_wall_s) const {
-  if (m_n >= static_cast<std::size_t>(m_options.min_samples) && m_sum >= m_options.min_seconds &&
+  if (m_options.converge && m_n >= static_cast<std::size_t>(m_options.min_samples) && m_sum >= m_options.min_seconds &&
       noise() <= m_options.max_noise)
     return stop_state::converged;
   // The timeout never cuts a run short of min_samples (the gate's statistics need them), except past a hard

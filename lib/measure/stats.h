@@ -53,6 +53,7 @@ struct stopping_options {
   double max_noise = 0.005;   // fraction: 0.5 % -> 0.005
   double min_seconds = 0.5;   // of measured (GPU or CPU) time, summed over kept samples
   double timeout_s = 15;      // wall-clock seconds since the first sample, discarded ones included
+  bool converge = true;       // false: only the timeout ends the series (the caller decides when to stop earlier)
 };
 
 enum class stop_state { running, converged, timed_out };

@@ -102,16 +102,8 @@ struct track {
     out->samples_us.push_back(s.seconds * 1e6);
     criterion.add(s.seconds * static_cast<double>(out->launches_per_sample));
   }
-  bool decide_mode = false;  // the gate's questions stop the series; only the cap applies here
-
   void check(double elapsed) {
     stats::stop_state st = criterion.check(elapsed);
-    if (decide_mode && st == stats::stop_state::converged) {  // the noise target does not apply: only the cap
-      const auto& o = criterion.options();
-      bool enough = criterion.samples() >= static_cast<std::size_t>(o.min_samples);
-      st = (enough && elapsed >= o.timeout_s) || elapsed >= 10 * o.timeout_s ? stats::stop_state::timed_out
-                                                                            : stats::stop_state::running;
-    }
     if (st == stats::stop_state::running) return;
     done = true;
     out->stop = std::string(stats::stop_state_name(st));
@@ -132,10 +124,10 @@ bool names(const std::string& impl, const std::string& q) {
   return impl == q || (impl.size() > q.size() && impl.compare(0, q.size(), q) == 0 && impl[q.size()] == '[');
 }
 
-// The gate's questions on what has been measured so far: whether every one is decided (ratio_test.h), and the
-// fewest pairs any open one has (so the caller knows when to look again).
+// Whether every one of the gate's questions is decided (ratio_test.h) on what has been measured so far.
 bool questions_decided(const std::vector<impl_timing>& results, const timing_options& o) {
   const bool hot = compares_hot(results);
+  const auto first = static_cast<std::size_t>(o.first_look);
   for (const auto& q : o.questions)
     for (const auto& a : results)
       for (const auto& b : results) {
@@ -143,8 +135,7 @@ bool questions_decided(const std::vector<impl_timing>& results, const timing_opt
         const auto& sa = hot && a.hot ? a.hot->samples_us : a.cold.samples_us;
         const auto& sb = hot && b.hot ? b.hot->samples_us : b.cold.samples_us;
         std::size_t n = std::min(sa.size(), sb.size());
-        if (n < static_cast<std::size_t>(o.first_look)) return false;
-        auto first = static_cast<std::size_t>(o.first_look);
+        if (n < first) return false;
         stats::ratio_estimate r = stats::paired_ratio(sa, sb, q.threshold, stats::look_alpha(o.alpha, n, first));
         if (stats::decide(r, q.threshold, o.resolution) == stats::decision::open) return false;
       }
@@ -156,13 +147,15 @@ bool questions_decided(const std::vector<impl_timing>& results, const timing_opt
 std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_impl>& impls,
                                           const timing_options& options, const clock_fn& now) {
   std::vector<impl_timing> results(impls.size());
+  // With the gate's questions, they stop the series (below); each series' own rule keeps only the cap.
+  stats::stopping_options per_series = options.stopping;
+  per_series.converge = options.questions.empty();
   std::vector<impl_state> states;
   states.reserve(impls.size());
   for (std::size_t i = 0; i < impls.size(); ++i) {
     results[i].impl = impls[i].name;
-    states.push_back(impl_state{&impls[i], &results[i], track(options.stopping), std::nullopt, nullptr});
+    states.push_back(impl_state{&impls[i], &results[i], track(per_series), std::nullopt, nullptr});
     states.back().cold.out = &results[i].cold;
-    states.back().cold.decide_mode = !options.questions.empty();
   }
   auto fail = [](impl_state& st, const std::string& why) {
     st.failed = true;
@@ -200,9 +193,8 @@ std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_im
     }
     st.result->hot.emplace();
     st.result->hot->launches_per_sample = st.loop->launches();
-    st.hot.emplace(options.stopping);
+    st.hot.emplace(per_series);
     st.hot->out = &*st.result->hot;
-    st.hot->decide_mode = !options.questions.empty();
   };
 
   // The judged series is in (min_samples) and even its lower quartile is slower than the race: stop both.

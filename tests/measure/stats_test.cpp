@@ -132,3 +132,17 @@ TEST(stats, stopping_noise_matches_batch_formula) {
 
 }  // namespace
 }  // namespace kf::stats
+
+namespace kf::stats {
+namespace {
+
+// converge = false: identical samples (zero noise) never converge; only the timeout ends the series.
+TEST(stats, stopping_without_convergence_ends_only_at_the_timeout) {
+  stopping_criterion c({.min_samples = 3, .max_noise = 0.01, .min_seconds = 0, .timeout_s = 2, .converge = false});
+  for (int i = 0; i < 10; ++i) c.add(1e-3);
+  EXPECT_EQ(c.check(1.0), stop_state::running);
+  EXPECT_EQ(c.check(2.0), stop_state::timed_out);
+}
+
+}  // namespace
+}  // namespace kf::stats
