@@ -1,5 +1,6 @@
-// kforge retune: re-runs the search for every workload whose kernel regressed (in a run's JSON, --from) or that
-// has no kernel for this device's GPU key, seeded from the kernels already stored (this and other GPU keys).
+// kforge retune: re-runs the search for every workload whose kernel regressed, was wrong or lost to a required
+// baseline (in a run's JSON, --from) or that has no kernel for this device's GPU key, seeded from the kernels already
+// stored (this and other GPU keys).
 #include <fmt/format.h>
 
 #include "args.h"
@@ -17,7 +18,7 @@ namespace {
 
 const std::vector<flag_def>& retune_flags() {
   static const std::vector<flag_def> defs = {
-      {"from", true, "a run's JSON (kforge run --json): workloads whose regression check failed are retuned", "F"},
+      {"from", true, "a run's JSON (kforge run --json): workloads that regressed, failed verification or lost to a required baseline are retuned", "F"},
       {"device", true, "cpu, cuda, cuda:N or auto (default auto)", "D"},
       sandbox_flag(),
       {"workloads", true, "the folder of workload specs (default workloads)", "DIR"},
@@ -35,9 +36,12 @@ const std::vector<flag_def>& retune_flags() {
 std::string retune_reason(const workload_spec& spec, const std::string& key, const run_result* run) {
   if (run)
     if (auto* w = run->find_workload(spec.name))
-      for (auto& c : w->checks)
-        if (c.kind == "regression" && c.outcome == check_outcome::failed)
-          return fmt::format("regressed: {}", c.sentence);
+      for (auto& c : w->checks) {
+        if (c.outcome != check_outcome::failed) continue;
+        if (c.kind == "regression") return fmt::format("regressed: {}", c.sentence);
+        if (c.kind == "verify") return fmt::format("wrong on this GPU: {}", c.sentence);
+        if (c.kind == "beats") return fmt::format("loses to a required baseline: {}", c.sentence);
+      }
   auto found = find_winner(kernels_dir(spec.path, spec.name), key);
   if (!found.kernel) return "no kernel: " + found.why;
   if (found.kernel->fallback) return fmt::format("only a fallback kernel ({})", found.kernel->note);
@@ -48,7 +52,8 @@ std::string retune_reason(const workload_spec& spec, const std::string& key, con
 
 std::string retune_help() {
   return "usage: kforge retune [options]\n\n"
-         "For every workload whose kernel regressed (per --from RUN.json) or that has no kernel for this device's GPU\n"
+         "For every workload whose kernel regressed, failed verification or lost to a required baseline (per --from\n"
+         "RUN.json), or that has no kernel for this device's GPU\n"
          "key, runs `kforge search` seeded from the stored kernels (a fresh tree each time) and writes the winners.\n"
          "Exit code 0 when every retuned workload got a winner, 1 when some did not.\n\n"
          "options:\n" + flags_help(retune_flags());
