@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "measure/compare.h"
 #include "measure/ratio_test.h"
 #include "measure/stats.h"
 #include "report/text_escape.h"
@@ -111,11 +112,11 @@ void add_verify_checks(workload_result& w, const gate_options& o) {
 
 namespace {
 
-// The ratio a / b of two series timed interleaved, at the alpha of the look the measurement stopped at.
-stats::ratio_estimate ratio_of(const std::vector<double>& a, const std::vector<double>& b, double threshold,
-                               const gate_options& o) {
-  std::size_t n = std::min(a.size(), b.size());
-  return stats::paired_ratio(a, b, threshold, stats::look_alpha(o.alpha, n, static_cast<std::size_t>(o.first_look)));
+// The ratio a / b of two series timed interleaved, judged against `threshold` at the alpha of the look the
+// measurement stopped at (measure/compare.h: the same rule the timing loop stopped on).
+measure::ratio_judgement ratio_of(const std::vector<double>& a, const std::vector<double>& b, double threshold,
+                                  const gate_options& o) {
+  return measure::judge_ratio(a, b, threshold, {o.alpha, o.resolution, o.first_look});
 }
 
 std::string pct(double x) { return fmt::format("{:+.1f}%", x * 100); }
@@ -145,8 +146,9 @@ gate_check beats_check(const case_result& c, std::string_view baseline, bool req
   const auto& bs = base->series(c.metric).samples_us;
   if (bs.empty()) return make("beats", c.name, b, check_outcome::skipped, fmt::format("{} has no {} samples", b, c.metric));
   double km = stats::median(ks), bm = stats::median(bs);
-  stats::ratio_estimate r = ratio_of(ks, bs, 1.0, o);
-  stats::decision d = stats::decide(r, 1.0, o.resolution);
+  const measure::ratio_judgement j = ratio_of(ks, bs, 1.0, o);
+  const stats::ratio_estimate& r = j.ratio;
+  const stats::decision d = j.decision;
   nlohmann::json numbers = {{"kernel_median_us", km}, {"baseline_median_us", bm}, {"speedup", 1 / r.ratio},
                             {"speedup_lo", 1 / r.hi},  {"speedup_hi", 1 / r.lo},  {"p_value", r.p_below},
                             {"n_kernel", ks.size()},   {"n_baseline", bs.size()}, {"metric", c.metric},
@@ -254,8 +256,9 @@ gate_check regression_check(const case_result& c, const sample_series* before, s
   const auto& bs = before->samples_us;
   double km = stats::median(ks), bm = stats::median(bs);
   double line = 1 + max_regression;
-  stats::ratio_estimate r = ratio_of(ks, bs, line, o);
-  stats::decision d = stats::decide(r, line, o.resolution);
+  const measure::ratio_judgement j = ratio_of(ks, bs, line, o);
+  const stats::ratio_estimate& r = j.ratio;
+  const stats::decision d = j.decision;
   nlohmann::json numbers = {{"median_us", km},     {"before_median_us", bm}, {"change", r.ratio - 1},
                             {"p_value", r.p_above}, {"n", ks.size()},        {"n_before", bs.size()},
                             {"max_regression", max_regression},

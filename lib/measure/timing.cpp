@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "measure/compare.h"
 #include "measure/ratio_test.h"
 
 namespace kf::measure {
@@ -134,10 +135,9 @@ bool questions_decided(const std::vector<impl_timing>& results, const timing_opt
         if (&a == &b || !names(a.impl, q.a) || !names(b.impl, q.b) || !a.error.empty() || !b.error.empty()) continue;
         const auto& sa = hot && a.hot ? a.hot->samples_us : a.cold.samples_us;
         const auto& sb = hot && b.hot ? b.hot->samples_us : b.cold.samples_us;
-        std::size_t n = std::min(sa.size(), sb.size());
-        if (n < first) return false;
-        stats::ratio_estimate r = stats::paired_ratio(sa, sb, q.threshold, stats::look_alpha(o.alpha, n, first));
-        if (stats::decide(r, q.threshold, o.resolution) == stats::decision::open) return false;
+        if (std::min(sa.size(), sb.size()) < first) return false;
+        if (judge_ratio(sa, sb, q.threshold, {o.alpha, o.resolution, o.first_look}).decision == stats::decision::open)
+          return false;
       }
   return true;
 }
@@ -274,13 +274,9 @@ std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_im
 }
 
 bool compares_hot(const std::vector<impl_timing>& timed_together) {
-  bool any = false;
-  for (const auto& t : timed_together) {
-    if (!t.error.empty()) continue;
-    if (!t.hot || t.hot->samples_us.empty()) return false;
-    any = true;
-  }
-  return any;
+  std::vector<timed_side> sides;
+  for (const auto& t : timed_together) sides.push_back({t.error.empty(), t.hot && !t.hot->samples_us.empty()});
+  return compares_hot(sides);
 }
 
 double compared_median(const impl_timing& t, bool hot) {

@@ -77,7 +77,7 @@ double steady_seconds();
 std::vector<impl_timing> time_interleaved(sampler& s, const std::vector<timed_impl>& impls,
                                           const timing_options& options, const clock_fn& now = steady_seconds);
 
-// Which series a report compares for implementations timed together (report/summarize's rule): hot only when
+// Which series is compared for implementations timed together (measure/compare.h compares_hot): hot only when
 // every one that did not fail has hot samples, else cold. The median of that series, 0 when it is empty.
 bool compares_hot(const std::vector<impl_timing>& timed_together);
 double compared_median(const impl_timing& t, bool hot);

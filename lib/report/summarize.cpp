@@ -1,5 +1,6 @@
 #include "report/summarize.h"
 
+#include "measure/compare.h"
 #include "measure/ratio_test.h"
 #include "measure/stats.h"
 
@@ -25,16 +26,13 @@ void summarize(sample_series& s) {
 }
 
 void summarize_case(case_result& c) {
-  bool all_hot = true, any_ok = false;
+  std::vector<measure::timed_side> sides;
   for (auto& i : c.impls) {
     summarize(i.cold);
     summarize(i.hot);
-    if (i.status != impl_status::ok) continue;
-    any_ok = true;
-    all_hot = all_hot && i.hot.measured();
+    sides.push_back({i.status == impl_status::ok, i.hot.measured()});
   }
-  // Comparisons need the same protocol on both sides: hot only when everyone has it.
-  c.metric = any_ok && all_hot ? "hot" : "cold";
+  c.metric = measure::compares_hot(sides) ? "hot" : "cold";  // like with like (measure/compare.h)
   c.speedups.clear();
   c.floor.fraction = 0;
   const impl_result* k = c.find("kernel");
