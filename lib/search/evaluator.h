@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/run_result.h"
 #include "search/mcts.h"
 #include "search/search_db.h"
 
@@ -49,6 +50,19 @@ class evaluator {
   virtual eval_result confirm(const candidate& c) = 0;
   // The environment to store with a winner (device, versions).
   virtual nlohmann::json environment() = 0;
+  // The winner timed as `kforge run` times a stored kernel: beside the baselines (and beside `stored`, this GPU
+  // key's stored kernel, when given) in one interleaved measurement that stops on the gate's questions, one
+  // case_result per gated case with the winner named "kernel" and the stored kernel "stored". The search's
+  // verdict on its winner is then the gate's own beats rule on these (search_driver.cpp). `cases` empty when
+  // this evaluator cannot (the tests' fakes) or the measurement failed; `why` says which.
+  struct beside_baselines {
+    std::vector<case_result> cases;
+    std::string why;
+  };
+  virtual beside_baselines time_beside_baselines(const candidate& winner, const candidate* stored) {
+    (void)winner, (void)stored;
+    return {{}, "this evaluator does not time candidates beside the baselines"};
+  }
 };
 
 // The geometric mean of per-case times (the tree's single number per node).

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gate/gate.h"
 #include "search/evaluator.h"
 #include "search/mcts.h"
 #include "search/proposer.h"
@@ -43,12 +44,19 @@ struct search_outcome {
   std::string stop_reason;      // "budget", "time", "interrupted", "converged", "every candidate failed"
   std::optional<node_row> winner;           // confirmed (measured) best, if any
   // Whether the winner beat every `gate.must_beat` baseline the search timed, on every gated case. The winner
-  // is the best such candidate when there is one, else the best overall (the gate will then fail).
+  // is the best such candidate when there is one, else the best overall (the gate will then fail). While the
+  // search runs, candidates are ranked on medians timed apart from the baselines; the winner's answer is the
+  // gate's: `verdict` holds its beats checks (gate/gate.h beats_check) on a measurement beside the baselines,
+  // exactly as `kforge run` would judge it, and decides this flag (empty, with `verdict_why`, when that
+  // measurement could not be taken: the flag then comes from the medians).
   bool winner_passes_gate = false;
+  std::vector<gate_check> verdict;
+  std::vector<case_result> verdict_cases;   // that measurement (winner "kernel", stored kernel "stored", baselines)
+  std::string verdict_why;
   std::vector<node_row> lineage;            // roots -> winner
   std::optional<node_row> best_root;        // the best root (to compare the winner with)
   std::optional<node_row> stored_root;      // the root from this GPU key's stored kernel, when it was measured
-  bool stored_root_passes_gate = false;
+  bool stored_root_passes_gate = false;     // by the same rule as the winner's, in the same measurement
   std::vector<double> trajectory;           // best time after each evaluation (us; NaN before the first)
   std::vector<std::string> failure_samples; // up to 3 distinct reasons candidates failed
   nlohmann::json baselines;
@@ -80,6 +88,8 @@ class search_driver {
   search_progress progress() const;
   search_outcome finish(std::string reason);
   bool passes_gate(int64_t tree_id) const;
+  // The winner's verdict (search_outcome::verdict), and the stored kernel's in the same measurement.
+  void judge_winner(search_outcome& o, int64_t winner, std::optional<int64_t> stored);
   std::optional<int64_t> winner_node(bool measured_only) const;
 
   const workload_spec& m_spec;

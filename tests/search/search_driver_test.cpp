@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "report/summarize.h"
 #include "search/interrupt.h"
 #include "search/roots.h"
 #include "search/search_driver.h"
@@ -261,6 +262,69 @@ TEST(search_driver, the_winner_passes_the_gate_when_a_candidate_does) {
   auto out2 = search_driver(spec, device_kind::cpu, k_key, db2, none, o).run(default_roots(spec));
   ASSERT_TRUE(out2.winner.has_value());
   EXPECT_FALSE(out2.winner_passes_gate);
+}
+
+// The winner's verdict is the gate's rule on the winner timed beside the baselines, as `kforge run` judges a
+// stored kernel, not the search's medians: a winner that ranked ahead of compile on medians timed apart but loses
+// when timed beside it does not pass, and the check says so in the gate's words.
+TEST(search_driver, the_verdict_on_the_winner_is_the_gates_rule_beside_the_baselines) {
+  struct beside : test::fake_evaluator {
+    double kernel_us = 82.0;  // beside compile (80 us): slower, whatever the medians timed apart said
+    int calls_beside = 0;
+    bool stored_given = false;
+    beside_baselines time_beside_baselines(const candidate&, const candidate* stored) override {
+      ++calls_beside;
+      stored_given = stored != nullptr;
+      case_result c;
+      c.name = "c1";
+      auto series = [](double us) {
+        impl_result i;
+        for (int k = 0; k < 64; ++k) i.cold.samples_us.push_back(us * (1.0 + 0.001 * ((k * 7) % 5 - 2)));
+        return i;
+      };
+      impl_result k = series(kernel_us), b = series(80.0);
+      k.impl = "kernel";
+      b.impl = "compile";
+      c.impls = {k, b};
+      summarize_case(c);
+      return {{c}, ""};
+    }
+  };
+  temp_dir dir("kf-search-verdict");
+  auto spec = test::softmax_spec();
+  spec.hash = "h1";
+  spec.gate.must_beat = {"compile"};
+  search_db db(dir.path() / "search.db");
+  search_options o;
+  o.budget = 6;
+  beside ev;
+  auto out = search_driver(spec, device_kind::cpu, k_key, db, ev, o).run(default_roots(spec));
+  ASSERT_TRUE(out.winner.has_value()) << out.stop_reason;
+  EXPECT_EQ(ev.calls_beside, 1);
+  EXPECT_FALSE(ev.stored_given);  // no stored kernel for this GPU key
+  ASSERT_EQ(out.verdict.size(), 1u);
+  EXPECT_EQ(out.verdict[0].test_name(), "beats[compile][c1]");
+  EXPECT_EQ(out.verdict[0].outcome, check_outcome::failed);
+  EXPECT_NE(out.verdict[0].sentence.find("is not faster than compile"), std::string::npos) << out.verdict[0].sentence;
+  EXPECT_FALSE(out.winner_passes_gate);
+
+  // Faster beside compile: the gate's rule passes it.
+  temp_dir dir2("kf-search-verdict2");
+  search_db db2(dir2.path() / "search.db");
+  beside fast;
+  fast.kernel_us = 60.0;
+  auto out2 = search_driver(spec, device_kind::cpu, k_key, db2, fast, o).run(default_roots(spec));
+  ASSERT_EQ(out2.verdict.size(), 1u);
+  EXPECT_EQ(out2.verdict[0].outcome, check_outcome::passed) << out2.verdict[0].sentence;
+  EXPECT_TRUE(out2.winner_passes_gate);
+
+  // An evaluator that cannot time beside the baselines: no verdict, the reason kept, the medians decide.
+  temp_dir dir3("kf-search-verdict3");
+  search_db db3(dir3.path() / "search.db");
+  test::fake_evaluator plain;
+  auto out3 = search_driver(spec, device_kind::cpu, k_key, db3, plain, o).run(default_roots(spec));
+  EXPECT_TRUE(out3.verdict.empty());
+  EXPECT_NE(out3.verdict_why.find("does not time candidates beside the baselines"), std::string::npos);
 }
 
 TEST(search_driver, a_stored_search_needs_resume_or_fresh) {
