@@ -1,4 +1,5 @@
-// The baselines' implementation kinds, registered with measure (see register.h).
+// The baselines' implementation kinds, registered with measure (see register.h); their parent side is
+// register.cpp.
 #include "register.h"
 
 #include "measure/impl_kind_torch.h"
@@ -10,7 +11,7 @@ std::vector<prepared_impl> prepare_eager(const nlohmann::json& impl, const impl_
 std::vector<prepared_impl> prepare_compile(const nlohmann::json& impl, const impl_context& ctx);  // compile/
 std::vector<prepared_impl> prepare_vendor(const nlohmann::json& impl, const impl_context& ctx);   // vendor/
 
-void register_baselines() {
+void register_baseline_kinds() {
   register_timed_impl_kind({"eager", "LibTorch eager, op by op", prepare_eager});
   register_timed_impl_kind({"compile", "torch.compile through an AOTInductor package (.pt2)", prepare_compile});
   register_timed_impl_kind({"vendor", "the vendor library (cuDNN / cuBLASLt) for the graph's core op", prepare_vendor});

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "register.h"  // baselines/
 #include "support/crash_context.h"
 
 namespace {
@@ -41,6 +42,7 @@ void on_fatal_signal(int sig) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  kf::register_baselines();  // as kforge's main does: specs and reports name the registered baselines
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) signal(sig, on_fatal_signal);
   return RUN_ALL_TESTS();
 }

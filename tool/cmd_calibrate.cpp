@@ -64,10 +64,9 @@ int calibrate_run(const std::vector<std::string>& argv) {
 
   device_choice dev = choose_device(a.get_or("device", "auto"));
   term::say("{}", dev.why);
-  compile_options co;
-  export_options eo;
-  if (auto c = a.get("cache")) co.cache_root = eo.cache_root = *c;
-  worker_backend backend(dev.id, co, eo, check_options{});
+  compile_options co;  // its cache root holds the baselines' products too (compile's packages)
+  if (auto c = a.get("cache")) co.cache_root = *c;
+  worker_backend backend(dev.id, co, check_options{});
   calibration cal = calibrate(specs, backend, o);
   term::end_progress();
 

@@ -28,7 +28,7 @@ std::vector<flag_def> run_flags() {
       {"device", true, "cpu, cuda, cuda:N or auto (default auto: cuda when present, and says so when not)", "D"},
       sandbox_flag(),
       {"workloads-dir", true, "where the specs are (default workloads)", "DIR"},
-      {"baselines", true, "which baselines to time (default: each spec's list)", "eager,compile,vendor"},
+      {"baselines", true, "which baselines to time (default: each spec's list)", fmt::format("{}", fmt::join(baseline_names(), ","))},
       {"base", true, "compare with the merge-base of HEAD and REF (PR gate): its version of each kernel is timed "
                      "alongside, interleaved, changed or not", "REF"},
       {"record", false, "write the results as the git note of HEAD (refs/notes/kforge), for this GPU key"},
@@ -162,10 +162,9 @@ int run_run(const std::vector<std::string>& argv) {
 
   device_choice dev = choose_device(a.get_or("device", "auto"));
   term::say("{}", dev.why);
-  compile_options co;
-  export_options eo;
-  if (auto c = a.get("cache")) co.cache_root = eo.cache_root = *c;
-  worker_backend backend(dev.id, co, eo, check_options{});
+  compile_options co;  // its cache root holds the baselines' products too (compile's packages)
+  if (auto c = a.get("cache")) co.cache_root = *c;
+  worker_backend backend(dev.id, co, check_options{});
 
   // The first Ctrl-C stops after the current workload and still writes the reports; a second one aborts.
   auto on_signal = [](int sig) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "register.h"  // baselines/
 #include "util/error.h"
 #include "util/suggest.h"
 #include "util/term.h"
@@ -38,6 +39,7 @@ static void print_usage() {
 
 int main(int argc, char** argv) {
   using namespace kf;
+  register_baselines();  // what specs may name, the gate compares with and the reports show
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     print_usage();
     return argc < 2 ? exit_usage : exit_ok;

@@ -16,6 +16,7 @@
 #include "search/roots.h"
 #include "search/tree_export.h"
 #include "search/worker_evaluator.h"
+#include "spec/baseline_registry.h"
 #include "store/winners.h"
 #include "util/fs.h"
 #include "util/error.h"
@@ -123,10 +124,13 @@ session_result run_search_session(const workload_spec& spec, const session_setti
             roots.roots.size(), st.search.budget,
             st.search.time_s > 0 ? fmt::format(", at most {}", duration_text(st.search.time_s)) : "");
 
+  std::vector<std::string> first_use;  // baselines whose parent side works on first use (exporting torch.compile)
+  for (auto& b : eo.baselines)
+    if (const baseline* d = find_baseline(b); d && d->make_preparer)
+      first_use.push_back(fmt::format("{} the {} baseline", d->preparing, d->title_or_name()));
   term::say("timing the baselines ({}) first{}", fmt::join(eo.baselines, ", "),
-            std::find(eo.baselines.begin(), eo.baselines.end(), "compile") != eo.baselines.end()
-                ? ": torch.compile is exported on first use (minutes; cached in " + st.cache_root + ")"
-                : "");
+            first_use.empty() ? "" : fmt::format(": {} on first use (minutes; cached in {})", fmt::join(first_use, ", "),
+                                                 st.cache_root));
   search_db db(st.db_path);
   search_options so = st.search;
   so.stop_requested = [] { return search_interrupted(); };

@@ -9,6 +9,7 @@
 #include "measure/ratio_test.h"
 #include "measure/stats.h"
 #include "report/text_escape.h"
+#include "spec/baseline_registry.h"
 
 namespace kf {
 namespace {
@@ -341,8 +342,8 @@ void apply_gate(workload_result& w, const gate_spec& policy, const history_conte
   add_verify_checks(w, o);
 
   for (auto& c : w.cases) {
-    std::vector<std::string> baselines;
-    for (const char* b : {"eager", "compile", "vendor"}) baselines.emplace_back(b);
+    std::vector<std::string> baselines;  // the registered ones in their order, then any other measured or required
+    for (const auto& b : registered_baselines()) baselines.push_back(b.name);
     for (auto& i : c.impls)
       if (i.impl != "kernel" && i.impl != "base" && std::find(baselines.begin(), baselines.end(), i.impl) == baselines.end())
         baselines.push_back(i.impl);

@@ -195,16 +195,13 @@ workload_result run_one(const workload_spec& spec, run_backend& backend, const s
     impls.push_back({{"kind", "kernel"}, {"name", "base"}, {"so", base_so}});
     names.push_back("base");
   }
-  for (auto& b : baselines) {
+  for (auto& b : baselines) {  // each baseline's impl object, from its parent side (spec/baseline_registry.h)
     names.push_back(b);
-    if (b == "compile") {
-      say(o, fmt::format("{}: exporting the torch.compile baseline", spec.name));
-      json c = backend.compile_baseline(spec, cases, gpu_key);
-      if (c.contains("skipped") && c["skipped"].is_string()) skipped[b] = c["skipped"].get<std::string>();
-      else impls.push_back(c);
-    } else {
-      impls.push_back({{"kind", b}});
-    }
+    const baseline* d = find_baseline(b);
+    if (d && d->make_preparer) say(o, fmt::format("{}: {} the {} baseline", spec.name, d->preparing, d->title_or_name()));
+    json impl = backend.baseline_impl(b, spec, cases, gpu_key);
+    if (std::string why; baseline_skipped(impl, &why)) skipped[b] = why;
+    else impls.push_back(impl);
   }
 
   say(o, fmt::format("{}: timing {} case{} ({})", spec.name, cases.size(), cases.size() == 1 ? "" : "s",
@@ -264,31 +261,31 @@ workload_result run_one(const workload_spec& spec, run_backend& backend, const s
   return finish();
 }
 
-// The torch.compile packages of every workload that has a kernel here and times the compile baseline, exported
-// together before the first workload (the exports are the slow part of a cold run).
-void prepare_compile_baselines(const std::vector<workload_spec>& specs, run_backend& backend, const std::string& key,
-                               const run_options& o, double* export_seconds) {
-  std::vector<std::pair<const workload_spec*, std::vector<std::string>>> work;
+// A baseline with a parent side (torch.compile's packages) made ready for every workload that has a kernel here
+// and times it, together before the first workload (the exports are the slow part of a cold run).
+void prepare_baseline(const baseline& b, const std::vector<workload_spec>& specs, run_backend& backend,
+                      const std::string& key, const run_options& o, double* prepare_seconds) {
+  std::vector<baseline_work> work;
   size_t packages = 0;
   for (const auto& spec : specs) {
     const auto& baselines = o.baselines.empty() ? spec.baselines : o.baselines;
-    if (std::find(baselines.begin(), baselines.end(), "compile") == baselines.end()) continue;
+    if (std::find(baselines.begin(), baselines.end(), b.name) == baselines.end()) continue;
     if (!find_winner(kernels_dir(spec.path, spec.name), key).kernel) continue;
     std::vector<std::string> cases;
     for (auto& c : spec.cases)
       if (c.gate && c.runs_on(backend.device_kind_name())) cases.push_back(c.name);
     if (cases.empty()) continue;
     packages += cases.size();
-    work.emplace_back(&spec, std::move(cases));
+    work.push_back({&spec, std::move(cases)});
   }
   if (work.empty()) return;
-  say(o, fmt::format("preparing the torch.compile baseline: {} case(s) of {} workload(s), exported in parallel",
+  say(o, fmt::format("preparing the {} baseline: {} case(s) of {} workload(s), in parallel", b.title_or_name(),
                      packages, work.size()));
   auto started = std::chrono::steady_clock::now();
-  backend.prepare_compile_baselines(work, key);
+  backend.prepare_baseline(b.name, work, key);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  say(o, fmt::format("torch.compile baseline ready in {:.0f} s", seconds));
-  if (export_seconds) *export_seconds = seconds;
+  say(o, fmt::format("{} baseline ready in {:.0f} s", b.title_or_name(), seconds));
+  if (prepare_seconds) *prepare_seconds = seconds;
 }
 
 run_result run_workloads(const std::vector<workload_spec>& specs, run_backend& backend, git_repo* repo,
@@ -332,9 +329,12 @@ run_result run_workloads(const std::vector<workload_spec>& specs, run_backend& b
                                                     o.base_ref.empty() ? " (the parent commit)" : " (the merge-base)")
                                       : "";
 
-  double export_seconds = 0;
-  prepare_compile_baselines(specs, backend, key, o, &export_seconds);
-  r.options["compile_prepare_seconds"] = export_seconds;  // exports (or cache hits) before the first workload
+  for (const auto& b : registered_baselines()) {  // exports (or cache hits) before the first workload
+    if (!b.make_preparer) continue;
+    double seconds = 0;
+    prepare_baseline(b, specs, backend, key, o, &seconds);
+    r.options[b.name + "_prepare_seconds"] = seconds;  // compile_prepare_seconds
+  }
 
   for (size_t i = 0; i < specs.size(); ++i) {
     const auto& spec = specs[i];

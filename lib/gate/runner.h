@@ -14,6 +14,7 @@
 #include "gate/gate.h"
 #include "measure/stats.h"
 #include "report/run_result.h"
+#include "spec/baseline_registry.h"
 #include "spec/spec.h"
 
 namespace kf {
@@ -39,14 +40,15 @@ class run_backend {
   virtual compile_result compile(const std::string& source, const std::string& name) = 0;
   // Sends a `measure` request to the worker and returns what happened.
   virtual worker_outcome measure(const nlohmann::json& request, std::chrono::milliseconds timeout) = 0;
-  // The protocol's impl object for the compile baseline on these cases ({"kind": "compile", "pt2": ...}), or
-  // an object with "skipped": "<why>" when no package can be made.
-  virtual nlohmann::json compile_baseline(const workload_spec& spec, const std::vector<std::string>& cases,
-                                          const std::string& gpu_key) = 0;
-  // Makes the compile baselines of many workloads ready at once (exports in parallel across workloads), so the
-  // per-workload compile_baseline calls find them cached. Optional: the default does nothing.
-  virtual void prepare_compile_baselines(const std::vector<std::pair<const workload_spec*, std::vector<std::string>>>& work,
-                                         const std::string& gpu_key) {
+  // The protocol's impl object for baseline `name` on these cases (spec/baseline_registry.h: its parent side's,
+  // e.g. {"kind": "compile", "pt2": ...}, else {"kind": name}), or {"skipped": "<why>"} when it cannot be timed.
+  virtual nlohmann::json baseline_impl(const std::string& name, const workload_spec& spec,
+                                       const std::vector<std::string>& cases, const std::string& gpu_key) = 0;
+  // Makes baseline `name` ready for many workloads at once (compile: exports in parallel across workloads), so
+  // the per-workload baseline_impl calls find it done. Called only for a baseline with a parent side; optional.
+  virtual void prepare_baseline(const std::string& name, const std::vector<baseline_work>& work,
+                                const std::string& gpu_key) {
+    (void)name;
     (void)work;
     (void)gpu_key;
   }

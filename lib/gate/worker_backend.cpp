@@ -6,10 +6,10 @@
 
 namespace kf {
 
-worker_backend::worker_backend(device_id device, compile_options compile, export_options exports, check_options check)
+worker_backend::worker_backend(device_id device, compile_options compile, check_options check)
     : m_device(device),
-      m_compiler(std::move(compile)),
-      m_exports(std::move(exports)),
+      m_compiler(compile),
+      m_baselines(baseline_target{std::string(kf::device_kind_name(device.kind)), compile.cache_root}),
       m_check(std::move(check)),
       m_worker([&] {
         worker_options o;
@@ -63,33 +63,14 @@ worker_outcome worker_backend::measure(const nlohmann::json& request, std::chron
   return m_worker.request(request, timeout);
 }
 
-nlohmann::json worker_backend::compile_baseline(const workload_spec& spec, const std::vector<std::string>& cases,
-                                                const std::string& gpu_key) {
-  if (!m_exports.unavailable().empty()) return {{"skipped", m_exports.unavailable()}};
-  nlohmann::json impl = m_exports.impl_for(spec, cases, device_kind_name(), gpu_key);
-  // Every case and mode failed to export: nothing to time, say why (the first reason).
-  bool any = impl.contains("pt2") && impl["pt2"].is_object();
-  if (any) {
-    any = false;
-    for (auto& [c, modes] : impl["pt2"].items())
-      if (modes.is_object() && !modes.empty()) any = true;
-  }
-  if (!any) {
-    std::string why = "skipped: the export produced no package";
-    if (impl.contains("skipped"))
-      for (auto& [c, modes] : impl["skipped"].items())
-        for (auto& [m, text] : modes.items())
-          if (text.is_string()) { why = text.get<std::string>(); break; }
-    return {{"skipped", why}};
-  }
-  return impl;
+nlohmann::json worker_backend::baseline_impl(const std::string& name, const workload_spec& spec,
+                                             const std::vector<std::string>& cases, const std::string& gpu_key) {
+  return m_baselines.impl(name, spec, cases, gpu_key);
 }
 
-void worker_backend::prepare_compile_baselines(
-    const std::vector<std::pair<const workload_spec*, std::vector<std::string>>>& work, const std::string& gpu_key) {
-  std::vector<export_cache::wanted> wanted;
-  for (const auto& [spec, cases] : work) wanted.push_back({spec, cases});
-  m_exports.prefetch(wanted, device_kind_name(), gpu_key);
+void worker_backend::prepare_baseline(const std::string& name, const std::vector<baseline_work>& work,
+                                      const std::string& gpu_key) {
+  m_baselines.prepare(name, work, gpu_key);
 }
 
 std::string worker_backend::compiler_identity() {

@@ -1,9 +1,9 @@
 // The real device side of `kforge run`: the compile service, one kforge-worker, verify's check_candidate for
-// verification and the measure owner's AOTInductor export cache for the compile baseline.
+// verification and the baselines' parent sides (spec/baseline_registry.h: compile's AOTInductor exports), which
+// keep their products under the compile service's cache root.
 #pragma once
 #include <memory>
 
-#include "compile/export_cache.h"
 #include "exec/compile.h"
 #include "exec/worker_client.h"
 #include "gate/runner.h"
@@ -13,22 +13,22 @@ namespace kf {
 
 class worker_backend final : public run_backend {
  public:
-  worker_backend(device_id device, compile_options compile, export_options exports, check_options check);
+  worker_backend(device_id device, compile_options compile, check_options check);
   std::string device_kind_name() const override;
   nlohmann::json env() override;
   candidate_check check(const workload_spec& spec, const std::string& source, const std::string& name) override;
   compile_result compile(const std::string& source, const std::string& name) override;
   worker_outcome measure(const nlohmann::json& request, std::chrono::milliseconds timeout) override;
-  nlohmann::json compile_baseline(const workload_spec& spec, const std::vector<std::string>& cases,
-                                  const std::string& gpu_key) override;
-  void prepare_compile_baselines(const std::vector<std::pair<const workload_spec*, std::vector<std::string>>>& work,
-                                 const std::string& gpu_key) override;
+  nlohmann::json baseline_impl(const std::string& name, const workload_spec& spec,
+                               const std::vector<std::string>& cases, const std::string& gpu_key) override;
+  void prepare_baseline(const std::string& name, const std::vector<baseline_work>& work,
+                        const std::string& gpu_key) override;
   std::string compiler_identity() override;
 
  private:
   device_id m_device;
   compiler m_compiler;
-  export_cache m_exports;
+  baseline_preparers m_baselines;
   check_options m_check;
   worker_client m_worker;
   nlohmann::json m_env;

@@ -9,6 +9,7 @@
 #include "report/run_summary.h"
 #include "report/speedup_chart.h"
 #include "report/text_escape.h"
+#include "spec/baseline_registry.h"
 
 namespace kf {
 namespace {
@@ -33,7 +34,6 @@ constexpr std::string_view k_script = R"KF(
 const R=JSON.parse(document.getElementById('kf-data').textContent);
 const $=(t,a={},...k)=>{const e=document.createElement(t);for(const[x,v]of Object.entries(a)){if(x=='class')e.className=v;else if(x.startsWith('on'))e[x]=v;else e.setAttribute(x,v)}for(const c of k)e.append(c);return e};
 const us=v=>v<10?v.toFixed(2):v<1000?v.toFixed(1):v.toFixed(0);
-const IM=['kernel','eager','compile','vendor'];
 const rank={failed:0,error:1,inconclusive:2,skipped:3,passed:4};
 const nohist=k=>k.kind=='regression'&&k.against=='history'&&k.outcome=='skipped';
 const counted=cs=>cs.filter(k=>!k.advisory&&!nohist(k));
@@ -139,11 +139,18 @@ std::string render_html(const run_result& r) {
   if (std::string chart = speedup_chart_svg(r); !chart.empty()) out += "<h2>Speedups</h2>\n" + chart;
   out += "<noscript><p>The results table needs JavaScript; the data is in the kf-data element.</p></noscript>\n";
   out += "<h2>Results</h2>\n<input id=\"q\" placeholder=\"filter by workload or case\" aria-label=\"filter\">\n";
-  out += "<table><thead><tr><th>workload</th><th>case</th><th>kernel</th><th>eager</th><th>compile</th><th>vendor</th>"
+  // The time columns: the kernel, then each registered baseline (IM in the script).
+  nlohmann::json columns = nlohmann::json::array({"kernel"});
+  std::string headers = "<th>kernel</th>";
+  for (const auto& b : registered_baselines()) {
+    columns.push_back(b.name);
+    headers += "<th>" + html_escape(b.column_or_name()) + "</th>";
+  }
+  out += "<table><thead><tr><th>workload</th><th>case</th>" + headers +
          "<th>speedup</th><th>of floor</th><th>verdict</th></tr></thead><tbody id=\"rows\"></tbody></table>\n";
   out += "<div id=\"trees\"></div>\n";
   out += "<script type=\"application/json\" id=\"kf-data\">" + embedded_json(r) + "</script>\n";
-  out += fmt::format("<script>{}</script>\n</body></html>\n", k_script);
+  out += fmt::format("<script>const IM={};{}</script>\n</body></html>\n", script_safe_json(safe_dump(columns)), k_script);
   return out;
 }
 

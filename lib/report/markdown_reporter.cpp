@@ -9,12 +9,19 @@
 #include "report/reporter.h"
 #include "report/run_summary.h"
 #include "report/text_escape.h"
+#include "spec/baseline_registry.h"
 
 namespace kf {
 namespace {
 
 constexpr std::string_view k_marker = "<!-- kforge-report -->";
-const char* const k_impls[] = {"kernel", "eager", "compile", "vendor"};
+
+// The table's time columns: the kernel, then each registered baseline.
+std::vector<std::string> time_columns() {
+  std::vector<std::string> out = {"kernel"};
+  for (const auto& b : registered_baselines()) out.push_back(b.name);
+  return out;
+}
 
 std::string_view icon(check_outcome o) {
   switch (o) {
@@ -74,17 +81,19 @@ std::vector<row> table_rows(const run_result& r) {
     std::string kernel_cell = w.kernel_path.empty() ? md_cell(w.kernel_note.empty() ? "no kernel" : w.kernel_note) : "";
     if (w.cases.empty()) {
       check_outcome o = headline_outcome(w);  // every check counts: a verify failure is about a case that was never timed
+      std::string dashes;  // the baselines' columns, speedup and of floor
+      for (size_t k = 0; k < registered_baselines().size() + 2; ++k) dashes += "— | ";
       rows.push_back({order, rows.size(),
-                      fmt::format("| {} | — | {} | — | — | — | — | — | {} |\n", md_cell(w.name),
-                                  kernel_cell.empty() ? "—" : kernel_cell, verdict_cell(w, "", o, true))});
+                      fmt::format("| {} | — | {} | {}{} |\n", md_cell(w.name), kernel_cell.empty() ? "—" : kernel_cell,
+                                  dashes, verdict_cell(w, "", o, true))});
       continue;
     }
     for (auto& c : w.cases) {
       check_outcome o = headline_outcome(w, c.name);
       std::string cells;
-      for (auto* impl : k_impls) {
+      for (const auto& impl : time_columns()) {
         const impl_result* i = c.find(impl);
-        bool no_kernel = std::string_view(impl) == "kernel" && !i && !kernel_cell.empty();
+        bool no_kernel = impl == "kernel" && !i && !kernel_cell.empty();
         cells += (no_kernel ? kernel_cell : time_cell(c, i)) + " | ";
       }
       std::string speedups;
@@ -186,45 +195,51 @@ std::string unmeasured(const run_result& r) {
   return out.empty() ? out : "\n<details><summary>Baselines not measured</summary>\n\n" + out + "\n</details>\n";
 }
 
-// torch.compile's modes where a case timed more than one: the table compares with the faster, and what the
-// other took says how much the baseline depends on the export ("default 1.63 µs, max-autotune 1.71 µs").
-std::string compile_modes(const run_result& r) {
+// What a baseline says of its results' details, a line per case where it has something to say (compile: each
+// mode's median where a case timed more than one), under the baseline's heading.
+std::string baseline_details(const run_result& r, const baseline& b) {
   std::string out;
   int listed = 0, more = 0;
   for (auto& w : r.workloads)
     for (auto& c : w.cases)
       for (auto& i : c.impls) {
-        if (i.impl != "compile" || !i.details.is_object() || !i.details.contains("modes_median_us")) continue;
-        const auto& modes = i.details["modes_median_us"];
-        if (!modes.is_object() || modes.size() < 2) continue;
+        if (i.impl != b.name || !i.details.is_object()) continue;
+        std::string line = b.details(i.details);
+        if (line.empty()) continue;
         if (listed == 20) {
           ++more;
           continue;
         }
-        std::string parts;
-        for (auto& [mode, v] : modes.items())
-          parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", mode,
-                               v.is_number() ? format_us(v.get<double>()) + " µs" : v.dump());
-        out += fmt::format("- {} {}: {}\n", md_cell(w.name), md_cell(c.name), md_cell(parts));
+        out += fmt::format("- {} {}: {}\n", md_cell(w.name), md_cell(c.name), md_cell(line));
         ++listed;
       }
   if (more > 0) out += fmt::format("- _… and {} more_\n", more);
-  return out.empty() ? out : "\n<details><summary>torch.compile by mode (the faster is compared)</summary>\n\n" + out +
-                                 "\n</details>\n";
+  return out.empty() ? out : fmt::format("\n<details><summary>{}</summary>\n\n{}\n</details>\n", b.details_title, out);
+}
+
+std::string baselines_details(const run_result& r) {
+  std::string out;
+  for (const auto& b : registered_baselines())
+    if (b.details) out += baseline_details(r, b);
+  return out;
 }
 
 }  // namespace
 
 std::string render_markdown(const run_result& r, size_t max_bytes) {
   std::string out = headline(r);
-  const std::string header =
-      "| workload | case | kernel | eager | compile | vendor | speedup | of floor | verdict |\n"
-      "|---|---|--:|--:|--:|--:|---|--:|---|\n";
+  std::string header = "| workload | case | kernel | ", rule = "|---|---|--:|";
+  for (const auto& b : registered_baselines()) {
+    header += md_cell(b.column_or_name()) + " | ";
+    rule += "--:|";
+  }
+  header += "speedup | of floor | verdict |\n";
+  header += rule + "---|--:|---|\n";
   auto rows = table_rows(r);
   auto items = notes(r);
   std::string skipped_text = unmeasured(r);
   if (skipped_text.size() > max_bytes / 8) skipped_text.clear();
-  std::string modes_text = compile_modes(r);
+  std::string modes_text = baselines_details(r);
   if (modes_text.size() > max_bytes / 8) modes_text.clear();
   // Room kept for the truncation notes and the footer.
   const size_t reserve = 400;

@@ -8,6 +8,7 @@
 
 #include "report/run_summary.h"
 #include "report/text_escape.h"
+#include "spec/baseline_registry.h"
 
 namespace kf {
 namespace {
@@ -21,12 +22,10 @@ double x_of(double speedup) {
   return k_axis_x + k_axis_w * (l - k_lo) / (k_hi - k_lo);
 }
 
-std::string_view color_of(const std::string& baseline) {
-  if (baseline == "eager") return "#4c78a8";
-  if (baseline == "compile") return "#f58518";
-  if (baseline == "vendor") return "#54a24b";
-  if (baseline == "base") return "#b279a2";
-  return "#888";
+std::string_view color_of(const std::string& name) {  // a baseline's, or the merge-base's kernel's
+  if (name == "base") return "#b279a2";
+  const baseline* b = find_baseline(name);
+  return b && !b->color.empty() ? std::string_view(b->color) : "#888";
 }
 
 std::string_view outcome_color(check_outcome o) {
@@ -40,13 +39,13 @@ std::string_view outcome_color(check_outcome o) {
   return "#222";
 }
 
-// Baselines in a fixed order (eager, compile, vendor, then the rest as named), so rows read alike.
+// Baselines in a fixed order (the registered ones in their order, then the rest as named), so rows read alike.
 std::vector<std::pair<std::string, double>> ordered(const std::map<std::string, double>& speedups) {
   std::vector<std::pair<std::string, double>> out;
-  for (const char* b : {"eager", "compile", "vendor"})
-    if (auto it = speedups.find(b); it != speedups.end()) out.emplace_back(*it);
+  for (const auto& b : registered_baselines())
+    if (auto it = speedups.find(b.name); it != speedups.end()) out.emplace_back(*it);
   for (auto& [b, s] : speedups)
-    if (b != "eager" && b != "compile" && b != "vendor") out.emplace_back(b, s);
+    if (!find_baseline(b)) out.emplace_back(b, s);
   return out;
 }
 
@@ -102,9 +101,12 @@ std::string speedup_chart_svg(const run_result& r) {
                      "<text x=\"{}\" y=\"12\" font-size=\"11\">of the floor</text>\n",
                  k_axis_x, k_floor_x);
   double legend_x = 10;
-  for (const char* b : {"eager", "compile", "vendor", "base"}) {
+  std::vector<std::string> legend;
+  for (const auto& b : registered_baselines()) legend.push_back(b.name);
+  legend.push_back("base");
+  for (const auto& b : legend) {
     fmt::format_to(ax, "<rect x=\"{}\" y=\"4\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"13\" font-size=\"11\">{}</text>",
-                   legend_x, color_of(b), legend_x + 13, b);
+                   legend_x, color_of(b), legend_x + 13, html_escape(b));
     legend_x += 70;
   }
   return fmt::format("<svg id=\"speedups\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{:.0f}\" "

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "compile/export_cache.h"
 #include "measure/stats.h"
+#include "spec/baseline_registry.h"
 #include "util/error.h"
 #include "util/text.h"
 #include "verify/check.h"
@@ -78,17 +78,14 @@ nlohmann::json worker_evaluator::environment() {
 nlohmann::json worker_evaluator::baselines() {
   nlohmann::json impls = nlohmann::json::array();
   std::string kind(device_kind_name(m_options.device.kind));
+  // Each baseline that runs on this device, by its parent side (spec/baseline_registry.h); one that cannot be
+  // timed here (no package exported) is left out.
+  baseline_preparers sides({kind, m_options.cache_root});
   for (auto& b : m_options.baselines) {
-    if (b == "eager") impls.push_back({{"kind", "eager"}});
-    if (b == "vendor" && m_options.device.kind == device_kind::cuda) impls.push_back({{"kind", "vendor"}});
-    if (b == "compile") {
-      export_options eo;
-      eo.cache_root = m_options.cache_root;
-      export_cache cache(eo);
-      if (!cache.unavailable().empty()) continue;
-      auto impl = cache.impl_for(m_spec, m_gated, kind, m_options.gpu_key);
-      if (impl.contains("pt2") && !impl["pt2"].empty()) impls.push_back(impl);
-    }
+    const baseline* d = find_baseline(b);
+    if (!d || !d->runs_on(kind)) continue;
+    nlohmann::json impl = sides.impl(b, m_spec, m_gated, m_options.gpu_key);
+    if (!baseline_skipped(impl)) impls.push_back(impl);
   }
   nlohmann::json out = nlohmann::json::object();
   if (impls.empty()) return out;

@@ -23,6 +23,9 @@ int64_t dtype_size(dtype t);
 bool is_floating(dtype t);
 const std::vector<std::string>& dtype_names();         // for "did you mean" and messages
 
+// The baselines a spec times when it names none: the registered ones marked by_default (baseline_registry.h).
+std::vector<std::string> default_baseline_names();
+
 // One entry of an input's shape: a literal or a symbol bound by each case.
 struct dim {
   std::string symbol;  // empty for a literal
@@ -86,7 +89,7 @@ struct workload_spec {
   std::vector<op_call> graph;
   std::vector<case_spec> cases;
   tolerance_spec tolerance;
-  std::vector<std::string> baselines{"eager", "compile", "vendor"};
+  std::vector<std::string> baselines = default_baseline_names();
   gate_spec gate;
   search_spec search;
   std::vector<std::string> allow_libraries;  // libraries a candidate may call (cublas, cudnn...)

@@ -44,11 +44,6 @@ const std::vector<std::string>& known_family_names() {
   return names;
 }
 
-const std::vector<std::string>& baseline_names() {
-  static const std::vector<std::string> names = {"eager", "compile", "vendor"};
-  return names;
-}
-
 const std::vector<std::string>& library_names() {
   static const std::vector<std::string> names = {"cublas", "cublasLt", "cudnn"};
   return names;

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "spec/baseline_registry.h"
 #include "spec/spec.h"
 #include "util/error.h"
 
@@ -45,8 +46,8 @@ const std::vector<std::string>& known_family_names();
 using family_names_source = std::vector<std::string> (*)();
 // Installs the source of known_family_names() (one source; returns true so it can initialize a constant).
 bool set_family_names_source(family_names_source source);
-// Baseline names (eager, compile, vendor) and libraries a candidate may be allowed to call.
-const std::vector<std::string>& baseline_names();
+// The libraries a candidate may be allowed to call. (The baseline names are the registry's: baseline_names() in
+// baseline_registry.h.)
 const std::vector<std::string>& library_names();
 
 }  // namespace kf

@@ -11,8 +11,8 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 SCRIPT = os.path.join(ROOT, "ci", "check-layers")
 
 
-def run(root):
-    p = subprocess.run([sys.executable, SCRIPT, "--root", root], capture_output=True, text=True)
+def run(root, script=SCRIPT):
+    p = subprocess.run([sys.executable, script, "--root", root], capture_output=True, text=True)
     return p.returncode, p.stdout + p.stderr
 
 
@@ -63,22 +63,27 @@ def main():
         os.remove(os.path.join(tmp, "lib/measure/planted_b.h"))
 
         # A folder in no tier is an error, not a silent pass.
-        plant(tmp, "lib/pipeline/planted.h", '#pragma once\n#include "util/error.h"\n')
+        plant(tmp, "lib/unordered/planted.h", '#pragma once\n#include "util/error.h"\n')
         rc, out = run(tmp)
-        expect(rc == 1 and "pipeline is in no tier" in out, "an unordered folder fails", out)
-        os.remove(os.path.join(tmp, "lib/pipeline/planted.h"))
+        expect(rc == 1 and "unordered is in no tier" in out, "an unordered folder fails", out)
+        os.remove(os.path.join(tmp, "lib/unordered/planted.h"))
 
-        # An allowlisted include that is gone fails, so the allowlist only shrinks.
-        path = os.path.join(tmp, "lib/search/worker_evaluator.cpp")
-        with open(path) as f:
-            kept = f.read()
-        with open(path, "w") as f:
-            f.write(kept.replace('#include "compile/export_cache.h"', ""))
-        rc, out = run(tmp)
-        expect(rc == 1 and "allowlisted include of baselines/compile/export_cache.h is gone" in out,
-               "a stale allowlist entry fails", out)
-        with open(path, "w") as f:
-            f.write(kept)
+        # An allowlisted include passes while it is there; once it is gone the entry fails, so the allowlist only
+        # shrinks. The tree has no entry left: a copy of the script gets one.
+        with open(SCRIPT) as f:
+            text = f.read()
+        entry = '    ("lib/measure/planted.cpp", "lib/gate/gate.h"): "planted",\n'
+        expect("ALLOWED = {\n" in text, "the script has its ALLOWED list", text[:200])
+        script = os.path.join(tmp, "check-layers-allowing")
+        with open(script, "w") as f:
+            f.write(text.replace("ALLOWED = {\n", "ALLOWED = {\n" + entry, 1))
+        plant(tmp, "lib/measure/planted.cpp", '#include "gate/gate.h"\n')
+        rc, out = run(tmp, script)
+        expect(rc == 0, "an allowlisted upward include passes", out)
+        plant(tmp, "lib/measure/planted.cpp", "\n")
+        rc, out = run(tmp, script)
+        expect(rc == 1 and "allowlisted include of lib/gate/gate.h is gone" in out, "a stale allowlist entry fails", out)
+        os.remove(os.path.join(tmp, "lib/measure/planted.cpp"))
 
         rc, out = run(tmp)
         expect(rc == 0, "the copy passes again once the plants are gone", out)

@@ -79,15 +79,18 @@ class fake_backend : public run_backend {
                   {"env", {{"sm_clock_mhz", 1980}}}};
     return o;
   }
-  nlohmann::json compile_baseline(const workload_spec&, const std::vector<std::string>& cases, const std::string&) override {
+  nlohmann::json baseline_impl(const std::string& name, const workload_spec&, const std::vector<std::string>& cases,
+                               const std::string&) override {
+    if (name != "compile") return {{"kind", name}};
     if (!compile_available) return {{"skipped", "skipped: python has no torch"}};
     nlohmann::json pt2 = nlohmann::json::object();
     for (auto& c : cases) pt2[c] = {{"default", "/tmp/" + c + ".pt2"}};
     return {{"kind", "compile"}, {"pt2", pt2}};
   }
-  void prepare_compile_baselines(const std::vector<std::pair<const workload_spec*, std::vector<std::string>>>& work,
-                                 const std::string& gpu_key) override {
-    for (auto& [spec, cases] : work) prepared[spec->name] = cases;
+  void prepare_baseline(const std::string& name, const std::vector<baseline_work>& work,
+                        const std::string& gpu_key) override {
+    EXPECT_EQ(name, "compile");  // the only baseline with a parent side
+    for (auto& w : work) prepared[w.spec->name] = w.cases;
     prepared_key = gpu_key;
   }
   std::string compiler_identity() override { return "nvcc fake"; }

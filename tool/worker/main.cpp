@@ -24,6 +24,6 @@ const std::vector<worker_command>& worker_commands() {
 }  // namespace kf
 
 int main(int argc, char** argv) {
-  kf::register_baselines();  // measure's "eager", "compile" and "vendor" implementation kinds
+  kf::register_baseline_kinds();  // the worker's "eager", "compile" and "vendor" implementation kinds
   return kf::run_worker(argc, argv, kf::worker_commands(), kf::worker_setup);
 }
