@@ -182,6 +182,14 @@ session_result run_search_session(const workload_spec& spec, const session_setti
     return res;
   }
   term::say("  winner:      {:9.2f} us  {}  {}", *o.winner->time_us, versus(*o.winner->time_us, o.baselines), describe(*o.winner));
+  // The verdict as `kforge run` reaches it: the winner timed beside the baselines, judged by the gate's rule.
+  if (!o.verdict.empty()) {
+    term::say("  verdict (timed beside the baselines, the gate's rule):");
+    for (auto& c : o.verdict)
+      term::say("    {} {}: {}", check_outcome_name(c.outcome), c.test_name(), c.sentence);
+  } else if (!o.verdict_why.empty() && !spec.gate.must_beat.empty()) {
+    term::say("  verdict from medians timed apart ({})", o.verdict_why);
+  }
   if (!spec.gate.must_beat.empty() && !o.baselines.empty() && !o.winner_passes_gate)
     term::say("  {}", term::yellow(fmt::format("no candidate beat {} on every gated case: the fastest overall is the winner, "
                                                "and the gate will fail", fmt::join(spec.gate.must_beat, " and "))));
@@ -241,6 +249,9 @@ session_result run_search_session(const workload_spec& spec, const session_setti
                   {"wall_seconds", wall_s}, {"baseline_seconds", o.baseline_seconds}, {"evaluations_per_minute", per_minute}, {"stage_seconds", stage_seconds},
                   {"passes_gate", o.winner_passes_gate}}},
   };
+  for (auto& c : o.verdict)  // the gate's checks on the winner timed beside the baselines
+    w.metadata["verdict"].push_back(
+        {{"test", c.test_name()}, {"outcome", check_outcome_name(c.outcome)}, {"sentence", c.sentence}});
   for (auto& t : w.metadata["trajectory"])
     if (t.is_number() && std::isnan(t.get<double>())) t = nullptr;
   auto stored = write_winner(kdir, res.gpu_key, w);

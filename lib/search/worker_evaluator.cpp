@@ -7,7 +7,10 @@
 
 #include <fmt/format.h>
 
+#include "gate/gate.h"
 #include "measure/stats.h"
+#include "pipeline/case_results.h"
+#include "pipeline/measure_call.h"
 #include "spec/baseline_registry.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -291,6 +294,58 @@ eval_result worker_evaluator::confirm(const candidate& c) {
   if (!measure(cr, m_options.full_stopping, r, "measure")) return r;
   r.status = node_status::measured;
   return r;
+}
+
+evaluator::beside_baselines worker_evaluator::time_beside_baselines(const candidate& winner, const candidate* stored) {
+  beside_baselines out;
+  auto build = [&](const candidate& c, const char* name) {  // a compile-cache hit: the search compiled it before
+    return m_compiler.compile({c.source, m_options.device.kind, "sm_90a", {}, name});
+  };
+  compile_result w = build(winner, "winner");
+  if (!w.ok) {
+    out.why = "the winner did not compile again: " + w.error;
+    return out;
+  }
+  pipeline::measure_request q;
+  q.spec = &m_spec;
+  q.cases = m_gated;
+  q.impls.push_back(pipeline::impl_request::kernel("kernel", w.so_path));
+  std::vector<std::string> names = {"kernel"}, compared;
+  if (stored) {
+    compile_result s = build(*stored, "stored");
+    if (s.ok) q.impls.push_back(pipeline::impl_request::kernel("stored", s.so_path)), names.push_back("stored");
+  }
+  std::string kind(device_kind_name(m_options.device.kind));
+  baseline_preparers sides({kind, m_options.cache_root});
+  for (auto& b : m_options.baselines) {
+    const baseline* d = find_baseline(b);
+    if (!d || !d->runs_on(kind)) continue;
+    nlohmann::json impl = sides.impl(b, m_spec, m_gated, m_options.gpu_key);
+    if (baseline_skipped(impl)) continue;
+    q.impls.push_back({impl});
+    names.push_back(b);
+    compared.push_back(b);
+  }
+  if (compared.empty()) {
+    out.why = "no baseline could be timed beside the winner";
+    return out;
+  }
+  // The run's stopping rule: every series stops once the gate's questions are decided (and the winner's question
+  // against the stored kernel), at the latest at the timeout; no race, no noise target.
+  q.stopping = pipeline::stopping_rules::from_json(m_options.full_stopping);
+  q.stopping.race = nullptr;
+  q.stopping.cold_follows_hot = false;
+  q.stopping.questions = gate_questions(compared, false, 0);
+  if (names.size() > 1 && names[1] == "stored")
+    q.stopping.questions.push_back({{"a", "kernel"}, {"b", "stored"}, {"threshold", 1.0}});
+  auto call = pipeline::call_measure(*m_worker, q, m_options.measure_timeout);
+  if (!call.ok()) {
+    out.why = "timing the winner beside the baselines: " + call.failure();
+    return out;
+  }
+  if (!call.reply.env.is_null()) m_env = call.reply.env;
+  out.cases = pipeline::case_results(call.reply, m_gated, names);
+  return out;
 }
 
 }  // namespace kf

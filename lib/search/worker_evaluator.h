@@ -47,6 +47,9 @@ class worker_evaluator final : public evaluator {
   std::vector<eval_result> evaluate(const std::vector<candidate>& batch, double full_below_us,
                                     double stop_at_s) override;
   eval_result confirm(const candidate& c) override;
+  // The winner (and the stored kernel) timed beside every baseline in one measurement that stops on the gate's
+  // questions (gate/gate.h gate_questions), read through pipeline/ as `kforge run` reads its own.
+  beside_baselines time_beside_baselines(const candidate& winner, const candidate* stored) override;
   nlohmann::json environment() override;
 
   // The key stored kernels and the export cache are filed under (the cpu key, or the GPU's from `env`).
