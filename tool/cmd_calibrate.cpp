@@ -4,8 +4,8 @@
 
 #include "args.h"
 #include "commands.h"
-#include "gate/calibrate.h"
-#include "gate/worker_backend.h"
+#include "pipeline/calibrate.h"
+#include "pipeline/worker_backend.h"
 #include "spec/spec_parse.h"
 #include "util/error.h"
 #include "util/fs.h"

@@ -9,8 +9,8 @@
 
 #include "args.h"
 #include "commands.h"
-#include "gate/runner.h"
-#include "gate/worker_backend.h"
+#include "pipeline/runner.h"
+#include "pipeline/worker_backend.h"
 #include "report/reporter.h"
 #include "report/run_summary.h"
 #include "spec/spec_parse.h"

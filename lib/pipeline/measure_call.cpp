@@ -126,6 +126,7 @@ measure_reply parse_measure_reply(const json& response) {
 }
 
 bool measure_call::kernel_failed() const {
+  if (not_the_kernel) return false;
   if (!outcome.ok()) return outcome.status != worker_status::start_failed;
   return !reply.ok && reply.error_kind == "candidate";
 }

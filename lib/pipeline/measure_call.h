@@ -81,8 +81,10 @@ measure_reply parse_measure_reply(const nlohmann::json& response);
 struct measure_call {
   worker_outcome outcome;
   measure_reply reply;
+  bool not_the_kernel = false;  // a second try showed the kernel runs fine alone: the failure is not its doing
   bool ok() const { return outcome.ok() && reply.ok; }
-  // The kernel itself failed: the worker died while timing, or said so (error kind "candidate").
+  // The kernel itself failed: the worker died while timing (unless not_the_kernel), or said so (error kind
+  // "candidate").
   bool kernel_failed() const;
   std::string failure() const;  // one sentence: why !ok
 };

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gate/runner.h"
+#include "pipeline/runner.h"
 
 namespace kf {
 

@@ -1,4 +1,4 @@
-#include "gate/runner.h"
+#include "pipeline/runner.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,7 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "report/summarize.h"
+#include "pipeline/case_results.h"
+#include "pipeline/measure_call.h"
 #include "store/git_repo.h"
 #include "store/history.h"
 #include "store/winners.h"
@@ -29,78 +30,6 @@ std::string now_iso() {
 
 void say(const run_options& o, const std::string& line) {
   if (o.progress) o.progress(line);
-}
-
-// A worker that did not answer (crash, timeout, exit) or answered ok:false, in one sentence.
-std::string failure_of(const worker_outcome& out) {
-  if (!out.ok()) {
-    std::string s = fmt::format("the worker {}", out.describe());
-    if (!out.message.empty() && out.message != out.describe()) s += ": " + out.message;
-    if (!out.stderr_tail.empty()) s += fmt::format(" (worker log: {})", tail_text(out.stderr_tail, 600));
-    return s;
-  }
-  return out.response.value("error", "the worker answered ok: false without an error");
-}
-
-sample_series series_from(const json& j) {
-  sample_series s;
-  if (!j.is_object()) return s;
-  s.samples_us = j.value("samples_us", std::vector<double>{});
-  s.discarded = j.value("discarded", 0);
-  return s;
-}
-
-// The worker's measure answer into one case_result per gated case, impls in a fixed order.
-void apply_measure(workload_result& w, const json& r, const std::vector<std::string>& cases,
-                   const std::vector<std::string>& impls, const std::map<std::string, std::string>& skipped) {
-  const json& floors = r.value("floor", json::object());
-  for (auto& name : cases) {
-    case_result c;
-    c.name = name;
-    for (auto& impl : impls) {
-      impl_result i;
-      i.impl = impl;
-      if (auto s = skipped.find(impl); s != skipped.end()) {
-        i.status = impl_status::skipped;
-        i.why = s->second;
-        c.impls.push_back(std::move(i));
-        continue;
-      }
-      auto it = std::find_if(r["results"].begin(), r["results"].end(),
-                             [&](const json& e) { return e.value("impl", "") == impl && e.value("case", "") == name; });
-      if (it == r["results"].end()) {
-        i.status = impl_status::skipped;
-        i.why = "the worker reported nothing for it";
-      } else if (!it->value("available", true)) {
-        i.status = impl_status::skipped;
-        i.why = it->value("not_available", "not available");
-      } else if (!it->value("error", "").empty()) {
-        i.status = impl_status::failed;
-        i.why = it->value("error", "");
-      } else {
-        i.description = it->value("description", "");
-        if (it->contains("details") && (*it)["details"].is_object()) i.details = (*it)["details"];
-        i.cold = series_from(it->value("cold", json()));
-        i.hot = series_from(it->value("hot", json()));
-        if (i.cold.empty()) {
-          i.status = impl_status::failed;
-          i.why = "no samples were kept";
-        }
-      }
-      c.impls.push_back(std::move(i));
-    }
-    summarize_case(c);
-    if (floors.contains(name)) {
-      const json& f = floors[name];
-      bool hot = c.metric == "hot";
-      c.floor.bytes = f.value("bytes", 0.0);
-      c.floor.bandwidth_floor_us = f.value("bandwidth_floor_us", 0.0);
-      c.floor.launch_floor_us = hot ? f.value("launch_floor_hot_us", 0.0) : f.value("launch_floor_us", 0.0);
-      c.floor.floor_us = hot ? f.value("floor_hot_us", 0.0) : f.value("floor_us", 0.0);
-      summarize_case(c);  // the fraction of the floor
-    }
-    w.cases.push_back(std::move(c));
-  }
 }
 
 void update_env(run_env& env, const json& e) {
@@ -130,6 +59,81 @@ run_env env_from_worker(const json& e, const std::string& gpu_key) {
   env.kforge_version = KFORGE_VERSION;
   return env;
 }
+
+namespace {
+
+// What one workload's measurement times: the kernel, the merge-base's kernel when there is one, and each
+// baseline's impl object from its parent side (spec/baseline_registry.h); a baseline that cannot be timed here is
+// kept with why, for the reports.
+struct implementations {
+  pipeline::measure_request request;
+  std::vector<std::string> names;                // as reported, in order
+  std::map<std::string, std::string> skipped;    // baseline -> why it was not sent
+};
+
+implementations build_implementations(const workload_spec& spec, run_backend& backend, const std::string& gpu_key,
+                                      const std::vector<std::string>& cases, const std::string& kernel_so,
+                                      const std::string& base_so, const run_options& o) {
+  implementations m;
+  m.request.spec = &spec;
+  m.request.cases = cases;
+  m.request.impls.push_back(pipeline::impl_request::kernel("kernel", kernel_so));
+  m.names.push_back("kernel");
+  if (!base_so.empty()) {
+    m.request.impls.push_back(pipeline::impl_request::kernel("base", base_so));
+    m.names.push_back("base");
+  }
+  std::vector<std::string> compared;  // the baselines the gate compares the kernel with
+  for (auto& b : o.baselines.empty() ? spec.baselines : o.baselines) {
+    m.names.push_back(b);
+    const baseline* d = find_baseline(b);
+    if (d && d->make_preparer) say(o, fmt::format("{}: {} the {} baseline", spec.name, d->preparing, d->title_or_name()));
+    json impl = backend.baseline_impl(b, spec, cases, gpu_key);
+    if (std::string why; baseline_skipped(impl, &why)) {
+      m.skipped[b] = why;
+    } else {
+      m.request.impls.push_back({impl});
+      compared.push_back(b);
+    }
+  }
+  pipeline::stopping_rules& st = m.request.stopping;
+  st.min_samples = o.stopping.min_samples;
+  st.max_noise = o.stopping.max_noise;
+  st.min_seconds = o.stopping.min_seconds;
+  st.timeout_s = o.stopping.timeout_s;
+  st.sequential = {o.gate.alpha, o.gate.resolution, o.gate.first_look};
+  // Timing stops once the gate's questions are answered (measure/timing.h), at the latest at the timeout.
+  if (o.decide) st.questions = gate_questions(compared, !base_so.empty(), spec.gate.max_regression);
+  return m;
+}
+
+// Times the implementations together and says whose doing a failure was. A worker that dies or hangs while
+// timing the kernel beside the baselines gets a second try with the kernel alone, in a fresh worker: a failure
+// there too is the kernel's (the gate fails it: exit 1, not an infrastructure error); a pass leaves the first
+// failure as the infrastructure's.
+pipeline::measure_call time_implementations(const workload_spec& spec, run_backend& backend,
+                                            const implementations& m, const run_options& o) {
+  // Each case is timed until every impl stops (cold and hot each have the timeout), plus the worker's setup.
+  auto budget = std::chrono::seconds(
+                    static_cast<int64_t>(o.stopping.timeout_s * 2 * static_cast<double>(m.request.cases.size()))) +
+                o.measure_slack;
+  auto call = [&](const pipeline::measure_request& q) {
+    return pipeline::read_measure_outcome(backend.measure(q.to_json(), budget));
+  };
+  pipeline::measure_call out = call(m.request);
+  const bool died = !out.outcome.ok() && out.outcome.status != worker_status::start_failed;
+  if (!died || m.request.impls.size() == 1) return out;
+  say(o, fmt::format("{}: the worker {} while timing; timing the kernel alone to see whose doing it was", spec.name,
+                     out.outcome.describe()));
+  pipeline::measure_request alone = m.request;
+  alone.impls.resize(1);
+  pipeline::measure_call solo = call(alone);
+  if (solo.kernel_failed()) return solo;
+  out.not_the_kernel = true;
+  return out;
+}
+
+}  // namespace
 
 workload_result run_one(const workload_spec& spec, run_backend& backend, const std::string& gpu_key,
                         const std::string& base_commit, git_repo* repo, const run_options& o, run_env& env) {
@@ -180,84 +184,27 @@ workload_result run_one(const workload_spec& spec, run_backend& backend, const s
     }
   }
 
-  json kernel_impl = {{"kind", "kernel"}, {"name", "kernel"}, {"so", checked.so_path}};
-
   std::vector<std::string> cases;
   for (auto& c : spec.cases)
     if (c.gate && c.runs_on(backend.device_kind_name())) cases.push_back(c.name);
   if (cases.empty()) return finish();
 
-  std::vector<std::string> baselines = o.baselines.empty() ? spec.baselines : o.baselines;
-  json impls = json::array({kernel_impl});
-  std::vector<std::string> names = {"kernel"};
-  std::map<std::string, std::string> skipped;
-  if (!base_so.empty()) {
-    impls.push_back({{"kind", "kernel"}, {"name", "base"}, {"so", base_so}});
-    names.push_back("base");
-  }
-  for (auto& b : baselines) {  // each baseline's impl object, from its parent side (spec/baseline_registry.h)
-    names.push_back(b);
-    const baseline* d = find_baseline(b);
-    if (d && d->make_preparer) say(o, fmt::format("{}: {} the {} baseline", spec.name, d->preparing, d->title_or_name()));
-    json impl = backend.baseline_impl(b, spec, cases, gpu_key);
-    if (std::string why; baseline_skipped(impl, &why)) skipped[b] = why;
-    else impls.push_back(impl);
-  }
-
+  implementations impls = build_implementations(spec, backend, gpu_key, cases, checked.so_path, base_so, o);
   say(o, fmt::format("{}: timing {} case{} ({})", spec.name, cases.size(), cases.size() == 1 ? "" : "s",
-                     fmt::join(names, ", ")));
-  std::vector<std::string> compared;  // the baselines the gate compares the kernel with
-  for (auto& b : baselines)
-    if (!skipped.count(b)) compared.push_back(b);
-  json stopping = {{"min_samples", o.stopping.min_samples}, {"max_noise", o.stopping.max_noise},
-                   {"min_seconds", o.stopping.min_seconds}, {"timeout_s", o.stopping.timeout_s}, {"hot", "auto"},
-                   {"alpha", o.gate.alpha}, {"resolution", o.gate.resolution}, {"first_look", o.gate.first_look}};
-  // Timing stops once the gate's questions are answered (measure/timing.h), at the latest at the timeout.
-  if (o.decide) stopping["questions"] = gate_questions(compared, !base_so.empty(), spec.gate.max_regression);
-  json measure_req = {{"cmd", "measure"}, {"spec", to_json(spec)}, {"impls", impls}, {"cases", cases}, {"stopping", stopping}};
-  // Each case is timed until every impl stops (cold and hot each have the timeout), plus the worker's setup.
-  auto budget = std::chrono::seconds(static_cast<int64_t>(o.stopping.timeout_s * 2 * static_cast<double>(cases.size())));
-  worker_outcome out = backend.measure(measure_req, budget + o.measure_slack);
-  // A worker that died, hung, exited or garbled its answer while timing (not one that never started).
-  auto died = [](const worker_outcome& w) { return !w.ok() && w.status != worker_status::start_failed; };
-  // ... or one that says the kernel failed.
-  auto kernel_failed = [&](const worker_outcome& w) {
-    return died(w) || (w.ok() && !w.response.value("ok", false) && w.response.value("kind", "") == "candidate");
-  };
-  bool candidate = kernel_failed(out);  // with baselines beside the kernel, a death is judged below
-  if (died(out) && impls.size() > 1) {
-    // The worker died or hung while timing the kernel beside the baselines: time the kernel alone, in a fresh
-    // worker. If it fails there too it is the kernel's doing (the gate fails it: exit 1, not an infrastructure
-    // error); if it passes, the first failure stands as the infrastructure's.
-    say(o, fmt::format("{}: the worker {} while timing; timing the kernel alone to see whose doing it was",
-                       spec.name, out.describe()));
-    json alone = measure_req;
-    alone["impls"] = json::array({kernel_impl});
-    worker_outcome solo = backend.measure(alone, budget + o.measure_slack);
-    candidate = kernel_failed(solo);
-    if (candidate) out = solo;
-  }
-  if (!out.ok() || !out.response.value("ok", false)) {
-    w.error = fmt::format("timing {}: {}", candidate ? "failed because of the kernel" : "could not finish", failure_of(out));
-    if (candidate) {
-      // Still a result: the kernel is marked failed on every case and the gate fails it.
-      w.error.clear();
-      for (auto& name : cases) {
-        case_result c;
-        c.name = name;
-        impl_result failed;
-        failed.impl = "kernel";
-        failed.status = impl_status::failed;
-        failed.why = failure_of(out);
-        c.impls.push_back(std::move(failed));
-        w.cases.push_back(std::move(c));
-      }
+                     fmt::join(impls.names, ", ")));
+  pipeline::measure_call timed = time_implementations(spec, backend, impls, o);
+  if (!timed.ok()) {
+    if (!timed.kernel_failed()) {
+      w.error = fmt::format("timing could not finish: {}", timed.failure());
+      return finish();
     }
+    // Still a result: the kernel is marked failed on every case and the gate fails it.
+    w.cases = pipeline::kernel_failed_cases(cases, timed.failure());
     return finish();
   }
-  apply_measure(w, out.response, cases, names, skipped);
+  w.cases = pipeline::case_results(timed.reply, cases, impls.names, impls.skipped);
   if (!base_note.empty()) w.kernel_note += (w.kernel_note.empty() ? "" : "; ") + base_note;
-  update_env(env, out.response.value("env", json()));
+  update_env(env, timed.reply.env);
   return finish();
 }
 

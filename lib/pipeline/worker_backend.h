@@ -6,7 +6,7 @@
 
 #include "exec/compile.h"
 #include "exec/worker_client.h"
-#include "gate/runner.h"
+#include "pipeline/runner.h"
 #include "verify/check.h"
 
 namespace kf {

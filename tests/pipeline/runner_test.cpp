@@ -6,7 +6,7 @@
 
 #include <fmt/ranges.h>
 
-#include "gate/runner.h"
+#include "pipeline/runner.h"
 #include "../support/report_fixture.h"
 #include "store/git_repo.h"
 #include "store/history.h"

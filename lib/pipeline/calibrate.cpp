@@ -1,5 +1,5 @@
 // kforge calibrate: see calibrate.h.
-#include "gate/calibrate.h"
+#include "pipeline/calibrate.h"
 
 #include <chrono>
 

@@ -1,4 +1,4 @@
-#include "gate/worker_backend.h"
+#include "pipeline/worker_backend.h"
 
 #include <fmt/format.h>
 
