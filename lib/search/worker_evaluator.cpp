@@ -22,21 +22,10 @@ namespace {
 
 double median(const std::vector<double>& v) { return v.empty() ? std::nan("") : stats::median(v); }
 
-std::vector<double> samples(const nlohmann::json& set) {
-  if (!set.is_object() || !set.contains("samples_us") || !set["samples_us"].is_array()) return {};
-  return set["samples_us"].get<std::vector<double>>();
-}
-
 // The time a result stands for: the hot samples' median when there are any (short kernels) and hot is allowed,
 // else cold's.
-double result_us(const nlohmann::json& r, std::string* kind, bool allow_hot = true) {
-  auto hot = samples(r.value("hot", nlohmann::json()));
-  if (allow_hot && !hot.empty()) {
-    *kind = "hot";
-    return median(hot);
-  }
-  *kind = "cold";
-  return median(samples(r.value("cold", nlohmann::json())));
+double result_us(const pipeline::timed& r, bool allow_hot = true) {
+  return median(allow_hot && !r.hot.empty() ? r.hot.samples_us : r.cold.samples_us);
 }
 
 }  // namespace
@@ -52,7 +41,6 @@ worker_evaluator::worker_evaluator(const workload_spec& spec, worker_evaluator_o
   worker_options wo;
   wo.device = m_options.device;
   m_worker = std::make_unique<worker_client>(wo);
-  m_spec_json = to_json(spec);
   std::string kind(device_kind_name(m_options.device.kind));
   for (auto& c : spec.cases) {
     if (!c.runs_on(kind)) continue;
@@ -78,40 +66,43 @@ nlohmann::json worker_evaluator::environment() {
   return m_env;
 }
 
-nlohmann::json worker_evaluator::baselines() {
-  nlohmann::json impls = nlohmann::json::array();
+// Each baseline that runs on this device, by its parent side (spec/baseline_registry.h), as a protocol impl
+// object; one that cannot be timed here (no package exported) is left out, and `names` gets those kept.
+std::vector<pipeline::impl_request> worker_evaluator::baseline_impls(std::vector<std::string>* names) const {
+  std::vector<pipeline::impl_request> impls;
   std::string kind(device_kind_name(m_options.device.kind));
-  // Each baseline that runs on this device, by its parent side (spec/baseline_registry.h); one that cannot be
-  // timed here (no package exported) is left out.
   baseline_preparers sides({kind, m_options.cache_root});
   for (auto& b : m_options.baselines) {
     const baseline* d = find_baseline(b);
     if (!d || !d->runs_on(kind)) continue;
     nlohmann::json impl = sides.impl(b, m_spec, m_gated, m_options.gpu_key);
-    if (!baseline_skipped(impl)) impls.push_back(impl);
+    if (baseline_skipped(impl)) continue;
+    impls.push_back({impl});
+    if (names) names->push_back(b);
   }
+  return impls;
+}
+
+nlohmann::json worker_evaluator::baselines() {
   nlohmann::json out = nlohmann::json::object();
-  if (impls.empty()) return out;
-  auto o = request({{"cmd", "measure"}, {"spec", m_spec_json}, {"impls", impls}, {"cases", m_gated},
-                    {"stopping", m_options.full_stopping}},
-                   m_options.measure_timeout);
-  if (!o.ok() || !o.response.value("ok", false)) return out;  // no baseline: rewards fall back (evaluator.h)
-  if (o.response.contains("env")) m_env = o.response["env"];
-  // Compare like with like, as `kforge run` does: a case is judged on hot samples only when every baseline
-  // has them (a long baseline is timed cold only), so the candidate is then judged cold too.
-  const auto results = o.response.value("results", nlohmann::json::array());
-  auto timed = [](const nlohmann::json& r) { return r.value("available", true) && !r.contains("error"); };
+  pipeline::measure_request q;
+  q.spec = &m_spec;
+  q.cases = m_gated;
+  q.impls = baseline_impls(nullptr);
+  q.stopping = pipeline::stopping_rules::from_json(m_options.full_stopping);
+  if (q.impls.empty()) return out;
+  auto call = pipeline::call_measure(*m_worker, q, m_options.measure_timeout);
+  if (!call.ok()) return out;  // no baseline: rewards fall back (evaluator.h)
+  if (!call.reply.env.is_null()) m_env = call.reply.env;
+  // Compare like with like, as `kforge run` does (measure/compare.h): a case is judged on hot samples only when
+  // every baseline has them (a long baseline is timed cold only), so the candidate is then judged cold too.
   m_case_hot.clear();
-  for (auto& r : results)
-    if (timed(r)) {
-      bool& hot = m_case_hot.try_emplace(r.value("case", "?"), true).first->second;
-      hot = hot && !samples(r.value("hot", nlohmann::json())).empty();
-    }
-  for (auto& r : results) {
-    if (!timed(r)) continue;
-    std::string k, c = r.value("case", "?");
-    double t = result_us(r, &k, m_case_hot[c]);
-    if (std::isfinite(t) && t > 0) out[r.value("impl", "?")][c] = t;
+  for (auto& r : call.reply.results)
+    if (r.ok()) m_case_hot[r.case_name] = call.reply.compares_hot(r.case_name);
+  for (auto& r : call.reply.results) {
+    if (!r.ok()) continue;
+    double t = result_us(r, m_case_hot[r.case_name]);
+    if (std::isfinite(t) && t > 0) out[r.impl][r.case_name] = t;
   }
   return out;
 }
@@ -171,34 +162,32 @@ bool worker_evaluator::measure(const compile_result& cr, const nlohmann::json& s
   if (all_hot) stop["cold_follows_hot"] = true;
   if (race && m_options.race)
     for (auto& [c, us] : m_fastest_us) stop["race"][c] = {{"us", us}, {"hot", judged_hot(c)}};
-  nlohmann::json req = {{"cmd", "measure"}, {"spec", m_spec_json},
-                        {"impls", {{{"kind", "kernel"}, {"name", "candidate"}, {"so", cr.so_path}}}},
-                        {"cases", m_gated}, {"stopping", stop}};
-  auto o = request(req, m_options.measure_timeout);
-  evaluation_row e{stage, false, nlohmann::json::object(), o.seconds, {}};
+  pipeline::measure_request q;
+  q.spec = &m_spec;
+  q.cases = m_gated;
+  q.impls = {pipeline::impl_request::kernel("candidate", cr.so_path)};
+  q.stopping = pipeline::stopping_rules::from_json(stop);
+  auto call = pipeline::call_measure(*m_worker, q, m_options.measure_timeout);
+  evaluation_row e{stage, false, nlohmann::json::object(), call.outcome.seconds, {}};
   r.case_us.clear();
-  if (o.ok() && o.response.value("ok", false)) {
-    for (auto& res : o.response.value("results", nlohmann::json::array())) {
-      if (res.contains("error")) {
-        r.detail = fmt::format("failed while timed on case {}: {}", res.value("case", "?"), res["error"].dump());
+  if (call.ok()) {
+    for (auto& res : call.reply.results) {
+      if (!res.error.empty()) {
+        r.detail = fmt::format("failed while timed on case {}: {}", res.case_name, nlohmann::json(res.error).dump());
         continue;
       }
-      std::string kind, c = res.value("case", "?");
-      double t = result_us(res, &kind, judged_hot(c));
+      double t = result_us(res, judged_hot(res.case_name));
       if (!std::isfinite(t) || t <= 0) continue;
-      r.case_us[c] = t;
-      auto lost = [&](const char* k) { return res.contains(k) && res[k].value("stop", "") == "lost_race"; };
-      if (lost("cold") || lost("hot")) e.detail["lost_race"].push_back(c);
-      for (const char* k : {"cold", "hot"}) {
-        auto s = samples(res.value(k, nlohmann::json()));
-        if (!s.empty()) e.samples.push_back({"candidate", res.value("case", "?"), k, s});
-      }
+      r.case_us[res.case_name] = t;
+      if (res.lost_race()) e.detail["lost_race"].push_back(res.case_name);
+      if (!res.cold.empty()) e.samples.push_back({"candidate", res.case_name, "cold", res.cold.samples_us});
+      if (!res.hot.empty()) e.samples.push_back({"candidate", res.case_name, "hot", res.hot.samples_us});
     }
-    if (o.response.contains("floor")) e.detail["floor"] = o.response["floor"];
-    if (o.response.contains("env")) m_env = o.response["env"];
+    if (!call.reply.floors.empty()) e.detail["floor"] = call.reply.floors;
+    if (!call.reply.env.is_null()) m_env = call.reply.env;
   } else {
-    r.detail = o.ok() ? fmt::format("measure: {}", o.response.value("error", "failed"))
-                      : fmt::format("the worker {} while timing", o.describe());
+    r.detail = call.outcome.ok() ? fmt::format("measure: {}", call.reply.error.empty() ? "failed" : call.reply.error)
+                                 : fmt::format("the worker {} while timing", call.outcome.describe());
   }
   e.ok = r.case_us.size() == m_gated.size();
   if (!e.ok && r.detail.empty()) r.detail = "not every gated case was timed";
@@ -315,17 +304,8 @@ evaluator::beside_baselines worker_evaluator::time_beside_baselines(const candid
     compile_result s = build(*stored, "stored");
     if (s.ok) q.impls.push_back(pipeline::impl_request::kernel("stored", s.so_path)), names.push_back("stored");
   }
-  std::string kind(device_kind_name(m_options.device.kind));
-  baseline_preparers sides({kind, m_options.cache_root});
-  for (auto& b : m_options.baselines) {
-    const baseline* d = find_baseline(b);
-    if (!d || !d->runs_on(kind)) continue;
-    nlohmann::json impl = sides.impl(b, m_spec, m_gated, m_options.gpu_key);
-    if (baseline_skipped(impl)) continue;
-    q.impls.push_back({impl});
-    names.push_back(b);
-    compared.push_back(b);
-  }
+  for (auto& impl : baseline_impls(&compared)) q.impls.push_back(impl);
+  names.insert(names.end(), compared.begin(), compared.end());
   if (compared.empty()) {
     out.why = "no baseline could be timed beside the winner";
     return out;

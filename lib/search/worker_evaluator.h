@@ -14,6 +14,7 @@
 #include "exec/compile.h"
 #include "exec/device.h"
 #include "exec/worker_client.h"
+#include "pipeline/measure_call.h"
 #include "search/evaluator.h"
 #include "spec/spec.h"
 #include "verify/check.h"
@@ -70,6 +71,7 @@ class worker_evaluator final : public evaluator {
   double warm_seconds() const { return m_warm_seconds; }
 
  private:
+  std::vector<pipeline::impl_request> baseline_impls(std::vector<std::string>* names) const;
   // `r` holds the static scan's stage (passed): compile, then screen and full verify and measure.
   eval_result after_compile(eval_result r, const compile_result& cr, double full_below_us);
   // The static scan of the source (docs/design.md "Verify"); false with r set to verify_failed on a finding.
@@ -95,7 +97,6 @@ class worker_evaluator final : public evaluator {
   compiler m_compiler;
   std::unique_ptr<worker_client> m_worker;
   std::map<std::string, bool> m_case_hot;  // per gated case: judged on hot samples (every baseline had them)
-  nlohmann::json m_spec_json;
   std::vector<std::string> m_gated, m_all;
   nlohmann::json m_env;
   std::map<std::string, double> m_verify_steps;
