@@ -8,6 +8,7 @@
 #include "search/family.h"
 #include "search/graph_match.h"
 #include "spec/spec_parse.h"
+#include "store/kernel_header.h"
 #include "util/error.h"
 
 namespace kf {
@@ -90,6 +91,24 @@ bool knobs_in_range(const family& f, const knob_values& v, std::string* why_not)
       return fail(fmt::format("{} has no knob {} (its knobs: {})", f.name(), name, fmt::join(names, ", ")));
     }
   return true;
+}
+
+bool knob_read(const family& f, const workload_spec& spec, const knob_values& v, const std::string& name) {
+  for (auto& k : f.knobs()) {
+    if (k.name != name) continue;
+    for (auto& value : k.values) {
+      auto w = v;
+      w[name] = value;
+      if (f.canonical_knobs(spec, w).at(name) != value) return false;
+    }
+    return true;
+  }
+  KF_ASSERT(false, "{} has no knob {}", f.name(), name);
+}
+
+std::string family_kernel_header(const family& f, const workload_spec& spec, const knob_values& v,
+                                 const std::string& computes) {
+  return format_kernel_header({f.name(), f.version(), f.canonical_knobs(spec, v), computes});
 }
 
 int knob_int(const knob_values& v, const std::string& name) {

@@ -1,6 +1,7 @@
 // A kernel family: a template that emits one candidate translation unit (kf_abi.h) from knob values.
 // The template proposer moves through a family's knob space; the emitted source must handle every
-// shape the spec allows (it reads shapes and strides from kf_tensor at run time).
+// shape the spec allows (it reads shapes and strides from kf_tensor at run time). The fixed code of a family lives
+// in files beside it (lib/search/families/*.cuh, *.h), embedded at build time (families/embedded.h).
 #pragma once
 #include <map>
 #include <memory>
@@ -17,6 +18,9 @@ struct knob {
   std::string name;
   std::vector<std::string> values;  // in a meaningful order (a move goes to a neighbouring value)
   std::string help;
+  // The value whose code is what the family emitted before it had this knob; `kforge reemit` gives it to a stored
+  // winner recorded without the knob. Empty when no value is (the knob came with code that did not exist before).
+  std::string before = "";
 };
 
 using knob_values = std::map<std::string, std::string>;
@@ -26,6 +30,9 @@ class family {
   virtual ~family() = default;
   virtual std::string name() const = 0;
   virtual device_kind device() const = 0;
+  // Bumped whenever emit's output changes for some knob values (CONTRIBUTING.md "Adding a kernel family"): a stored
+  // winner records the version that emitted it, and tests/search/stored_winners_test.cpp re-emits it at this one.
+  virtual int version() const = 0;
   // Whether this family implements the spec's graph; when not, `why_not` says what it lacks.
   virtual bool covers(const workload_spec& spec, std::string* why_not) const = 0;
   virtual std::vector<knob> knobs() const = 0;
@@ -33,7 +40,12 @@ class family {
   virtual knob_values default_variant(const workload_spec& spec) const = 0;
   // Constraints between knobs (and with the spec); `why_not` explains a rejection.
   virtual bool valid(const knob_values& v, const workload_spec& spec, std::string* why_not) const = 0;
-  // The candidate source. Opens with a comment naming the family and knob values.
+  // The knob values the emitted code reads: `v` with each knob this variant does not read (another strategy's,
+  // another layout's) set to the one value emit uses for it, so that variants differing only there emit one source
+  // (the template proposer does not propose it twice). emit(spec, v) == emit(spec, canonical_knobs(spec, v)).
+  virtual knob_values canonical_knobs(const workload_spec& spec, const knob_values& v) const { (void)spec; return v; }
+  // The candidate source. Opens with the kernel header (store/kernel_header.h): family, version, every knob at its
+  // canonical value, what it computes.
   virtual std::string emit(const workload_spec& spec, const knob_values& v) const = 0;
 };
 
@@ -42,6 +54,13 @@ const std::vector<std::unique_ptr<family>>& families();
 const family* find_family(std::string_view name, device_kind device);
 // Every family of a device that covers the spec and that the spec's `search.families` selects.
 std::vector<const family*> covering_families(const workload_spec& spec, device_kind device);
+
+// Whether the code emitted for `v` reads `name`: false when canonical_knobs fixes it (every value of the knob gives
+// one source).
+bool knob_read(const family& f, const workload_spec& spec, const knob_values& v, const std::string& name);
+// The header a family's kernel opens with, for the knob values it was emitted from (canonical_knobs applied).
+std::string family_kernel_header(const family& f, const workload_spec& spec, const knob_values& v,
+                                 const std::string& computes);
 
 // For families' `valid`: every knob is set, to one of its listed values, and no unknown knob is set.
 bool knobs_in_range(const family& f, const knob_values& v, std::string* why_not);

@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "exec/kf_abi.h"
@@ -91,7 +92,7 @@ TEST(families_cpu, sources_compile_for_every_knob_value) {
       }
     for (auto& s : sets) {
       auto src = f->emit(v.spec, s);
-      EXPECT_EQ(src.rfind("// kforge candidate: family " + f->name(), 0), 0u);
+      EXPECT_EQ(src.rfind(fmt::format("// kforge kernel: family {}, version {}\n", f->name(), f->version()), 0), 0u);
       auto r = compile(src, dir.path(), v.label + std::to_string(n++), false);
       EXPECT_TRUE(r.ok()) << v.label << "\n" << r.err.substr(0, 3000);
     }

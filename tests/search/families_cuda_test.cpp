@@ -4,9 +4,9 @@
 // variant's `namespace kfk` and `kf_launch` are renamed apart.
 #include <future>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
-#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -15,6 +15,7 @@
 #include "covering_sets.h"
 #include "search_test_specs.h"
 #include "spec/spec_parse.h"
+#include "store/kernel_header.h"
 #include "util/fs.h"
 #include "util/subprocess.h"
 
@@ -229,10 +230,12 @@ TEST(families_cuda, group_norm_ring_needs_16_byte_vectors_and_room_for_its_copie
   EXPECT_NE(why.find("3 slots"), std::string::npos) << why;
   g["seg_kb"] = "16";
   EXPECT_TRUE(gn.valid(g, test::group_norm_spec(), &why)) << why;
-  // The stream knobs it does not read are fixed in the source; the ring's own are shown.
+  // The stream knobs it does not read are fixed in the source; the ring's own are read.
   const std::string src = gn.emit(test::group_norm_spec(), g);
   EXPECT_NE(src.find("ring_kb=64"), std::string::npos);
-  EXPECT_EQ(src.find("lag_mb="), std::string::npos);
+  EXPECT_TRUE(knob_read(gn, test::group_norm_spec(), g, "ring_kb"));
+  EXPECT_FALSE(knob_read(gn, test::group_norm_spec(), g, "lag_mb"));
+  EXPECT_NE(src.find("lag_mb=0 "), std::string::npos);
 }
 
 TEST(families_cuda, group_norm_stream_stages_fit_in_shared_memory) {
@@ -299,7 +302,13 @@ TEST(families_cuda, emitted_source_names_family_knobs_and_graph) {
   auto spec = test::softmax_spec(true);
   auto v = f.default_variant(spec);
   auto src = f.emit(spec, v);
-  EXPECT_EQ(src.rfind("// kforge candidate: family row_softmax_cuda (cuda)", 0), 0u) << src.substr(0, 200);
+  EXPECT_EQ(src.rfind("// kforge kernel: family row_softmax_cuda, version " + std::to_string(f.version()) + "\n", 0), 0u)
+      << src.substr(0, 200);
+  // One header: every knob, in one list, at the value the code reads.
+  auto header = parse_kernel_header(src);
+  ASSERT_TRUE(header.has_value());
+  EXPECT_EQ(header->knobs, f.canonical_knobs(spec, v));
+  EXPECT_EQ(header->knobs.size(), f.knobs().size());
   EXPECT_NE(src.find("strategy=" + v.at("strategy")), std::string::npos);
   EXPECT_NE(src.find("softcap"), std::string::npos);
   EXPECT_NE(src.find("extern \"C\" int kf_launch("), std::string::npos);
@@ -312,48 +321,82 @@ TEST(families_cuda, emitted_source_names_family_knobs_and_graph) {
         << h;
     rest = m.suffix();
   }
-  // Knobs change the source (and the tanh knob only shows when the graph has a softcap).
+  // Knobs change the source (and the tanh knob is read only when the graph has a softcap).
   auto w = v;
   w["threads"] = v.at("threads") == "64" ? "128" : "64";
   EXPECT_NE(f.emit(spec, w), src);
   auto plain = test::softmax_spec();
   plain.graph.erase(plain.graph.begin());
   plain.graph[0].args["input"] = "x";
-  EXPECT_EQ(f.emit(plain, f.default_variant(plain)).find("tanh="), std::string::npos);
+  auto pv = f.default_variant(plain);
+  EXPECT_FALSE(knob_read(f, plain, pv, "tanh"));
+  auto approx = pv;
+  approx["tanh"] = "approx";
+  EXPECT_EQ(f.emit(plain, approx), f.emit(plain, pv));
+  EXPECT_TRUE(knob_read(f, spec, v, "tanh"));
+  // The fixed files are emitted without their stand-alone preamble.
+  EXPECT_EQ(src.find("KF_EMITTED"), std::string::npos);
+  EXPECT_EQ(src.find("_stub.cuh"), std::string::npos);
 }
 
-// The "knob=value" pairs a source's code depends on: its "// knobs:" line (emit leaves out the knobs it fixes for
-// the graph or the strategy).
-std::set<std::string> shown_knobs(const std::string& src) {
-  std::smatch m;
-  std::set<std::string> out;
-  if (!std::regex_search(src, m, std::regex(R"(// knobs: ([^\n]*))"))) return out;
-  std::istringstream in(m[1].str());
-  for (std::string kv; in >> kv;) out.insert(kv);
-  return out;
+// canonical_knobs: what emit reads. A variant and its canonical knobs emit one source, the canonical knobs are valid
+// and canonical themselves, and the header lists them all.
+TEST(families_cuda, canonical_knobs_emit_the_same_source) {
+  for (auto& c : cases()) {
+    const family& f = cuda_family(c.family);
+    for (auto& v : test::covering_sets(f, c.rich)) {
+      const knob_values k = f.canonical_knobs(c.rich, v);
+      std::string why;
+      EXPECT_TRUE(f.valid(k, c.rich, &why)) << c.family << ": " << why;
+      EXPECT_EQ(f.canonical_knobs(c.rich, k), k) << c.family;
+      const std::string src = f.emit(c.rich, v);
+      EXPECT_EQ(f.emit(c.rich, k), src) << c.family;
+      auto header = parse_kernel_header(src);
+      ASSERT_TRUE(header.has_value()) << c.family;
+      EXPECT_EQ(header->family, f.name());
+      EXPECT_EQ(header->version, f.version());
+      EXPECT_EQ(header->knobs, k);
+    }
+  }
 }
 
-// A source whose code uses `knob`=`value`: the default of one of `specs` with that value and up to two other knobs
-// changed, the first variant the family accepts whose source shows it; "" when there is none.
-std::string activating_source(const family& f, const std::vector<workload_spec>& specs, const std::string& knob,
-                              const std::string& value) {
+// A variant's source and the "knob=value" pairs its code depends on: every knob canonical_knobs does not fix for it
+// (another strategy's knobs, another layout's, tanh without a softcap are fixed).
+struct emitted {
+  std::string source;
+  std::set<std::string> read;
+};
+
+emitted emit_variant(const family& f, const workload_spec& spec, const knob_values& v) {
+  emitted e{f.emit(spec, v), {}};
+  const knob_values c = f.canonical_knobs(spec, v);
+  for (auto& k : f.knobs())
+    if (knob_read(f, spec, c, k.name)) e.read.insert(k.name + "=" + c.at(k.name));
+  return e;
+}
+
+// A variant whose code reads `knob`=`value`: the default of one of `specs` with that value and up to two other knobs
+// changed, the first the family accepts; nullopt when there is none.
+std::optional<emitted> activating_variant(const family& f, const std::vector<workload_spec>& specs,
+                                          const std::string& knob, const std::string& value) {
   const auto ks = f.knobs();
   const std::string want = knob + "=" + value;
-  auto try_variant = [&](const workload_spec& spec, const knob_values& v) -> std::string {
-    if (!f.valid(v, spec, nullptr)) return "";
-    std::string src = f.emit(spec, v);
-    return shown_knobs(src).count(want) ? src : "";
+  auto try_variant = [&](const workload_spec& spec, const knob_values& v) -> std::optional<emitted> {
+    if (!f.valid(v, spec, nullptr)) return std::nullopt;
+    emitted e = emit_variant(f, spec, v);
+    if (!e.read.count(want)) return std::nullopt;
+    return e;
   };
   for (auto& spec : specs) {
     auto base = f.default_variant(spec);
     base[knob] = value;
-    if (auto src = try_variant(spec, base); !src.empty()) return src;
+    if (auto e = try_variant(spec, base)) return e;
     for (size_t a = 0; a < ks.size(); ++a)
       for (auto& va : ks[a].values) {
         if (ks[a].name == knob) continue;
         auto one = base;
         one[ks[a].name] = va;
-        if (auto src = try_variant(spec, one); !src.empty()) return src;
+        if (auto e = try_variant(spec, one)) return e;
       }
     for (size_t a = 0; a < ks.size(); ++a)
       for (size_t b = a + 1; b < ks.size(); ++b)
@@ -363,41 +406,40 @@ std::string activating_source(const family& f, const std::vector<workload_spec>&
             auto two = base;
             two[ks[a].name] = va;
             two[ks[b].name] = vb;
-            if (auto src = try_variant(spec, two); !src.empty()) return src;
+            if (auto e = try_variant(spec, two)) return e;
           }
   }
-  return "";
+  return std::nullopt;
 }
 
-// The sources a family case compiles: its covering sets on the rich spec, the others' defaults, the extras, and
-// for each knob value none of those uses in its code (a cluster size beside a strategy that has no cluster), a
-// variant that does.
-std::vector<std::string> sources_of(const family_case& c) {
+// The variants a family case compiles: its covering sets on the rich spec, the others' defaults, the extras, and
+// for each knob value none of those reads (a cluster size beside a strategy that has no cluster), a variant that
+// does.
+std::vector<emitted> sources_of(const family_case& c) {
   const family& f = cuda_family(c.family);
-  std::vector<std::string> sources;
-  for (auto& s : test::covering_sets(f, c.rich)) sources.push_back(f.emit(c.rich, s));
-  for (auto& o : c.others) sources.push_back(f.emit(o, f.default_variant(o)));
+  std::vector<emitted> out;
+  for (auto& s : test::covering_sets(f, c.rich)) out.push_back(emit_variant(f, c.rich, s));
+  for (auto& o : c.others) out.push_back(emit_variant(f, o, f.default_variant(o)));
   std::vector<workload_spec> specs = {c.rich};
   for (auto& [spec, knobs] : c.extra) {
     auto v = f.default_variant(spec);
     for (auto& [k, val] : knobs) v[k] = val;
     std::string why;
     EXPECT_TRUE(f.valid(v, spec, &why)) << c.family << ": " << why;
-    sources.push_back(f.emit(spec, v));
+    out.push_back(emit_variant(f, spec, v));
     specs.push_back(spec);
   }
   specs.insert(specs.end(), c.others.begin(), c.others.end());
-  std::set<std::string> shown;
-  for (auto& src : sources)
-    for (auto& kv : shown_knobs(src)) shown.insert(kv);
+  std::set<std::string> read;
+  for (auto& e : out) read.insert(e.read.begin(), e.read.end());
   for (auto& k : f.knobs())
     for (auto& val : k.values)
-      if (!shown.count(k.name + "=" + val))
-        if (auto src = activating_source(f, specs, k.name, val); !src.empty()) {
-          for (auto& kv : shown_knobs(src)) shown.insert(kv);
-          sources.push_back(std::move(src));
+      if (!read.count(k.name + "=" + val))
+        if (auto e = activating_variant(f, specs, k.name, val)) {
+          read.insert(e->read.begin(), e->read.end());
+          out.push_back(std::move(*e));
         }
-  return sources;
+  return out;
 }
 
 // Every value of every knob reaches the code of some compiled source: a value no valid variant uses in its code
@@ -405,11 +447,7 @@ std::vector<std::string> sources_of(const family_case& c) {
 TEST(families_cuda, every_knob_value_reaches_an_emitted_source) {
   std::map<std::string, std::set<std::string>> shown;  // family -> "knob=value"
   for (auto& c : cases())
-    for (auto& src : sources_of(c)) {
-      auto kv = shown_knobs(src);
-      ASSERT_FALSE(kv.empty()) << "no // knobs: line in\n" << src.substr(0, 300);
-      shown[c.family].insert(kv.begin(), kv.end());
-    }
+    for (auto& e : sources_of(c)) shown[c.family].insert(e.read.begin(), e.read.end());
   for (auto& [name, values] : shown)
     for (auto& k : cuda_family(name).knobs())
       for (auto& val : k.values)
@@ -423,7 +461,8 @@ TEST(families_cuda, sources_compile_for_every_knob_value) {
   std::vector<std::future<process_result>> builds;
   std::vector<std::string> labels;
   for (auto& c : cases()) {
-    const auto sources = sources_of(c);
+    std::vector<std::string> sources;
+    for (auto& e : sources_of(c)) sources.push_back(std::move(e.source));
     const std::string stem = c.family + "_" + std::to_string(labels.size());
     auto src = dir.path() / (stem + ".cu");
     write_file_atomic(src, combine(sources));

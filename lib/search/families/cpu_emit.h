@@ -10,7 +10,7 @@
 
 namespace kf::cpu_emit {
 
-// The standard includes and the conversion helpers:
+// cpu_prelude.h: the standard includes and the conversion helpers:
 //   float kf_ld_bf16(uint16_t), uint16_t kf_st_bf16(float), float kf_ld_f16(uint16_t), uint16_t kf_st_f16(float),
 //   float kf_exp_poly(float), float kf_tanh_poly(float).
 std::string prelude();
@@ -28,8 +28,8 @@ std::string store_fn(dtype t);
 // A C++ float literal for v ("50.0f", "1e-06f", "INFINITY").
 std::string float_literal(double v);
 
-// "// kforge candidate ...": family, knobs, what it computes. Every line a comment.
-std::string header(const family& f, const knob_values& v, const std::string& computes);
+// The kernel header (family_kernel_header: family, version, knobs, what it computes) and a blank line.
+std::string header(const family& f, const workload_spec& spec, const knob_values& v, const std::string& computes);
 
 // KF_EXP / KF_TANH for a "math" knob: libm (expf, tanhf) or poly (kf_exp_poly, kf_tanh_poly: they vectorize).
 std::string math_macros(const std::string& math);

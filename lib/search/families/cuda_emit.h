@@ -1,9 +1,10 @@
-// Shared pieces of the CUDA families' emitted sources: the prelude every candidate opens with (type
-// conversions, 16-byte vector access, warp / block / cluster reductions), C type names for spec dtypes,
-// and the code of the elementwise steps (prologue, activation) the graph matchers describe.
+// Shared pieces of the CUDA families' emitted sources: the order of a kernel's parts and the prelude every kernel
+// opens with (cuda_prelude.cuh: type conversions, 16-byte vector access, warp / block / cluster reductions), C type
+// names for spec dtypes, and the code of the elementwise steps (prologue, activation) the graph matchers describe.
 #pragma once
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "search/family.h"
@@ -19,22 +20,16 @@ constexpr int k_reference_sms = 132;
 std::string c_type(dtype t);
 bool storable(dtype t);  // float32 / float16 / bfloat16 / float64
 
-// The knob values a variant's source is emitted from: a knob the variant does not read (another strategy's,
-// another layout's) is fixed to one value and left out of the header comment, so two variants that differ only
-// there emit one source, which the template proposer does not propose twice.
-struct emitted_knobs {
-  knob_values shown, used;
-  explicit emitted_knobs(const knob_values& v) : shown(v), used(v) {}
-  void fix(const std::string& knob, const std::string& value) {
-    used[knob] = value;
-    shown.erase(knob);
-  }
-};
-
-// The opening comment naming the family and knob values, then the includes and the common device helpers,
-// opening `namespace kfk {`. The family's code follows and ends with cuda_emit::epilogue().
-std::string prelude(const std::string& family_name, const knob_values& v, const std::string& graph_description);
-// Closes the namespace and exports kf_launch (forwarding to kfk::launch).
+// A kernel is, in order: prelude() (its header, then cuda_prelude.cuh: includes and the device helpers),
+// variant() (the variant's constants, types and generated functions), the family's fixed files (fixed_file), and
+// epilogue(). Each part opens and closes its own `namespace kfk`.
+std::string prelude(const family& f, const workload_spec& spec, const knob_values& v,
+                    const std::string& graph_description);
+// `code` in `namespace kfk`, under a "this variant" comment.
+std::string variant(const std::string& code);
+// A fixed file of the family, embedded at build time (embedded.h: "search/families/row_softmax_cuda.cuh").
+std::string fixed_file(std::string_view path);
+// Exports kf_launch (forwarding to kfk::launch).
 std::string epilogue();
 
 // A float literal that round-trips (e.g. "0.02f", "-inff" never: callers pass finite values).
@@ -48,8 +43,5 @@ std::string round_to(const std::string& x, dtype t);
 // Statements rounding `float x` through each type of `chain` in order. `stored_as`: the type the store rounds
 // to anyway, so a last rounding to it is left out (rounding twice is rounding once).
 std::string rounding_code(std::vector<dtype> chain, std::optional<dtype> stored_as = std::nullopt);
-
-// `knob=value` pairs of `v` restricted to `names`, joined by spaces (for the header comment).
-std::string knob_summary(const knob_values& v, const std::vector<std::string>& names);
 
 }  // namespace kf::cuda_emit

@@ -192,6 +192,7 @@ class group_norm_cpu final : public family {
  public:
   std::string name() const override { return "group_norm_cpu"; }
   device_kind device() const override { return device_kind::cpu; }
+  int version() const override { return 1; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     if (!match_norm(spec, why_not)) return false;
@@ -301,7 +302,7 @@ std::string group_norm_cpu::emit(const workload_spec& spec, const knob_values& v
       {"CACHE", v.at("cache_unit") == "1" ? "true" : "false"},
       {"SCHEDULE", v.at("schedule")},
   };
-  return cpu_emit::header(*this, v, g->describe()) + cpu_emit::prelude() + cpu_emit::math_macros(v.at("math")) + macros + cpu_emit::subst(k_kernel, t);
+  return cpu_emit::header(*this, spec, v, g->describe()) + cpu_emit::prelude() + cpu_emit::math_macros(v.at("math")) + macros + cpu_emit::subst(k_kernel, t);
 }
 
 }  // namespace

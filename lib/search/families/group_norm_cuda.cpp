@@ -8,13 +8,13 @@
 // ticket order, the apply step a few MiB behind the statistics so it reads x back from L2, or `ring`: the same
 // tickets, each block keeping the segments it takes in a ring of shared-memory slots until their rows' statistics
 // are in (x read once, from DRAM only). Statistics: sums shifted by the row's first element, plain sums, or two
-// passes.
+// passes. This file emits the variant's constants, types, casts and activation; the fixed code is in
+// group_norm_cuda_rows.cuh, _grid.cuh, _ring.cuh and _launch.cuh, emitted in that order.
 #include <algorithm>
 
 #include <fmt/format.h>
 
 #include "search/families/cuda_emit.h"
-#include "search/families/group_norm_cuda_body.h"
 #include "search/family.h"
 #include "search/graph_match.h"
 
@@ -31,6 +31,7 @@ class group_norm_cuda final : public family {
  public:
   std::string name() const override { return "group_norm_cuda"; }
   device_kind device() const override { return device_kind::cuda; }
+  int version() const override { return 1; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_norm(spec, why_not);
@@ -72,14 +73,17 @@ class group_norm_cuda final : public family {
          "the apply step trails the statistics by less and x stays in L2"},
         {"stages", {"2", "3", "4"},
          "strategy=stream, 16-byte vectors: segments a block holds in shared memory, the current one and the copies "
-         "of its next tickets in flight"},
+         "of its next tickets in flight",
+         "2"},
         {"publish", {"counter", "tagged"},
          "strategy=stream: how a row's statistics reach its apply items: `counter` (each statistics item fences and "
          "counts itself in, the row's last one sums the records and raises a flag) or `tagged` (records stored as "
-         "epoch-tagged words, no fence or atomic; each apply item sums its row's records once all are in)"},
+         "epoch-tagged words, no fence or atomic; each apply item sums its row's records once all are in)",
+         "counter"},
         {"l2_hint", {"0", "1"},
          "strategy=stream, 16-byte vectors: the statistics read marks a segment evict-last in L2 and its apply read "
-         "evict-first, so x outlasts the output stream until it is read again"},
+         "evict-first, so x outlasts the output stream until it is read again",
+         "0"},
         {"team_l2", {"0", "25", "50", "100"},
          "strategy=stream or ring: a tensor within this % of L2 runs the team kernel instead (0: never)"},
         {"unroll", {"1", "2", "4"}, "unrolling of the streaming loops"},
@@ -183,30 +187,36 @@ class group_norm_cuda final : public family {
     return true;
   }
 
-  std::string emit(const workload_spec& spec, const knob_values& v) const override {
-    std::string why;
-    auto g = match_norm(spec, &why);
-    KF_ASSERT(g.has_value(), "emit called for a spec the family does not cover: {}", why);
-    // Knobs only another strategy reads are fixed (cuda_emit::emitted_knobs). The grid strategies' fallback (a
-    // block per row, for shapes their counters do not fit) runs with 4 chunks.
-    cuda_emit::emitted_knobs k(v);
+  // Knobs only another strategy reads are fixed. The grid strategies' fallback (a block per row, for shapes their
+  // counters do not fit) runs with 4 chunks.
+  knob_values canonical_knobs(const workload_spec&, const knob_values& v) const override {
+    knob_values k = v;
     const auto& st = v.at("strategy");
-    if (st != "cluster") k.fix("cluster", "8");
-    if (st != "split") k.fix("splits", "64"), k.fix("reverse", "1");
+    if (st != "cluster") k["cluster"] = "8";
+    if (st != "split") k["splits"] = "64", k["reverse"] = "1";
     const bool segments = st == "stream" || st == "ring";
-    if (st != "team" && !(segments && v.at("team_l2") != "0")) k.fix("team_kb", "192");
-    if (!segments) k.fix("seg_kb", "32"), k.fix("team_l2", "0");
-    if (st != "ring") k.fix("ring_kb", "192"), k.fix("ahead", "2");
+    if (st != "team" && !(segments && v.at("team_l2") != "0")) k["team_kb"] = "192";
+    if (!segments) k["seg_kb"] = "32", k["team_l2"] = "0";
+    if (st != "ring") k["ring_kb"] = "192", k["ahead"] = "2";
     // ring falls back to stream only for rows longer than the device's shared memory holds: that stream launch
     // runs with the stream default's lag and hint.
     if (st != "stream")
       for (auto [knob, value] : {std::pair{"lag_mb", st == "ring" ? "0" : "4"}, {"sm_blocks", "0"},
                                  {"l2_hint", st == "ring" ? "1" : "0"}, {"stages", "2"}, {"publish", "counter"}})
-        k.fix(knob, value);
-    if (st == "split" || st == "team" || segments) k.fix("chunks", "4");
-    return cuda_emit::prelude(name(), k.shown, g->describe()) + config(spec, *g, k.used) + group_norm_cuda_rows() +
-           group_norm_cuda_grid() + group_norm_cuda_ring() + group_norm_cuda_launch() +
-           cuda_emit::epilogue();
+        k[knob] = value;
+    if (st == "split" || st == "team" || segments) k["chunks"] = "4";
+    return k;
+  }
+
+  std::string emit(const workload_spec& spec, const knob_values& v) const override {
+    std::string why;
+    auto g = match_norm(spec, &why);
+    KF_ASSERT(g.has_value(), "emit called for a spec the family does not cover: {}", why);
+    const knob_values k = canonical_knobs(spec, v);
+    std::string s = cuda_emit::prelude(*this, spec, k, g->describe()) + cuda_emit::variant(config(spec, *g, k));
+    for (const char* part : {"rows", "grid", "ring", "launch"})
+      s += cuda_emit::fixed_file(fmt::format("search/families/group_norm_cuda_{}.cuh", part));
+    return s + cuda_emit::epilogue();
   }
 
  private:
@@ -226,10 +236,10 @@ class group_norm_cuda final : public family {
   std::string config(const workload_spec& spec, const norm_graph& g, const knob_values& v) const {
     const bool has_w = !g.weight.empty(), has_b = !g.bias.empty();
     const bool group = g.what == norm_graph::kind::group_norm;
-    std::string s = "\n// ---- this variant ----\n";
-    s += fmt::format("using in_t = {};\nusing out_t = {};\nusing w_t = {};\nusing b_t = {};\n",
-                     cuda_emit::c_type(g.in_type), cuda_emit::c_type(g.out_type),
-                     has_w ? cuda_emit::c_type(g.weight_type) : "float", has_b ? cuda_emit::c_type(g.bias_type) : "float");
+    std::string s = fmt::format("using in_t = {};\nusing out_t = {};\nusing w_t = {};\nusing b_t = {};\n",
+                                cuda_emit::c_type(g.in_type), cuda_emit::c_type(g.out_type),
+                                has_w ? cuda_emit::c_type(g.weight_type) : "float",
+                                has_b ? cuda_emit::c_type(g.bias_type) : "float");
     s += fmt::format(
         "constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_split = 3, s_team = 4, s_stream = 5, s_ring = 6;\n"
         "constexpr int st_shifted = 0, st_sumsq = 1, st_twopass = 2;\n"
@@ -255,79 +265,17 @@ class group_norm_cuda final : public family {
         g.what == norm_graph::kind::rms_norm, g.num_groups, g.normalized_dims, cuda_emit::float_literal(g.eps), has_w,
         has_b, spec.inputs.size(), input_index(spec, g.input), has_w ? input_index(spec, g.weight) : -1,
         has_b ? input_index(spec, g.bias) : -1);
-    s += R"CUDA(
-struct norm_args {
-  const in_t* x;
-  const w_t* w;
-  const b_t* b;
-  out_t* y;
-  int64_t rows, n;          // rows of n elements: (sample, group) pairs, or normalized slices
-  int64_t groups, cpg, hw;  // GroupNorm: groups, channels per group, elements per channel
-  int64_t seg;              // cluster / split / team / stream: elements per CTA or work item
-  int splits;
-  float eps;
-};
-)CUDA";
     std::string pre;
     for (auto t : g.prologue_casts)
       if (auto e = cuda_emit::round_to("x[v]", t); !e.empty()) pre += fmt::format("    x[v] = {};\n", e);
     s += fmt::format(
         "\n// The casts before the norm, on values as loaded.\n"
-        "template <int V>\n__device__ __forceinline__ void prologue_x(float* x) {{\n{}}}\n"
-        "template <int V>\n__device__ __forceinline__ void load_x(const norm_args& a, int64_t at, float* x) {{\n"
-        "  load_vec<in_t, V>(a.x + at, x);\n  prologue_x<V>(x);\n}}\n",
+        "template <int V>\n__device__ __forceinline__ void prologue_x(float* x) {{\n{}}}\n",
         pre.empty() ? "" : "#pragma unroll\n  for (int v = 0; v < V; ++v) {\n" + pre + "  }\n");
     const std::string post = cuda_emit::rounding_code(g.epilogue_casts, g.out_type);
     s += fmt::format("\n// The fused activation and casts after the norm.\n"
                      "__device__ __forceinline__ float finalize(float x) {{\n{}{}  return x;\n}}\n",
                      activation_code(g.act), post);
-    s += R"CUDA(
-// y = (x - mean) * rstd * w + b, then the activation: per channel for GroupNorm, per element otherwise.
-template <int V>
-__device__ __forceinline__ void apply(const norm_args& a, int64_t row, int64_t i, float mean, float rstd, float* x) {
-  if constexpr (k_group) {
-    // 32-bit division when the row allows it: a 64-bit one per vector made the apply pass issue-bound.
-    const int64_t within = a.n <= 0xffffffffll ? (int64_t)((uint32_t)i / (uint32_t)a.hw) : i / a.hw;
-    const int64_t c = (row % a.groups) * a.cpg + within;
-    const float w = k_has_w ? to_f(a.w[c]) : 1.f, b = k_has_b ? to_f(a.b[c]) : 0.f;
-    const float sc = rstd * w, sh = b - mean * sc;
-#pragma unroll
-    for (int v = 0; v < V; ++v) x[v] = finalize(x[v] * sc + sh);
-  } else {
-    float w[V], b[V];
-#pragma unroll
-    for (int v = 0; v < V; ++v) { w[v] = 1.f; b[v] = 0.f; }
-    if constexpr (k_has_w) load_vec<w_t, V>(a.w + i, w);
-    if constexpr (k_has_b) load_vec<b_t, V>(a.b + i, b);
-#pragma unroll
-    for (int v = 0; v < V; ++v) x[v] = finalize((x[v] - mean) * rstd * w[v] + b[v]);
-  }
-}
-
-// GroupNorm over [lo, hi) of a row that one channel covers (channels are runs of hw elements; a segment shorter
-// than a channel usually lies in one): the channel's scale and shift, computed once for the range with the same
-// arithmetic as apply's, so the loop over it needs no division and no weight or bias load per vector (the compiler
-// cannot hoist those past the stores to y, which may alias them). false otherwise: apply per vector.
-__device__ __forceinline__ bool uniform_affine(const norm_args& a, int64_t row, int64_t lo, int64_t hi, float mean,
-                                               float rstd, float* sc, float* sh) {
-  if constexpr (!k_group) {
-    return false;
-  } else {
-    if (hi <= lo || lo / a.hw != (hi - 1) / a.hw) return false;
-    const int64_t c = (row % a.groups) * a.cpg + lo / a.hw;
-    const float w = k_has_w ? to_f(a.w[c]) : 1.f, b = k_has_b ? to_f(a.b[c]) : 0.f;
-    *sc = rstd * w;
-    *sh = b - mean * *sc;
-    return true;
-  }
-}
-
-template <int V>
-__device__ __forceinline__ void apply_uniform(float sc, float sh, float* x) {
-#pragma unroll
-  for (int v = 0; v < V; ++v) x[v] = finalize(x[v] * sc + sh);
-}
-)CUDA";
     return s;
   }
 };

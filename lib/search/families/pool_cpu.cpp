@@ -101,6 +101,7 @@ class pool_cpu final : public family {
  public:
   std::string name() const override { return "pool_cpu"; }
   device_kind device() const override { return device_kind::cpu; }
+  int version() const override { return 1; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_pool(spec, why_not);
@@ -156,7 +157,7 @@ class pool_cpu final : public family {
         {"LOAD", load},
         {"STORE", cpu_emit::store_fn(g->out_type)},
     };
-    return cpu_emit::header(*this, v, g->describe()) + cpu_emit::prelude() + cpu_emit::subst(k_kernel, t);
+    return cpu_emit::header(*this, spec, v, g->describe()) + cpu_emit::prelude() + cpu_emit::subst(k_kernel, t);
   }
 };
 

@@ -8,12 +8,12 @@
 //    thread owns a few channels of one image and adds up all of their positions itself (small_cl_loop).
 // When a batch is too small for the knobs' launch to give every SM a block, a second launch takes over at run time
 // (the small_* knobs): its own block size, threads per plane or across channels, and NCHW read mode.
+// This file emits the variant's constants, types and casts; the fixed code is pool_cuda.cuh.
 #include <algorithm>
 
 #include <fmt/format.h>
 
 #include "search/families/cuda_emit.h"
-#include "search/families/pool_cuda_body.h"
 #include "search/family.h"
 #include "search/graph_match.h"
 
@@ -62,6 +62,7 @@ class pool_cuda final : public family {
  public:
   std::string name() const override { return "pool_cuda"; }
   device_kind device() const override { return device_kind::cuda; }
+  int version() const override { return 1; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_pool(spec, why_not);
@@ -100,7 +101,8 @@ class pool_cuda final : public family {
          "of small_cl_loop; falls back when C is not a multiple of 16 bytes)"},
         {"pdl", {"0", "1"},
          "1: launched with programmatic dependent launch, the blocks scheduled while the previous kernel on the "
-         "stream finishes and waiting (griddepcontrol.wait) for its results before touching memory"},
+         "stream finishes and waiting (griddepcontrol.wait) for its results before touching memory",
+         "0"},
     };
   }
 
@@ -186,23 +188,24 @@ class pool_cuda final : public family {
     return true;
   }
 
+  // The other layout's knobs are fixed (that path still runs, untuned, on an input of the other layout).
+  knob_values canonical_knobs(const workload_spec& spec, const knob_values& v) const override {
+    knob_values k = v;
+    auto g = match_pool(spec, nullptr);
+    if (g && spec.find_input(g->input)->memory_format == "channels_last")
+      k["tpp"] = "2", k["small_tpp"] = "8", k["small_direct"] = "0";
+    else
+      k["cl_threads"] = "32", k["small_cl_threads"] = "2", k["small_cl_loop"] = "0", k["small_cl_warp"] = "0";
+    return k;
+  }
+
   std::string emit(const workload_spec& spec, const knob_values& v) const override {
     std::string why;
     auto g = match_pool(spec, &why);
     KF_ASSERT(g.has_value(), "emit called for a spec the family does not cover: {}", why);
-    // The other layout's knobs are fixed (cuda_emit::emitted_knobs; that path still runs, untuned, on an input of
-    // the other layout).
-    cuda_emit::emitted_knobs k(v);
-    if (spec.find_input(g->input)->memory_format == "channels_last")
-      k.fix("tpp", "2"), k.fix("small_tpp", "8"), k.fix("small_direct", "0");
-    else
-      k.fix("cl_threads", "32"), k.fix("small_cl_threads", "2"), k.fix("small_cl_loop", "0"),
-          k.fix("small_cl_warp", "0");
-    const knob_values& used = k.used;
-    std::string s = cuda_emit::prelude(name(), k.shown, g->describe());
-    s += "\n// ---- this variant ----\n";
-    s += fmt::format("using in_t = {};\nusing out_t = {};\n", cuda_emit::c_type(g->in_type),
-                     cuda_emit::c_type(g->out_type));
+    const knob_values used = canonical_knobs(spec, v);
+    std::string s = fmt::format("using in_t = {};\nusing out_t = {};\n", cuda_emit::c_type(g->in_type),
+                                cuda_emit::c_type(g->out_type));
     s += fmt::format(
         "constexpr int k_threads = {};\nconstexpr int k_vec = {};\nconstexpr int k_tpp = {};\nconstexpr int k_clt = {};\n"
         "constexpr int k_small_threads = {};\nconstexpr int k_small_tpp = {};\nconstexpr int k_small_direct = {};\n"
@@ -214,9 +217,8 @@ class pool_cuda final : public family {
         k_flat_vectors, used.at("pdl") == "1", spec.inputs.size(), input_index(spec, g->input));
     const std::string post = cuda_emit::rounding_code(g->epilogue_casts);
     s += fmt::format("\n__device__ __forceinline__ float finalize(float x) {{\n{}  return x;\n}}\n", post);
-    s += pool_cuda_body();
-    s += cuda_emit::epilogue();
-    return s;
+    return cuda_emit::prelude(*this, spec, used, g->describe()) + cuda_emit::variant(s) +
+           cuda_emit::fixed_file("search/families/pool_cuda.cuh") + cuda_emit::epilogue();
   }
 };
 

@@ -191,6 +191,7 @@ class row_softmax_cpu final : public family {
  public:
   std::string name() const override { return "row_softmax_cpu"; }
   device_kind device() const override { return device_kind::cpu; }
+  int version() const override { return 1; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_softmax(spec, why_not);
@@ -315,7 +316,7 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
   std::string body = cpu_emit::subst(k_kernel, t);
   // The row macro is defined inside the loop; undefine it so nothing leaks past the kernel.
   body += "#undef KF_X\n";
-  return cpu_emit::header(*this, v, g->describe()) + cpu_emit::prelude() + cpu_emit::math_macros(v.at("math")) + body;
+  return cpu_emit::header(*this, spec, v, g->describe()) + cpu_emit::prelude() + cpu_emit::math_macros(v.at("math")) + body;
 }
 
 }  // namespace

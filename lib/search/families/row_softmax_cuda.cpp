@@ -2,13 +2,13 @@
 // masks, casts) and epilogue (cast, top-k), emitted as one CUDA translation unit. Strategies: a warp per row,
 // a block per row, or a cluster of CTAs per row reducing through distributed shared memory (few long rows).
 // The row stays in registers (`chunks` 16-byte vectors per thread) or shared memory (`cache=smem`) so the
-// input is read once; longer rows fall back to a statistics pass plus a write pass.
+// input is read once; longer rows fall back to a statistics pass plus a write pass. This file emits the variant's
+// constants, types and fused prologue; the fixed code is row_softmax_cuda.cuh.
 #include <algorithm>
 
 #include <fmt/format.h>
 
 #include "search/families/cuda_emit.h"
-#include "search/families/row_softmax_cuda_body.h"
 #include "search/family.h"
 #include "search/graph_match.h"
 
@@ -48,6 +48,7 @@ class row_softmax_cuda final : public family {
  public:
   std::string name() const override { return "row_softmax_cuda"; }
   device_kind device() const override { return device_kind::cuda; }
+  int version() const override { return 1; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_softmax(spec, why_not);
@@ -82,7 +83,8 @@ class row_softmax_cuda final : public family {
         {"fit", {"0", "1"}, "strategy=block: at run time, halve the block while the row still fits its registers"},
         {"pdl", {"0", "1"},
          "1: launched with programmatic dependent launch, the blocks scheduled while the previous kernel on the "
-         "stream finishes and waiting (griddepcontrol.wait) for its results before touching memory"},
+         "stream finishes and waiting (griddepcontrol.wait) for its results before touching memory",
+         "0"},
     };
   }
 
@@ -141,22 +143,25 @@ class row_softmax_cuda final : public family {
     return true;
   }
 
+  // Knobs that do not change this spec's kernel are fixed: another strategy's, and tanh without a softcap.
+  knob_values canonical_knobs(const workload_spec& spec, const knob_values& v) const override {
+    knob_values k = v;
+    if (v.at("strategy") != "cluster") k["cluster"] = "8";
+    if (v.at("strategy") != "block") k["fit"] = "0";
+    bool softcap = false;
+    if (auto g = match_softmax(spec, nullptr))
+      for (auto& st : g->prologue) softcap = softcap || st.what == elementwise_step::kind::softcap;
+    if (!softcap) k["tanh"] = "exp";
+    return k;
+  }
+
   std::string emit(const workload_spec& spec, const knob_values& v) const override {
     std::string why;
     auto g = match_softmax(spec, &why);
     KF_ASSERT(g.has_value(), "emit called for a spec the family does not cover: {}", why);
-    // Knobs that do not change this spec's kernel are fixed (cuda_emit::emitted_knobs).
-    cuda_emit::emitted_knobs k(v);
-    if (v.at("strategy") != "cluster") k.fix("cluster", "8");
-    if (v.at("strategy") != "block") k.fix("fit", "0");
-    bool softcap = false;
-    for (auto& st : g->prologue) softcap = softcap || st.what == elementwise_step::kind::softcap;
-    if (!softcap) k.fix("tanh", "exp");
-    std::string s = cuda_emit::prelude(name(), k.shown, g->describe());
-    s += config(spec, *g, k.used);
-    s += row_softmax_cuda_body();
-    s += cuda_emit::epilogue();
-    return s;
+    const knob_values k = canonical_knobs(spec, v);
+    return cuda_emit::prelude(*this, spec, k, g->describe()) + cuda_emit::variant(config(spec, *g, k)) +
+           cuda_emit::fixed_file("search/families/row_softmax_cuda.cuh") + cuda_emit::epilogue();
   }
 
  private:
@@ -165,8 +170,8 @@ class row_softmax_cuda final : public family {
     for (auto& st : g.prologue)
       if (st.what == elementwise_step::kind::add_mask) masks.push_back(st.mask);
     const int nm = static_cast<int>(masks.size());
-    std::string s = "\n// ---- this variant ----\n";
-    s += fmt::format("using in_t = {};\nusing out_t = {};\n", cuda_emit::c_type(g.in_type), cuda_emit::c_type(g.out_type));
+    std::string s = fmt::format("using in_t = {};\nusing out_t = {};\n", cuda_emit::c_type(g.in_type),
+                                cuda_emit::c_type(g.out_type));
     std::string mask_idx, mask_codes;
     for (int k = 0; k < nm; ++k) {
       const input_spec* m = spec.find_input(masks[k]);
@@ -191,55 +196,8 @@ class row_softmax_cuda final : public family {
         input_index(spec, g.input), nm);
     s += fmt::format("constexpr int k_mask_input[] = {{{}}};\n", nm ? mask_idx : "-1");
     s += fmt::format("constexpr int k_mask_dtype[] = {{{}}};\n", nm ? mask_codes : "-1");
-    s += R"CUDA(
-struct row_args {
-  const in_t* x;
-  out_t* y;
-  void* idx;       // top-k indices (or null)
-  int idx64;       // 1: int64 indices, 0: int32, -1: none
-  int use_smem;
-  int64_t rows, n, seg;
-  int lead_nd;
-  int64_t lead_shape[KF_MAX_DIMS];
-  const void* mask[k_n_masks > 0 ? k_n_masks : 1];
-  int64_t mask_stride[k_n_masks > 0 ? k_n_masks : 1][KF_MAX_DIMS];  // per leading dim of x, 0 where broadcast
-  int64_t mask_col_stride[k_n_masks > 0 ? k_n_masks : 1];
-};
-
-__device__ __forceinline__ void mask_offsets(const row_args& a, int64_t row, int64_t* moff) {
-#pragma unroll
-  for (int k = 0; k < k_n_masks; ++k) moff[k] = 0;
-  if constexpr (k_n_masks > 0) {
-    for (int d = a.lead_nd - 1; d >= 0; --d) {
-      const int64_t i = row % a.lead_shape[d];
-      row /= a.lead_shape[d];
-#pragma unroll
-      for (int k = 0; k < k_n_masks; ++k) moff[k] += i * a.mask_stride[k][d];
-    }
-  }
-}
-
-// Broadcasts each mask against x (right-aligned, as torch does); false for a shape that does not broadcast.
-inline bool bind_masks(const kf_tensor* in, const kf_tensor& x, row_args& a, bool* vec_ok) {
-  for (int k = 0; k < k_n_masks; ++k) {
-    const kf_tensor& m = in[k_mask_input[k]];
-    if (m.dtype != k_mask_dtype[k] || m.ndim > x.ndim) return false;
-    a.mask[k] = m.data;
-    for (int d = 0; d < x.ndim; ++d) {
-      const int md = d - (x.ndim - m.ndim);
-      int64_t st = 0;
-      if (md >= 0 && m.shape[md] == x.shape[d]) st = m.stride[md];
-      else if (md >= 0 && m.shape[md] != 1) return false;
-      if (d + 1 < x.ndim) a.mask_stride[k][d] = st;
-      else a.mask_col_stride[k] = st;
-      if (st % k_vec != 0) *vec_ok = false;
-    }
-    if (a.mask_col_stride[k] != 1 || !aligned(m.data, 16)) *vec_ok = false;
-  }
-  return true;
-}
-)CUDA";
-    // The fused prologue, in graph order, and the vector loader that applies it.
+    // The fused prologue, in graph order, and the vector loader that applies it (to row_args `a`, defined in
+    // row_softmax_cuda.cuh after this part).
     std::string params, loads, args;
     for (int k = 0; k < nm; ++k) {
       params += fmt::format(", float m{}", k);
@@ -252,7 +210,7 @@ inline bool bind_masks(const kf_tensor* in, const kf_tensor& x, row_args& a, boo
     s += fmt::format("\n__device__ __forceinline__ float prologue(float x{}) {{\n{}  return x;\n}}\n", params,
                      cuda_emit::prologue_code(g.prologue, v.at("tanh") == "approx" ? "tanh_approx" : "tanh_exp"));
     s += fmt::format(
-        "\ntemplate <int V>\n__device__ __forceinline__ void load_row_vec(const row_args& a, const int64_t* moff, "
+        "\ntemplate <int V, typename A>\n__device__ __forceinline__ void load_row_vec(const A& a, const int64_t* moff, "
         "int64_t base, int64_t i, float* x) {{\n  (void)moff;\n  load_vec<in_t, V>(a.x + base + i, x);\n{}"
         "#pragma unroll\n  for (int v = 0; v < V; ++v) x[v] = prologue(x[v]{});\n}}\n",
         loads, args);

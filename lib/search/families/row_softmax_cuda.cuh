@@ -1,11 +1,61 @@
-// The fixed part of row_softmax_cuda's emitted source: the per-row algorithm and kf_launch's checks.
-// The family (row_softmax_cuda.cpp) emits the constants, types and fused prologue this code refers to.
-#include "search/families/row_softmax_cuda_body.h"
+// row_softmax_cuda.cuh: the fixed code of row_softmax_cuda, emitted after the variant's constants, types and fused
+// prologue (row_softmax_cuda.cpp): the row's arguments and its masks' broadcasting, the per-row algorithm for a warp,
+// a block or a cluster of CTAs per row, top-k, and the launch with kf_launch's checks.
+#ifndef KF_EMITTED
+// Read on its own (an editor, clang-format, tests/search/family_sources_test.cpp), this file sees
+// typical values of what the family emits before it; kforge emits it without these lines.
+#include "row_softmax_cuda_stub.cuh"
+#endif  // KF_EMITTED
 
-namespace kf {
+namespace kfk {
 
-const char* row_softmax_cuda_body() {
-  return R"CUDA(
+struct row_args {
+  const in_t* x;
+  out_t* y;
+  void* idx;  // top-k indices (or null)
+  int idx64;  // 1: int64 indices, 0: int32, -1: none
+  int use_smem;
+  int64_t rows, n, seg;
+  int lead_nd;
+  int64_t lead_shape[KF_MAX_DIMS];
+  const void* mask[k_n_masks > 0 ? k_n_masks : 1];
+  int64_t mask_stride[k_n_masks > 0 ? k_n_masks : 1][KF_MAX_DIMS];  // per leading dim of x, 0 where broadcast
+  int64_t mask_col_stride[k_n_masks > 0 ? k_n_masks : 1];
+};
+
+__device__ __forceinline__ void mask_offsets(const row_args& a, int64_t row, int64_t* moff) {
+#pragma unroll
+  for (int k = 0; k < k_n_masks; ++k) moff[k] = 0;
+  if constexpr (k_n_masks > 0) {
+    for (int d = a.lead_nd - 1; d >= 0; --d) {
+      const int64_t i = row % a.lead_shape[d];
+      row /= a.lead_shape[d];
+#pragma unroll
+      for (int k = 0; k < k_n_masks; ++k) moff[k] += i * a.mask_stride[k][d];
+    }
+  }
+}
+
+// Broadcasts each mask against x (right-aligned, as torch does); false for a shape that does not broadcast.
+inline bool bind_masks(const kf_tensor* in, const kf_tensor& x, row_args& a, bool* vec_ok) {
+  for (int k = 0; k < k_n_masks; ++k) {
+    const kf_tensor& m = in[k_mask_input[k]];
+    if (m.dtype != k_mask_dtype[k] || m.ndim > x.ndim) return false;
+    a.mask[k] = m.data;
+    for (int d = 0; d < x.ndim; ++d) {
+      const int md = d - (x.ndim - m.ndim);
+      int64_t st = 0;
+      if (md >= 0 && m.shape[md] == x.shape[d]) st = m.stride[md];
+      else if (md >= 0 && m.shape[md] != 1) return false;
+      if (d + 1 < x.ndim) a.mask_stride[k][d] = st;
+      else a.mask_col_stride[k] = st;
+      if (st % k_vec != 0) *vec_ok = false;
+    }
+    if (a.mask_col_stride[k] != 1 || !aligned(m.data, 16)) *vec_ok = false;
+  }
+  return true;
+}
+
 // ---- combining partial results: (max, sum of exp(x - max)) pairs, maxima, sums ----
 __device__ __forceinline__ f2 comb_ms(f2 p, f2 q) {
   const float m = fmaxf(p.a, q.a);
@@ -20,7 +70,8 @@ struct group {
   int tid, nthr;
   f2* scratch;
   f2* slot;
-  template <typename F> __device__ __forceinline__ f2 reduce(f2 v, F comb) const {
+  template <typename F>
+  __device__ __forceinline__ f2 reduce(f2 v, F comb) const {
     if constexpr (k_strategy == s_warp) return warp_reduce(v, comb);
     else if constexpr (k_strategy == s_block) return block_reduce<NT>(v, comb, scratch, nthr / 32);
     else return cluster_reduce<NT, k_cluster>(v, comb, scratch, slot);
@@ -33,7 +84,10 @@ struct topk_list {
   int i[k_topk > 0 ? k_topk : 1];
   __device__ __forceinline__ void clear() {
 #pragma unroll
-    for (int j = 0; j < k_topk; ++j) { v[j] = -INFINITY; i[j] = 0x7fffffff; }
+    for (int j = 0; j < k_topk; ++j) {
+      v[j] = -INFINITY;
+      i[j] = 0x7fffffff;
+    }
   }
   // Strictly greater moves ahead: among equal values the earlier index stays first (lanes insert in index order).
   __device__ __forceinline__ void insert(float val, int idx) {
@@ -42,8 +96,14 @@ struct topk_list {
 #pragma unroll
     for (int j = k_topk - 1; j >= 0; --j) {
       if (!placed) {
-        if (j > 0 && (val > v[j - 1] || i[j - 1] == 0x7fffffff)) { v[j] = v[j - 1]; i[j] = i[j - 1]; }
-        else { v[j] = val; i[j] = idx; placed = true; }
+        if (j > 0 && (val > v[j - 1] || i[j - 1] == 0x7fffffff)) {
+          v[j] = v[j - 1];
+          i[j] = i[j - 1];
+        } else {
+          v[j] = val;
+          i[j] = idx;
+          placed = true;
+        }
       }
     }
   }
@@ -60,15 +120,24 @@ __device__ __forceinline__ void topk_store(const row_args& a, int64_t row, topk_
     for (int o = 16; o > 0; o >>= 1) {
       const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
       const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-      if (ov > bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
+      if (ov > bv || (ov == bv && oi < bi)) {
+        bv = ov;
+        bi = oi;
+      }
     }
     if (l.i[0] == bi) {  // this lane owned the winner: drop it from its list
 #pragma unroll
-      for (int q = 0; q + 1 < k_topk; ++q) { l.v[q] = l.v[q + 1]; l.i[q] = l.i[q + 1]; }
+      for (int q = 0; q + 1 < k_topk; ++q) {
+        l.v[q] = l.v[q + 1];
+        l.i[q] = l.i[q + 1];
+      }
       l.v[k_topk - 1] = -INFINITY;
       l.i[k_topk - 1] = 0x7fffffff;
     }
-    if (lane == j % 32) { my_v = bv; my_i = bi; }
+    if (lane == j % 32) {
+      my_v = bv;
+      my_i = bi;
+    }
     if (j % 32 == 31 || j == k_topk - 1) {
       const int first = j - j % 32;
       if (lane <= j - first) {
@@ -326,7 +395,5 @@ int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_
   if (a.rows == 0 || a.n == 0) return 0;
   return vec_ok ? run<k_vec>(a, s) : run<1>(a, s);
 }
-)CUDA";
-}
 
-}  // namespace kf
+}  // namespace kfk

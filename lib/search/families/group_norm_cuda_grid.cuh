@@ -1,18 +1,20 @@
-// The group_norm_cuda kernels that span the grid, each reading x from DRAM once however long a row is:
-// `team` (co-resident blocks per row, the row held in shared memory, one cooperative launch) and `stream` (the
-// apply step trailing the statistics by a few MiB, reading x back from L2, blocks taking work in ticket order);
-// `stream`'s launch also starts `ring` (group_norm_cuda_ring.cpp), which keeps the segments in shared memory.
-// Emitted after the per-row kernels (group_norm_cuda_body.cpp), whose statistics helpers they use.
-#include "search/families/group_norm_cuda_body.h"
+// group_norm_cuda_grid.cuh: the group_norm_cuda kernels that span the grid, each reading x from DRAM once however
+// long a row is: `team` (co-resident blocks per row, the row held in shared memory, one cooperative launch) and
+// `stream` (the apply step trailing the statistics by a few MiB, reading x back from L2, blocks taking work in ticket
+// order); `stream`'s launch also starts `ring` (group_norm_cuda_ring.cuh), which keeps the segments in shared memory.
+// Emitted after group_norm_cuda_rows.cuh, whose statistics helpers they use.
+#ifndef KF_EMITTED
+// Read on its own (an editor, clang-format, tests/search/family_sources_test.cpp), this file sees
+// the files emitted before it; kforge emits it without these lines.
+#include "group_norm_cuda_rows.cuh"
+#endif  // KF_EMITTED
 
-namespace kf {
+namespace kfk {
 
-const char* group_norm_cuda_grid() {
-  return R"CUDA(
 // ---- team: co-resident blocks (one cooperative launch), `tsize` of them per row. Each block keeps the first
 // `hold` elements of its segment in shared memory from the statistics to the apply step, so a row far larger than
 // one SM is read from DRAM once; the blocks of a team meet at a barrier in global memory once per row. ----
-constexpr int k_team_cap = 8192;  // blocks of one launch
+constexpr int k_team_cap = 8192;                 // blocks of one launch
 __device__ f3 g_team_part[2][k_team_cap];        // partial records by row parity: a block is at most one row ahead
 __device__ unsigned g_team_arrived[k_team_cap];  // per team: arrivals, counting up across its rows
 __device__ unsigned g_team_left[k_team_cap];     // per team: blocks done; the last resets both for the next launch
@@ -70,18 +72,19 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
       : "memory");
 }
 __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                   smem_addr(dst)),
-               "l"(src), "r"(bytes), "r"(smem_addr(bar))
-               : "memory");
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar))
+      : "memory");
 }
 
 // The same with an L2 eviction priority for the lines read (a createpolicy value): a hint on this access only, no
 // state left in the device's configuration.
-__device__ __forceinline__ void bulk_load_hint(void* dst, const void* src, unsigned bytes, uint64_t* bar, uint64_t policy) {
+__device__ __forceinline__ void bulk_load_hint(void* dst, const void* src, unsigned bytes, uint64_t* bar,
+                                               uint64_t policy) {
   asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
-          smem_addr(dst)),
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::
+          "r"(smem_addr(dst)),
       "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(policy)
       : "memory");
 }
@@ -227,7 +230,7 @@ int launch_team(norm_args a, cudaStream_t s) {
   const int64_t resident = min((int64_t)su.per_sm * su.sms, (int64_t)k_team_cap);
   if (resident < 1) return -1;
   const int64_t es = sizeof(in_t), per_block = (int64_t)want / es;
-  const int64_t t_min = (a.n + per_block - 1) / per_block;   // blocks whose shared memory holds a row
+  const int64_t t_min = (a.n + per_block - 1) / per_block;  // blocks whose shared memory holds a row
   const int64_t t_max = max((int64_t)1, (a.n + (int64_t)NT * V - 1) / ((int64_t)NT * V));  // a vector per thread
   int64_t teams = 1;
   double best = 0.0;
@@ -392,7 +395,8 @@ __device__ __forceinline__ void segment_apply(const norm_args& a, int64_t row, i
     }
   };
   float sc, sh;
-  if (uniform_affine(a, row, lo, hi, mr.x, mr.y, &sc, &sh)) each([&](int64_t, float* x) { apply_uniform<V>(sc, sh, x); });
+  if (uniform_affine(a, row, lo, hi, mr.x, mr.y, &sc, &sh))
+    each([&](int64_t, float* x) { apply_uniform<V>(sc, sh, x); });
   else each([&](int64_t i, float* x) { apply<V>(a, row, i, mr.x, mr.y, x); });
 }
 
@@ -423,8 +427,9 @@ __global__ void __launch_bounds__(NT) stream_kernel(norm_args a, int64_t lag) {
     mbar_expect(&bars[k], bytes);
     // k_l2_hint: the statistics read keeps the segment in L2 ahead of the output stream (evict last) until its
     // apply item, the last read, lets it go (evict first).
-    if constexpr (k_l2_hint) bulk_load_hint(stages + k * a.seg, a.x + (g / segs) * a.n + lo, bytes, &bars[k],
-                                            st ? l2_evict_last() : l2_evict_first());
+    if constexpr (k_l2_hint)
+      bulk_load_hint(stages + k * a.seg, a.x + (g / segs) * a.n + lo, bytes, &bars[k],
+                     st ? l2_evict_last() : l2_evict_first());
     else bulk_load(stages + k * a.seg, a.x + (g / segs) * a.n + lo, bytes, &bars[k]);
   };
   if (threadIdx.x == 0) {
@@ -490,10 +495,11 @@ __global__ void __launch_bounds__(NT) stream_kernel(norm_args a, int64_t lag) {
 static grid_setup g_stream_setup[2];  // per vector width: k_stages stages of a segment a block
 
 template <int V>
-int launch_ring(norm_args a, cudaStream_t s);  // group_norm_cuda_ring.cpp: strategy=ring, over stream's segments
+int launch_ring(norm_args a, cudaStream_t s);  // group_norm_cuda_ring.cuh: strategy=ring, over stream's segments
 
-// As many blocks as run at once (more would only queue for tickets), at most k_sm_blocks an SM when set. -1 when the shape does not fit the counters
-// or the device cannot run the kernel (the caller falls back to a block per row), 3 on a launch error.
+// As many blocks as run at once (more would only queue for tickets), at most k_sm_blocks an SM when set. -1 when the
+// shape does not fit the counters or the device cannot run the kernel (the caller falls back to a block per row), 3 on
+// a launch error.
 template <int V>
 int launch_stream(norm_args a, cudaStream_t s) {
   constexpr bool k_bulk = V * sizeof(in_t) == 16;
@@ -543,7 +549,5 @@ int launch_stream(norm_args a, cudaStream_t s) {
   stream_kernel<V><<<(unsigned)blocks, NT, smem, s>>>(a, lag);
   return cudaGetLastError() == cudaSuccess ? 0 : 3;
 }
-)CUDA";
-}
 
-}  // namespace kf
+}  // namespace kfk

@@ -1,12 +1,83 @@
-// The fixed part of group_norm_cuda's emitted source: statistics, the per-row algorithm for each strategy,
-// the split (stats pass + apply pass) kernels, and the launch with kf_launch's checks. The family (group_norm_cuda.cpp) emits
-// the constants, types, affine/activation code this refers to.
-#include "search/families/group_norm_cuda_body.h"
+// group_norm_cuda_rows.cuh: the first of group_norm_cuda's fixed files, emitted after the variant's constants, types,
+// prologue casts and activation (group_norm_cuda.cpp): the arguments, the affine step, statistics, the per-row
+// algorithm for each strategy and the split pair (a statistics pass, then an apply pass). Then come
+// group_norm_cuda_grid.cuh, group_norm_cuda_ring.cuh and group_norm_cuda_launch.cuh.
+#ifndef KF_EMITTED
+// Read on its own (an editor, clang-format, tests/search/family_sources_test.cpp), this file sees
+// typical values of what the family emits before it; kforge emits it without these lines.
+#include "group_norm_cuda_stub.cuh"
+#endif  // KF_EMITTED
 
-namespace kf {
+namespace kfk {
 
-const char* group_norm_cuda_rows() {
-  return R"CUDA(
+struct norm_args {
+  const in_t* x;
+  const w_t* w;
+  const b_t* b;
+  out_t* y;
+  int64_t rows, n;          // rows of n elements: (sample, group) pairs, or normalized slices
+  int64_t groups, cpg, hw;  // GroupNorm: groups, channels per group, elements per channel
+  int64_t seg;              // cluster / split / team / stream: elements per CTA or work item
+  int splits;
+  float eps;
+};
+
+// Loads V elements of x at `at` with the casts before the norm.
+template <int V>
+__device__ __forceinline__ void load_x(const norm_args& a, int64_t at, float* x) {
+  load_vec<in_t, V>(a.x + at, x);
+  prologue_x<V>(x);
+}
+
+// y = (x - mean) * rstd * w + b, then the activation: per channel for GroupNorm, per element otherwise.
+template <int V>
+__device__ __forceinline__ void apply(const norm_args& a, int64_t row, int64_t i, float mean, float rstd, float* x) {
+  if constexpr (k_group) {
+    // 32-bit division when the row allows it: a 64-bit one per vector made the apply pass issue-bound.
+    const int64_t within = a.n <= 0xffffffffll ? (int64_t)((uint32_t)i / (uint32_t)a.hw) : i / a.hw;
+    const int64_t c = (row % a.groups) * a.cpg + within;
+    const float w = k_has_w ? to_f(a.w[c]) : 1.f, b = k_has_b ? to_f(a.b[c]) : 0.f;
+    const float sc = rstd * w, sh = b - mean * sc;
+#pragma unroll
+    for (int v = 0; v < V; ++v) x[v] = finalize(x[v] * sc + sh);
+  } else {
+    float w[V], b[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      w[v] = 1.f;
+      b[v] = 0.f;
+    }
+    if constexpr (k_has_w) load_vec<w_t, V>(a.w + i, w);
+    if constexpr (k_has_b) load_vec<b_t, V>(a.b + i, b);
+#pragma unroll
+    for (int v = 0; v < V; ++v) x[v] = finalize((x[v] - mean) * rstd * w[v] + b[v]);
+  }
+}
+
+// GroupNorm over [lo, hi) of a row that one channel covers (channels are runs of hw elements; a segment shorter
+// than a channel usually lies in one): the channel's scale and shift, computed once for the range with the same
+// arithmetic as apply's, so the loop over it needs no division and no weight or bias load per vector (the compiler
+// cannot hoist those past the stores to y, which may alias them). false otherwise: apply per vector.
+__device__ __forceinline__ bool uniform_affine(const norm_args& a, int64_t row, int64_t lo, int64_t hi, float mean,
+                                               float rstd, float* sc, float* sh) {
+  if constexpr (!k_group) {
+    return false;
+  } else {
+    if (hi <= lo || lo / a.hw != (hi - 1) / a.hw) return false;
+    const int64_t c = (row % a.groups) * a.cpg + lo / a.hw;
+    const float w = k_has_w ? to_f(a.w[c]) : 1.f, b = k_has_b ? to_f(a.b[c]) : 0.f;
+    *sc = rstd * w;
+    *sh = b - mean * *sc;
+    return true;
+  }
+}
+
+template <int V>
+__device__ __forceinline__ void apply_uniform(float sc, float sh, float* x) {
+#pragma unroll
+  for (int v = 0; v < V; ++v) x[v] = finalize(x[v] * sc + sh);
+}
+
 // ---- statistics: (count, sum, sum of squares) records, added across threads ----
 // stats=shifted sums x - shift, where shift is the row's first element (shared by every thread and block of the
 // row): close to the mean in practice, so float sums of squares do not cancel (sumsq uses shift 0), and partial
@@ -15,7 +86,8 @@ __device__ __forceinline__ f3 comb_add(f3 p, f3 q) { return f3{p.a + q.a, p.b + 
 
 struct moments {
   float n = 0.f, s1 = 0.f, s2 = 0.f, shift = 0.f;
-  template <int V> __device__ __forceinline__ void add(const float* x) {
+  template <int V>
+  __device__ __forceinline__ void add(const float* x) {
 #pragma unroll
     for (int v = 0; v < V; ++v) {
       const float d = x[v] - shift;
@@ -55,11 +127,13 @@ __device__ __forceinline__ float2 finish_stats(f3 t, float shift, float eps) {
   else return make_float2(shift + m, rsqrtf(var + eps));
 }
 
-template <int STRAT> struct group {
+template <int STRAT>
+struct group {
   int tid, nthr;
   f3* scratch;
   f3* slot;
-  template <typename F> __device__ __forceinline__ f3 reduce(f3 v, F comb) const {
+  template <typename F>
+  __device__ __forceinline__ f3 reduce(f3 v, F comb) const {
     if constexpr (STRAT == s_warp) return warp_reduce(v, comb);
     else if constexpr (STRAT == s_cluster) return cluster_reduce<NT, k_cluster>(v, comb, scratch, slot);
     else return block_reduce<NT>(v, comb, scratch);
@@ -210,94 +284,4 @@ __global__ void __launch_bounds__(NT) apply_kernel(norm_args a) {
   }
 }
 
-)CUDA";
-}
-
-const char* group_norm_cuda_launch() {
-  return R"CUDA(
-template <int V>
-int run(norm_args a, cudaStream_t s) {
-  const int64_t k_grid_cap = 1 << 22;
-  if constexpr (k_strategy == s_team) {
-    const int rc = launch_team<V>(a, s);
-    if (rc >= 0) return rc;
-  }
-  if constexpr (k_strategy == s_stream || k_strategy == s_ring) {
-    const int rc = launch_stream<V>(a, s);
-    if (rc >= 0) return rc;
-  }
-  if constexpr (k_strategy == s_split) {
-    int64_t splits = k_splits;
-    if (a.rows * splits > k_part_cap) splits = k_part_cap / a.rows;
-    if (splits >= 2) {
-      a.splits = (int)splits;
-      a.seg = ((a.n + splits - 1) / splits + V - 1) / V * V;
-      const unsigned blocks = (unsigned)(a.rows * splits);
-      stats_kernel<V><<<blocks, NT, 0, s>>>(a);
-      apply_kernel<V><<<blocks, NT, 0, s>>>(a);
-      return cudaGetLastError() == cudaSuccess ? 0 : 3;
-    }
-  }
-  if constexpr (k_strategy == s_warp) {
-    const int64_t blocks = (a.rows + NT / 32 - 1) / (NT / 32);
-    norm_kernel<V><<<(unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap), NT, 0, s>>>(a);
-  } else if constexpr (k_strategy == s_cluster) {
-    a.seg = ((a.n + k_cluster - 1) / k_cluster + V - 1) / V * V;
-    const dim3 grid(k_cluster, (unsigned)(a.rows < 65535 ? a.rows : 65535));
-    if (launch_clusters(norm_kernel<V>, k_cluster, grid, NT, 0, s, a) != 0) return 3;
-  } else {
-    norm_kernel<V><<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), NT, 0, s>>>(a);
-  }
-  return cudaGetLastError() == cudaSuccess ? 0 : 3;
-}
-
-int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_t s) {
-  if (n_in != k_n_inputs || n_out != 1) return 1;
-  const kf_tensor& x = in[k_x_input];
-  if (x.dtype != dtype_code<in_t>::value || x.ndim < 1 || !contiguous(x)) return 1;
-  norm_args a = {};
-  a.x = static_cast<const in_t*>(x.data);
-  a.eps = k_eps;
-  const int64_t total = numel(x);
-  int64_t wn;  // elements the weight and bias must hold
-  if constexpr (k_group) {
-    if (x.ndim < 2 || x.shape[1] % k_num_groups != 0) return 1;
-    a.groups = k_num_groups;
-    a.cpg = x.shape[1] / k_num_groups;
-    a.hw = 1;
-    for (int d = 2; d < x.ndim; ++d) a.hw *= x.shape[d];
-    a.rows = x.shape[0] * k_num_groups;
-    a.n = a.cpg * a.hw;
-    wn = x.shape[1];
-  } else {
-    if (x.ndim < k_normalized_dims) return 1;
-    a.n = 1;
-    for (int d = x.ndim - k_normalized_dims; d < x.ndim; ++d) a.n *= x.shape[d];
-    a.rows = a.n ? total / a.n : 0;
-    wn = a.n;
-  }
-  bool vec_ok = a.n % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
-  if (k_group) vec_ok = vec_ok && a.hw % k_vec == 0;
-  if (k_has_w) {
-    const kf_tensor& w = in[k_w_input];
-    if (w.dtype != dtype_code<w_t>::value || numel(w) != wn || !contiguous(w)) return 1;
-    a.w = static_cast<const w_t*>(w.data);
-    if (!k_group) vec_ok = vec_ok && aligned(a.w, vec_align<w_t, k_vec>());
-  }
-  if (k_has_b) {
-    const kf_tensor& b = in[k_b_input];
-    if (b.dtype != dtype_code<b_t>::value || numel(b) != wn || !contiguous(b)) return 1;
-    a.b = static_cast<const b_t*>(b.data);
-    if (!k_group) vec_ok = vec_ok && aligned(a.b, vec_align<b_t, k_vec>());
-  }
-  const kf_tensor& y = out[0];
-  if (y.dtype != dtype_code<out_t>::value || !contiguous(y) || numel(y) != total) return 1;
-  a.y = static_cast<out_t*>(y.data);
-  vec_ok = vec_ok && aligned(a.y, vec_align<out_t, k_vec>());
-  if (total == 0) return 0;
-  return vec_ok ? run<k_vec>(a, s) : run<1>(a, s);
-}
-)CUDA";
-}
-
-}  // namespace kf
+}  // namespace kfk

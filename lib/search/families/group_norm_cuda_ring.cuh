@@ -1,13 +1,16 @@
-// group_norm_cuda's `ring` kernel: the stream kernel's ticket order, but a block keeps each segment it takes in a
-// ring of shared-memory slots from its statistics to its apply step, across rows, so x is read from DRAM once and
-// never again from L2, whatever the tensor's size (as `team`, whose blocks serialize load, barrier and store of one
-// row at a time). Emitted after group_norm_cuda_grid.cpp, whose bulk copies, counters and segment items it uses.
-#include "search/families/group_norm_cuda_body.h"
+// group_norm_cuda_ring.cuh: group_norm_cuda's `ring` kernel: the stream kernel's ticket order, but a block keeps
+// each segment it takes in a ring of shared-memory slots from its statistics to its apply step, across rows, so x is
+// read from DRAM once and never again from L2, whatever the tensor's size (as `team`, whose blocks serialize load,
+// barrier and store of one row at a time). Emitted after group_norm_cuda_grid.cuh, whose bulk copies, counters and
+// segment items it uses.
+#ifndef KF_EMITTED
+// Read on its own (an editor, clang-format, tests/search/family_sources_test.cpp), this file sees
+// the files emitted before it; kforge emits it without these lines.
+#include "group_norm_cuda_grid.cuh"
+#endif  // KF_EMITTED
 
-namespace kf {
+namespace kfk {
 
-const char* group_norm_cuda_ring() {
-  return R"CUDA(
 // ---- ring: tickets are segments in row order, taken from one counter (dealing them round robin instead, with no
 // atomics, measured slower on an H200: 123.7 against 113.3 us at SD3.5 256x512). Each block has NT compute threads
 // and one control warp. The control warp takes tickets into the free slots of the block's ring, starts their bulk
@@ -111,7 +114,7 @@ __global__ void __launch_bounds__(NT + 32) ring_kernel(norm_args a, int slots) {
     ring_compute<V>(a, ring, ops, recs, full, op_ready, op_done, scratch);
   } else {  // the control warp: every lane runs it in step, lane 0 touches memory
     int64_t taken = 0, reduced = 0, applying = 0, applied = 0;  // slots, in ring order: pushed as stats / apply ops
-    unsigned pushed = 0, retired = 0;                            // operations, in queue order
+    unsigned pushed = 0, retired = 0;                           // operations, in queue order
     bool exhausted = false;
     // Waits for the oldest operation in flight: posts a stats op's record (finishing the row when it is the row's
     // last), or counts an apply op's slot as free.
@@ -262,7 +265,5 @@ int launch_ring(norm_args a, cudaStream_t s) {
     return launch_with(coop, ring_kernel<V>, dim3((unsigned)blocks), NT + 32, smem, s, a, slots);
   }
 }
-)CUDA";
-}
 
-}  // namespace kf
+}  // namespace kfk

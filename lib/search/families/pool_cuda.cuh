@@ -1,10 +1,13 @@
-// The fixed part of pool_cuda's emitted source: the NCHW and channels_last kernels and kf_launch's checks.
-#include "search/families/pool_cuda_body.h"
+// pool_cuda.cuh: the fixed code of pool_cuda, emitted after the variant's constants, types and casts
+// (pool_cuda.cpp): the NCHW and channels_last kernels, the small-batch launches, and kf_launch's checks.
+#ifndef KF_EMITTED
+// Read on its own (an editor, clang-format, tests/search/family_sources_test.cpp), this file sees
+// typical values of what the family emits before it; kforge emits it without these lines.
+#include "pool_cuda_stub.cuh"
+#endif  // KF_EMITTED
 
-namespace kf {
+namespace kfk {
 
-const char* pool_cuda_body() {
-  return R"CUDA(
 constexpr int k_tpp_small = k_small_tpp > 0 ? k_small_tpp : k_tpp;
 constexpr int k_clt_small = k_small_clt > 0 ? k_small_clt : k_clt;
 
@@ -107,7 +110,7 @@ __device__ __forceinline__ void flat_runs(float* part, int nv, int i, const floa
   constexpr int V = k_flat_v;
   const int g0 = i * V;
   const int next = (flat_div(g0, hw, inv_hw) + 1) * hw - g0;  // where in x the next plane starts (>= 1)
-  if (hw >= V) {  // at most one plane starts inside the vector: two sums
+  if (hw >= V) {                                              // at most one plane starts inside the vector: two sums
     float m0[V], m1[V];
 #pragma unroll
     for (int v = 0; v < V; ++v) {
@@ -365,9 +368,7 @@ inline unsigned grid_of(int64_t blocks) {
 // planes (NCHW) or threads and blocks (channels_last): every index stays below (planes + step) * hw. 64-bit
 // address arithmetic in front of the first load cost the batch-1 launches ([1, 2048, 7, 7], 64 blocks) about
 // 0.15 us of their 1.7 us in a CUDA graph; 32-bit division is also far shorter than 64-bit.
-inline bool index_fits(const pool_args& a, int64_t step) {
-  return (a.n * a.c + step) * a.hw < 0x7fffffffll;
-}
+inline bool index_fits(const pool_args& a, int64_t step) { return (a.n * a.c + step) * a.hw < 0x7fffffffll; }
 
 // kernel<<<grid, threads, smem, s>>>(a), with PDL where the pdl knob asks for it. Non-zero on a launch error.
 template <typename K>
@@ -470,9 +471,8 @@ int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_
   if constexpr (k_small_cl_loop > 0)
     if (small && rc < 0) rc = launch_nhwc_loop<k_small_threads, k_small_cl_loop>(a, s);
   if (rc >= 0) return rc;
-  return small && k_small_clt > 0 ? launch_nhwc<k_small_threads, k_clt_small>(a, s) : launch_nhwc<k_threads, k_clt>(a, s);
-}
-)CUDA";
+  return small && k_small_clt > 0 ? launch_nhwc<k_small_threads, k_clt_small>(a, s)
+                                  : launch_nhwc<k_threads, k_clt>(a, s);
 }
 
-}  // namespace kf
+}  // namespace kfk

@@ -1,0 +1,72 @@
+// cpu_prelude.h: what every cpu family's kernel opens with, after its header (cpu_emit.cpp): the standard includes,
+// the float16 / bfloat16 conversions (bit operations, no library) and an exp and a tanh that vectorize.
+#include "kf_abi.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <vector>
+
+// ---- dtype conversions (bit operations; round to nearest even, NaN stays NaN) ----
+static inline float kf_ld_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static inline uint16_t kf_st_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+// Exact for every half (subnormals: the multiply by 2^112 is exact), branch-free so that loops vectorize.
+static inline float kf_ld_f16(uint16_t h) {
+  uint32_t u = (uint32_t)(h & 0x7fffu) << 13;
+  float f;
+  memcpy(&f, &u, 4);
+  f *= 5.192296858534828e+33f;  // 2^112: rebias the exponent
+  memcpy(&u, &f, 4);
+  if (f >= 65536.0f) u |= 0x7f800000u;  // was Inf/NaN: keep it so
+  u |= (uint32_t)(h & 0x8000u) << 16;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static inline uint16_t kf_st_f16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  uint32_t s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00u);
+  if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);  // rounds to infinity
+  if (a < 0x38800000u) {                                 // below 2^-14: subnormal or zero
+    float af;
+    memcpy(&af, &a, 4);
+    return (uint16_t)(s | (uint32_t)lrintf(af * 16777216.0f));
+  }
+  a += 0xfffu + ((a >> 13) & 1u);
+  return (uint16_t)(s | ((a - (112u << 23)) >> 13));
+}
+
+// ---- exp / tanh that vectorize (libm's do not without -ffast-math): Cephes' expf polynomial, ~1 ulp ----
+static inline float kf_exp_poly(float x) {
+  float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  float n = nearbyintf(xc * 1.44269504088896341f);
+  float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  float e = p * r * r + r + 1.0f;
+  int32_t bits = ((int32_t)n + 127) << 23;
+  float scale;
+  memcpy(&scale, &bits, 4);
+  float y = e * scale;
+  y = x < -87.0f ? 0.0f : y;
+  y = x > 88.0f ? INFINITY : y;
+  return x != x ? x : y;
+}
+static inline float kf_tanh_poly(float x) { return 1.0f - 2.0f / (kf_exp_poly(2.0f * x) + 1.0f); }

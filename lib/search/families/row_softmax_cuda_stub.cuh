@@ -1,0 +1,53 @@
+// row_softmax_cuda_stub.cuh: typical values of what row_softmax_cuda.cpp emits before its fixed code, so that
+// row_softmax_cuda.cuh reads on its own (an editor, clang-format, tests/search/family_sources_test.cpp). It is included
+// only where KF_EMITTED is not defined; kforge never emits it. Here: a bfloat16 row softmax (softcap, a float mask, a
+// scale) in blocks of 256 threads, as the family emits it. A constant or function the family adds comes here too.
+#pragma once
+#include "cuda_prelude.cuh"
+
+namespace kfk {
+
+using in_t = __nv_bfloat16;
+using out_t = __nv_bfloat16;
+using mask0_t = float;
+constexpr int s_warp = 0, s_block = 1, s_cluster = 2;
+constexpr int k_strategy = s_block;
+constexpr int NT = 256;
+constexpr int k_vec = 8;
+constexpr int k_chunks = 2;
+constexpr int k_cluster = 8;
+constexpr int k_unroll = 1;
+constexpr bool k_online = false;
+constexpr bool k_cache_smem = false;
+constexpr bool k_stream_store = false;
+constexpr bool k_log = false;
+constexpr int k_topk = 0;
+constexpr bool k_fit = true;
+constexpr bool k_pdl = true;
+constexpr size_t k_smem_limit = 227 * 1024;
+constexpr int k_n_inputs = 2;
+constexpr int k_x_input = 0;
+constexpr int k_n_masks = 1;
+constexpr int k_mask_input[] = {1};
+constexpr int k_mask_dtype[] = {dtype_code<mask0_t>::value};
+
+__device__ __forceinline__ float prologue(float x, float m0) {
+  x = softcap_exp(x, 0.0577078016f, 50.0f);
+  x = x + m0;
+  x = x * 0.5f;
+  return x;
+}
+
+template <int V, typename A>
+__device__ __forceinline__ void load_row_vec(const A& a, const int64_t* moff, int64_t base, int64_t i, float* x) {
+  (void)moff;
+  load_vec<in_t, V>(a.x + base + i, x);
+  float mv0[V];
+  load_vec<mask0_t, V>(static_cast<const mask0_t*>(a.mask[0]) + moff[0] + i * a.mask_col_stride[0], mv0);
+#pragma unroll
+  for (int v = 0; v < V; ++v) x[v] = prologue(x[v], mv0[v]);
+}
+
+__device__ __forceinline__ float finalize(float x) { return x; }
+
+}  // namespace kfk
