@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <ctime>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -17,10 +16,12 @@
 #include "search/tree_export.h"
 #include "search/worker_evaluator.h"
 #include "spec/baseline_registry.h"
+#include "store/kernel_header.h"
 #include "store/winners.h"
 #include "util/fs.h"
 #include "util/error.h"
 #include "util/term.h"
+#include "util/time.h"
 
 namespace kf {
 namespace {
@@ -60,13 +61,6 @@ std::string knobs_text(const knob_values& v) {
 std::string describe(const node_row& n) {
   if (n.cand.family.empty()) return n.cand.origin;
   return fmt::format("{} [{}] ({})", n.cand.family, knobs_text(n.cand.knobs), n.cand.origin);
-}
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
 }
 
 }  // namespace
@@ -217,11 +211,10 @@ session_result run_search_session(const workload_spec& spec, const session_setti
     lineage_json.push_back({{"family", n.cand.family}, {"knobs", n.cand.knobs}, {"origin", n.cand.origin},
                             {"time_us", n.time_us ? nlohmann::json(*n.time_us) : nlohmann::json()}});
   }
-  w.header = {
-      fmt::format("kforge winner for {} on {}, found by `kforge search` ({} proposer) on {}", spec.name, res.gpu_key,
-                  so.proposer, utc_now()),
-      fmt::format("family: {}", o.winner->cand.family.empty() ? "(none)" : o.winner->cand.family),
-      fmt::format("knobs: {}", knobs_text(o.winner->cand.knobs)),
+  // The family and knobs are in the source's kernel header; the .json records the same (every knob, as the code
+  // reads it) with the family's version.
+  w.provenance = {
+      fmt::format("found: by `kforge search` ({} proposer) on {}", so.proposer, utc_now()),
       fmt::format("lineage: {}", fmt::join(lineage, " -> ")),
       fmt::format("measured: {:.2f} us (geometric mean over gated cases), {}", *o.winner->time_us,
                   versus(*o.winner->time_us, o.baselines)),
@@ -252,6 +245,13 @@ session_result run_search_session(const workload_spec& spec, const session_setti
   for (auto& c : o.verdict)  // the gate's checks on the winner timed beside the baselines
     w.metadata["verdict"].push_back(
         {{"test", c.test_name()}, {"outcome", check_outcome_name(c.outcome)}, {"sentence", c.sentence}});
+  const family* winner_family = o.winner->cand.family.empty() ? nullptr : find_family(o.winner->cand.family, kind);
+  if (winner_family) {  // what the header says: the version and knobs that emitted it (a resumed tree may be older)
+    auto header = parse_kernel_header(w.source);
+    const bool ours = header && header->family == winner_family->name();
+    w.metadata["family_version"] = ours ? header->version : 0;
+    w.metadata["knobs"] = ours ? header->knobs : winner_family->canonical_knobs(spec, o.winner->cand.knobs);
+  }
   for (auto& t : w.metadata["trajectory"])
     if (t.is_number() && std::isnan(t.get<double>())) t = nullptr;
   auto stored = write_winner(kdir, res.gpu_key, w);

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "report/text_escape.h"
+#include "store/kernel_header.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -78,15 +79,9 @@ winner_lookup find_winner(const fs::path& dir, std::string_view gpu_key) {
 stored_kernel write_winner(const fs::path& dir, std::string_view gpu_key, const winner_write& w) {
   KF_ASSERT(!gpu_key.empty(), "a winner needs a GPU key");
   fs::path source = dir / (std::string(gpu_key) + kernel_extension(gpu_key));
-  std::string text = fmt::format("// kforge winner: {} on {}\n", w.workload, gpu_key);
-  for (auto& line : w.header) {
-    // A // comment ends at the newline: fold each header line onto one line so none can turn into code.
-    std::string clean = valid_utf8(line);
-    std::replace(clean.begin(), clean.end(), '\n', ' ');
-    std::replace(clean.begin(), clean.end(), '\r', ' ');
-    text += "// " + clean + "\n";
-  }
-  text += "\n" + w.source;
+  std::vector<std::string> lines{fmt::format("{}{} on {}", k_winner_line.substr(3), w.workload, gpu_key)};
+  lines.insert(lines.end(), w.provenance.begin(), w.provenance.end());
+  std::string text = with_provenance(w.source, lines);
   if (!text.empty() && text.back() != '\n') text += '\n';
   write_file_atomic(source, text);
   nlohmann::json meta = w.metadata;

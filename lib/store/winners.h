@@ -1,6 +1,7 @@
 // The stored kernels ("winners"): workloads/<name>/kernels/<gpu-key>.cu (+ .json metadata), .cpp for the
 // cpu key. Lookup falls back to another key of the same architecture (sm90-nvidia-h100 for
-// sm90-nvidia-h200) and says so; writing is atomic and opens the source with a header comment.
+// sm90-nvidia-h200) and says so; writing is atomic and puts the winner's provenance in the source's opening comment
+// (kernel_header.h).
 #pragma once
 #include <filesystem>
 #include <optional>
@@ -37,12 +38,14 @@ winner_lookup find_winner(const std::filesystem::path& kernels_dir, std::string_
 
 struct winner_write {
   std::string workload;
-  std::string source;                   // the candidate's translation unit
-  std::vector<std::string> header;      // lines for the opening comment (what produced it, what it measured)
-  nlohmann::json metadata = nlohmann::json::object();  // results, lineage, environment
+  std::string source;                   // the candidate's translation unit, as emitted (its kernel header first)
+  std::vector<std::string> provenance;  // lines after "kforge winner: W on KEY": how it was found, what it measured
+  nlohmann::json metadata = nlohmann::json::object();  // family, family_version, knobs, results, lineage, environment
 };
 
-// Writes <kernels_dir>/<gpu_key>.{cu,cpp} and .json atomically (source first, then metadata). Returns where.
+// Writes <kernels_dir>/<gpu_key>.{cu,cpp} and .json atomically (source first, then metadata). The source gets the
+// provenance lines after its kernel header (with_provenance), the first of them "kforge winner: W on KEY". Returns
+// where.
 stored_kernel write_winner(const std::filesystem::path& kernels_dir, std::string_view gpu_key, const winner_write& w);
 
 }  // namespace kf

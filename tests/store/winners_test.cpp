@@ -1,6 +1,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "store/kernel_header.h"
 #include "store/winners.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -70,17 +71,35 @@ TEST(winners, write_then_find) {
   winner_write w;
   w.workload = "w";
   w.source = "extern \"C\" int kf_launch() { return 0; }";
-  w.header = {"family row_softmax, threads_per_row=64", "measured 50.1 us (eager 330 us)\n#include <evil>"};
+  w.provenance = {"found: by hand", "measured 50.1 us (eager 330 us)\n#include <evil>"};
   w.metadata = {{"median_us", 50.1}};
   auto k = write_winner(dir, "sm90-nvidia-h200", w);
   std::string text = read_file(k.source);
-  EXPECT_THAT(text, ::testing::StartsWith("// kforge winner: w on sm90-nvidia-h200\n// family row_softmax"));
-  EXPECT_THAT(text, ::testing::HasSubstr("// measured 50.1 us (eager 330 us) #include <evil>\n"));
+  // No kernel header (a proposer's rewrite): the provenance opens the file, a blank line after it.
+  EXPECT_THAT(text, ::testing::StartsWith("// kforge winner: w on sm90-nvidia-h200\n// found: by hand\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("// measured 50.1 us (eager 330 us) #include <evil>\n\nextern"));
   EXPECT_THAT(text, ::testing::EndsWith("return 0; }\n"));
   auto found = find_winner(dir, "sm90-nvidia-h200");
   ASSERT_TRUE(found.kernel.has_value());
   EXPECT_EQ(found.kernel->meta["median_us"], 50.1);
   EXPECT_EQ(found.kernel->meta["gpu_key"], "sm90-nvidia-h200");
+}
+
+TEST(winners, provenance_follows_the_kernel_header) {
+  temp_dir d;
+  winner_write w;
+  w.workload = "w";
+  w.source = format_kernel_header({"row_softmax_cpu", 3, {{"threads", "all"}}, "x -> softmax"}) + "\n#include \"kf_abi.h\"\n";
+  w.provenance = {"found: by `kforge search` (template proposer) on 2026-12-01T00:00:00Z", "lineage: default"};
+  auto k = write_winner(d.path(), "cpu-x86-64", w);
+  const std::string text = read_file(k.source);
+  EXPECT_EQ(text,
+            "// kforge kernel: family row_softmax_cpu, version 3\n// knobs: threads=all\n// computes: x -> softmax\n"
+            "// kforge winner: w on cpu-x86-64\n"
+            "// found: by `kforge search` (template proposer) on 2026-12-01T00:00:00Z\n// lineage: default\n"
+            "\n#include \"kf_abi.h\"\n");
+  EXPECT_EQ(without_provenance(text), w.source);
+  EXPECT_EQ(parse_kernel_header(text)->version, 3);
 }
 
 }  // namespace
