@@ -1,13 +1,14 @@
-// kforge winner: gemma-vocab-softmax on cpu-x86-64
-// kforge winner for gemma-vocab-softmax on cpu-x86-64, found by `kforge search` (template proposer) on 2026-11-30T06:58:18Z
-// family: row_softmax_cpu
-// knobs: cache_row=1 exp_once=1 math=poly passes=two rows_per_chunk=4 schedule=static threads=all unroll=1 vector_width=8
-// lineage: default -> template: rows_per_chunk 16->4
-// measured: 1596.61 us (geometric mean over gated cases), 4.02x eager
-
-// kforge candidate: family row_softmax_cpu (cpu), emitted by the template proposer.
+// kforge kernel: family row_softmax_cpu, version 1
 // knobs: cache_row=1 exp_once=1 math=poly passes=two rows_per_chunk=4 schedule=static threads=all unroll=1 vector_width=8
 // computes: x[bfloat16] -> cast(float32) -> softcap(30) -> softmax(float32)
+// kforge winner: gemma-vocab-softmax on cpu-x86-64
+// found: by `kforge search` (template proposer) on 2026-11-30T06:58:18Z
+// lineage: default -> template: rows_per_chunk 16->4
+// measured: 1596.61 us (geometric mean over gated cases), 4.02x eager
+// re-emitted: by `kforge reemit` on 2026-12-01T22:13:10Z, row_softmax_cpu version 1 from version 0 (none recorded: stored before families had versions); measured above is the earlier kernel's
+
+// cpu_prelude.h: what every cpu family's kernel opens with, after its header (cpu_emit.cpp): the standard includes,
+// the float16 / bfloat16 conversions (bit operations, no library) and an exp and a tanh that vectorize.
 #include "kf_abi.h"
 
 #include <math.h>
@@ -30,22 +31,15 @@ static inline uint16_t kf_st_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return (uint16_t)(u >> 16);
 }
+// Exact for every half (subnormals: the multiply by 2^112 is exact), branch-free so that loops vectorize.
 static inline float kf_ld_f16(uint16_t h) {
-  uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
-  if (e == 0) {
-    if (m == 0) {
-      u = s;
-    } else {  // subnormal: normalize
-      e = 113;
-      while (!(m & 0x400u)) { m <<= 1; --e; }
-      u = s | (e << 23) | ((m & 0x3ffu) << 13);
-    }
-  } else if (e == 31) {
-    u = s | 0x7f800000u | (m << 13);
-  } else {
-    u = s | ((e + 112u) << 23) | (m << 13);
-  }
+  uint32_t u = (uint32_t)(h & 0x7fffu) << 13;
   float f;
+  memcpy(&f, &u, 4);
+  f *= 5.192296858534828e+33f;  // 2^112: rebias the exponent
+  memcpy(&u, &f, 4);
+  if (f >= 65536.0f) u |= 0x7f800000u;  // was Inf/NaN: keep it so
+  u |= (uint32_t)(h & 0x8000u) << 16;
   memcpy(&f, &u, 4);
   return f;
 }
@@ -55,7 +49,7 @@ static inline uint16_t kf_st_f16(float f) {
   uint32_t s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00u);
   if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);  // rounds to infinity
-  if (a < 0x38800000u) {                                   // below 2^-14: subnormal or zero
+  if (a < 0x38800000u) {                                 // below 2^-14: subnormal or zero
     float af;
     memcpy(&af, &a, 4);
     return (uint16_t)(s | (uint32_t)lrintf(af * 16777216.0f));

@@ -1,14 +1,16 @@
+// kforge kernel: family row_softmax_cuda, version 1
+// knobs: cache=regs chunks=4 cluster=8 fit=0 online=1 pdl=0 strategy=cluster stream_store=0 tanh=exp threads=512 unroll=1 vec=8
+// computes: x[bfloat16] -> cast(float32) -> softcap(30) -> softmax(float32)
 // kforge winner: gemma-vocab-softmax on sm90-nvidia-h200
-// kforge winner for gemma-vocab-softmax on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T09:23:01Z
-// family: row_softmax_cuda
-// knobs: cache=regs chunks=4 cluster=8 fit=1 online=1 strategy=cluster stream_store=0 tanh=exp threads=512 unroll=1 vec=8
+// found: by `kforge search` (template proposer) on 2026-11-30T09:23:01Z
 // lineage: default -> template: chunks 8->4
 // measured: 18.24 us (geometric mean over gated cases), 4.89x eager, 16.02x vendor
+// re-emitted: by `kforge reemit` on 2026-12-01T22:13:10Z, row_softmax_cuda version 1 from version 0 (none recorded: stored before families had versions); knobs filled: pdl=0 (the code before the knob); measured above is the earlier kernel's
 
-// kforge candidate: family row_softmax_cuda (cuda), emitted by the template proposer.
-// knobs: cache=regs chunks=4 cluster=8 online=1 strategy=cluster stream_store=0 tanh=exp threads=512 unroll=1 vec=8
-// computes: x[bfloat16] -> cast(float32) -> softcap(30) -> softmax(float32)
-
+// cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
+// (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
+// over a warp, a block and a cluster, launches with attributes (clusters, programmatic dependent launch), and checks
+// of the tensors kf_launch receives.
 #include "kf_abi.h"
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -20,6 +22,7 @@ namespace kfk {
 namespace cg = cooperative_groups;
 
 // ---- types ----
+// clang-format off
 template <typename T> struct dtype_code;
 template <> struct dtype_code<float> { static constexpr int value = KF_FLOAT32; };
 template <> struct dtype_code<__half> { static constexpr int value = KF_FLOAT16; };
@@ -35,29 +38,40 @@ template <> __device__ __forceinline__ float from_f<float>(float x) { return x; 
 template <> __device__ __forceinline__ double from_f<double>(float x) { return (double)x; }
 template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+// clang-format on
 
 // 16-bit pairs: two floats rounded in one instruction (the low half is the first value).
-template <typename T> struct pair_of { static constexpr bool ok = false; };
-template <> struct pair_of<__nv_bfloat16> {
+template <typename T>
+struct pair_of {
+  static constexpr bool ok = false;
+};
+template <>
+struct pair_of<__nv_bfloat16> {
   static constexpr bool ok = true;
   using type = __nv_bfloat162;
   static __device__ __forceinline__ type make(float a, float b) { return __floats2bfloat162_rn(a, b); }
 };
-template <> struct pair_of<__half> {
+template <>
+struct pair_of<__half> {
   static constexpr bool ok = true;
   using type = __half2;
   static __device__ __forceinline__ type make(float a, float b) { return __floats2half2_rn(a, b); }
 };
 
 // ---- vector access: V consecutive elements in accesses of at most 16 bytes ----
+// clang-format off
 template <int B> struct raw_bits;
 template <> struct raw_bits<2> { using type = unsigned short; };
 template <> struct raw_bits<4> { using type = unsigned int; };
 template <> struct raw_bits<8> { using type = uint2; };
 template <> struct raw_bits<16> { using type = uint4; };
+// clang-format on
 
 // The alignment (bytes) a V-wide access of T needs.
-template <typename T, int V> constexpr int vec_align() { return V * (int)sizeof(T) > 16 ? 16 : V * (int)sizeof(T); }
+template <typename T, int V>
+constexpr int vec_align() {
+  return V * (int)sizeof(T) > 16 ? 16 : V * (int)sizeof(T);
+}
 
 template <typename T, int V>
 __device__ __forceinline__ void load_vec(const T* __restrict__ p, float* o) {
@@ -138,8 +152,10 @@ __host__ __device__ __forceinline__ bool aligned(const void* p, int bytes) {
 }
 
 // ---- reductions over a warp, a block and a cluster, of small records of floats ----
+// clang-format off
 struct f2 { float a, b; };
 struct f3 { float a, b, c; };
+// clang-format on
 __device__ __forceinline__ f2 shfl_xor(f2 v, int o) {
   return f2{__shfl_xor_sync(0xffffffffu, v.a, o), __shfl_xor_sync(0xffffffffu, v.b, o)};
 }
@@ -188,24 +204,70 @@ __device__ __forceinline__ T cluster_reduce(T v, F comb, T* scratch, T* slot) {
   return r;
 }
 
-// Launches `kernel` on a grid of clusters of `cl` CTAs along x. Non-zero when the device refuses.
+// Launches `kernel` with launch attributes (a cluster shape, a cooperative launch, PDL). Non-zero when the device
+// refuses.
 template <typename K, typename... A>
-inline int launch_clusters(K kernel, int cl, dim3 grid, int threads, size_t smem, cudaStream_t s, A... args) {
-  if (cl > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
-    return 3;
+inline int launch_ex(const cudaLaunchAttribute* attrs, int n_attrs, K kernel, dim3 grid, int threads, size_t smem,
+                     cudaStream_t s, A... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(threads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = cl;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cfg.attrs = const_cast<cudaLaunchAttribute*>(attrs);
+  cfg.numAttrs = n_attrs;
   return cudaLaunchKernelEx(&cfg, kernel, args...) == cudaSuccess ? 0 : 3;
+}
+template <typename K, typename... A>
+inline int launch_with(cudaLaunchAttribute attr, K kernel, dim3 grid, int threads, size_t smem, cudaStream_t s,
+                       A... args) {
+  return launch_ex(&attr, 1, kernel, grid, threads, smem, s, args...);
+}
+
+// ---- programmatic dependent launch (the `pdl` knob) ----
+// Launched with PDL, a kernel's blocks may be scheduled while the kernel before it on the stream is still finishing
+// (its last blocks exiting, its memory being flushed), so its own launch latency overlaps that tail. Every kernel
+// so launched runs wait_prior_grid before its first access to global memory: griddepcontrol.wait returns once the
+// grids it depends on have completed and their memory is visible. It never triggers its dependents early, so the
+// next kernel on the stream starts as it would after any kernel.
+template <bool PDL>
+__device__ __forceinline__ void wait_prior_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (PDL) asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+inline cudaLaunchAttribute pdl_attr() {
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  return attr;
+}
+
+// kernel<<<grid, threads, smem, s>>>(args...), with PDL when asked. Non-zero on a launch error.
+template <bool PDL, typename K, typename... A>
+inline int launch_kernel(K kernel, dim3 grid, int threads, size_t smem, cudaStream_t s, A... args) {
+  if constexpr (PDL) {
+    const cudaLaunchAttribute attr = pdl_attr();
+    return launch_ex(&attr, 1, kernel, grid, threads, smem, s, args...);
+  } else {
+    kernel<<<grid, threads, smem, s>>>(args...);
+    return cudaGetLastError() == cudaSuccess ? 0 : 3;
+  }
+}
+
+// Launches `kernel` on a grid of clusters of `cl` CTAs along x, with PDL when asked. Non-zero when the device
+// refuses.
+template <bool PDL = false, typename K, typename... A>
+inline int launch_clusters(K kernel, int cl, dim3 grid, int threads, size_t smem, cudaStream_t s, A... args) {
+  if (cl > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+    return 3;
+  cudaLaunchAttribute attrs[2] = {};
+  attrs[0].id = cudaLaunchAttributeClusterDimension;
+  attrs[0].val.clusterDim.x = cl;
+  attrs[0].val.clusterDim.y = 1;
+  attrs[0].val.clusterDim.z = 1;
+  attrs[1] = pdl_attr();
+  return launch_ex(attrs, PDL ? 2 : 1, kernel, grid, threads, smem, s, args...);
 }
 
 // Whether a tensor has the standard row-major strides of its shape (size-1 dims may have any stride).
@@ -223,7 +285,11 @@ inline int64_t numel(const kf_tensor& t) {
   return n;
 }
 
+}  // namespace kfk
+
 // ---- this variant ----
+namespace kfk {
+
 using in_t = __nv_bfloat16;
 using out_t = float;
 constexpr int s_warp = 0, s_block = 1, s_cluster = 2;
@@ -239,6 +305,7 @@ constexpr bool k_stream_store = false;
 constexpr bool k_log = false;
 constexpr int k_topk = 0;
 constexpr bool k_fit = false;
+constexpr bool k_pdl = false;
 constexpr size_t k_smem_limit = 227 * 1024;
 constexpr int k_n_inputs = 1;
 constexpr int k_x_input = 0;
@@ -246,11 +313,36 @@ constexpr int k_n_masks = 0;
 constexpr int k_mask_input[] = {-1};
 constexpr int k_mask_dtype[] = {-1};
 
+__device__ __forceinline__ float prologue(float x) {
+  x = softcap_exp(x, 0.0961796694f, 30.0f);
+  return x;
+}
+
+template <int V, typename A>
+__device__ __forceinline__ void load_row_vec(const A& a, const int64_t* moff, int64_t base, int64_t i, float* x) {
+  (void)moff;
+  load_vec<in_t, V>(a.x + base + i, x);
+#pragma unroll
+  for (int v = 0; v < V; ++v) x[v] = prologue(x[v]);
+}
+
+__device__ __forceinline__ float finalize(float x) {
+  return x;
+}
+
+}  // namespace kfk
+
+// row_softmax_cuda.cuh: the fixed code of row_softmax_cuda, emitted after the variant's constants, types and fused
+// prologue (row_softmax_cuda.cpp): the row's arguments and its masks' broadcasting, the per-row algorithm for a warp,
+// a block or a cluster of CTAs per row, top-k, and the launch with kf_launch's checks.
+
+namespace kfk {
+
 struct row_args {
   const in_t* x;
   out_t* y;
-  void* idx;       // top-k indices (or null)
-  int idx64;       // 1: int64 indices, 0: int32, -1: none
+  void* idx;  // top-k indices (or null)
+  int idx64;  // 1: int64 indices, 0: int32, -1: none
   int use_smem;
   int64_t rows, n, seg;
   int lead_nd;
@@ -293,23 +385,6 @@ inline bool bind_masks(const kf_tensor* in, const kf_tensor& x, row_args& a, boo
   return true;
 }
 
-__device__ __forceinline__ float prologue(float x) {
-  x = softcap_exp(x, 0.0961796694f, 30.0f);
-  return x;
-}
-
-template <int V>
-__device__ __forceinline__ void load_row_vec(const row_args& a, const int64_t* moff, int64_t base, int64_t i, float* x) {
-  (void)moff;
-  load_vec<in_t, V>(a.x + base + i, x);
-#pragma unroll
-  for (int v = 0; v < V; ++v) x[v] = prologue(x[v]);
-}
-
-__device__ __forceinline__ float finalize(float x) {
-  return x;
-}
-
 // ---- combining partial results: (max, sum of exp(x - max)) pairs, maxima, sums ----
 __device__ __forceinline__ f2 comb_ms(f2 p, f2 q) {
   const float m = fmaxf(p.a, q.a);
@@ -324,7 +399,8 @@ struct group {
   int tid, nthr;
   f2* scratch;
   f2* slot;
-  template <typename F> __device__ __forceinline__ f2 reduce(f2 v, F comb) const {
+  template <typename F>
+  __device__ __forceinline__ f2 reduce(f2 v, F comb) const {
     if constexpr (k_strategy == s_warp) return warp_reduce(v, comb);
     else if constexpr (k_strategy == s_block) return block_reduce<NT>(v, comb, scratch, nthr / 32);
     else return cluster_reduce<NT, k_cluster>(v, comb, scratch, slot);
@@ -337,7 +413,10 @@ struct topk_list {
   int i[k_topk > 0 ? k_topk : 1];
   __device__ __forceinline__ void clear() {
 #pragma unroll
-    for (int j = 0; j < k_topk; ++j) { v[j] = -INFINITY; i[j] = 0x7fffffff; }
+    for (int j = 0; j < k_topk; ++j) {
+      v[j] = -INFINITY;
+      i[j] = 0x7fffffff;
+    }
   }
   // Strictly greater moves ahead: among equal values the earlier index stays first (lanes insert in index order).
   __device__ __forceinline__ void insert(float val, int idx) {
@@ -346,8 +425,14 @@ struct topk_list {
 #pragma unroll
     for (int j = k_topk - 1; j >= 0; --j) {
       if (!placed) {
-        if (j > 0 && (val > v[j - 1] || i[j - 1] == 0x7fffffff)) { v[j] = v[j - 1]; i[j] = i[j - 1]; }
-        else { v[j] = val; i[j] = idx; placed = true; }
+        if (j > 0 && (val > v[j - 1] || i[j - 1] == 0x7fffffff)) {
+          v[j] = v[j - 1];
+          i[j] = i[j - 1];
+        } else {
+          v[j] = val;
+          i[j] = idx;
+          placed = true;
+        }
       }
     }
   }
@@ -364,15 +449,24 @@ __device__ __forceinline__ void topk_store(const row_args& a, int64_t row, topk_
     for (int o = 16; o > 0; o >>= 1) {
       const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
       const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-      if (ov > bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
+      if (ov > bv || (ov == bv && oi < bi)) {
+        bv = ov;
+        bi = oi;
+      }
     }
     if (l.i[0] == bi) {  // this lane owned the winner: drop it from its list
 #pragma unroll
-      for (int q = 0; q + 1 < k_topk; ++q) { l.v[q] = l.v[q + 1]; l.i[q] = l.i[q + 1]; }
+      for (int q = 0; q + 1 < k_topk; ++q) {
+        l.v[q] = l.v[q + 1];
+        l.i[q] = l.i[q + 1];
+      }
       l.v[k_topk - 1] = -INFINITY;
       l.i[k_topk - 1] = 0x7fffffff;
     }
-    if (lane == j % 32) { my_v = bv; my_i = bi; }
+    if (lane == j % 32) {
+      my_v = bv;
+      my_i = bi;
+    }
     if (j % 32 == 31 || j == k_topk - 1) {
       const int first = j - j % 32;
       if (lane <= j - first) {
@@ -427,11 +521,13 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
       M = t.a;
       S = t.b;
       if constexpr (k_log) {
-        const float off = M + __logf(S);
+        // (x - M) - log S, not x - (M + log S): rounding M + log S to float loses log S next to a large M. And the
+        // accurate logf, once a row: __logf's absolute error (2^-21) is above float32's tolerance near log p = 0.
+        const float lg = logf(S);
 #pragma unroll
         for (int c = 0; c < k_chunks; ++c)
 #pragma unroll
-          for (int v = 0; v < V; ++v) r[c][v] -= off;
+          for (int v = 0; v < V; ++v) r[c][v] = (r[c][v] - M) - lg;
       } else {
         const float f = (lm == -INFINITY && M != -INFINITY) ? 0.f : __expf(ref - M) / S;
 #pragma unroll
@@ -451,11 +547,11 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
           if constexpr (!k_log) r[c][v] = e;
         }
       S = g.reduce(f2{ls, 0.f}, comb_sum).a;
-      const float f = 1.f / S, off = M + __logf(S);
+      const float f = 1.f / S, lg = k_log ? logf(S) : 0.f;  // as above
 #pragma unroll
       for (int c = 0; c < k_chunks; ++c)
 #pragma unroll
-        for (int v = 0; v < V; ++v) r[c][v] = k_log ? r[c][v] - off : r[c][v] * f;
+        for (int v = 0; v < V; ++v) r[c][v] = k_log ? (r[c][v] - M) - lg : r[c][v] * f;
     }
 #pragma unroll
     for (int c = 0; c < k_chunks; ++c) {
@@ -522,13 +618,13 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
       }
       S = g.reduce(f2{s, 0.f}, comb_sum).a;
     }
-    const float f = 1.f / S, off = M + __logf(S);
+    const float f = 1.f / S, lg = k_log ? logf(S) : 0.f;  // (x - M) - log S, as above
 #pragma unroll k_unroll
     for (int64_t i = lo + (int64_t)g.tid * V; i < hi; i += span) {
       float x[V];
       fetch(i, x);
 #pragma unroll
-      for (int v = 0; v < V; ++v) x[v] = finalize(k_log ? x[v] - off : exp_ftz(x[v] - M) * f);
+      for (int v = 0; v < V; ++v) x[v] = finalize(k_log ? (x[v] - M) - lg : exp_ftz(x[v] - M) * f);
       if constexpr (k_topk > 0) {
 #pragma unroll
         for (int v = 0; v < V; ++v) tl.insert(x[v], (int)(i + v));
@@ -542,6 +638,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
 
 template <int V>
 __global__ void __launch_bounds__(NT) softmax_kernel(row_args a) {
+  wait_prior_grid<k_pdl>();  // before any access to global memory (a no-op unless k_pdl)
   __shared__ f2 scratch[NT / 32];
   __shared__ f2 slot;
   extern __shared__ float dyn[];
@@ -578,18 +675,17 @@ int run(row_args a, cudaStream_t s) {
   const int64_t k_grid_cap = 1 << 22;
   if constexpr (k_strategy == s_warp) {
     const int64_t blocks = (a.rows + NT / 32 - 1) / (NT / 32);
-    kernel<<<(unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap), NT, smem, s>>>(a);
+    return launch_kernel<k_pdl>(kernel, dim3((unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap)), NT, smem, s, a);
   } else if constexpr (k_strategy == s_block) {
     // k_fit: a short row gets a narrower block (more rows in flight per SM), as long as it still fits the
     // register cache of `k_chunks` vectors per thread.
     int bt = NT;
     while (k_fit && !a.use_smem && bt > 64 && a.n <= (int64_t)k_chunks * (bt / 2) * V) bt /= 2;
-    kernel<<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), bt, smem, s>>>(a);
+    return launch_kernel<k_pdl>(kernel, dim3((unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap)), bt, smem, s, a);
   } else {
     const dim3 grid(k_cluster, (unsigned)(a.rows < 65535 ? a.rows : 65535));
-    if (launch_clusters(kernel, k_cluster, grid, NT, smem, s, a) != 0) return 3;
+    return launch_clusters<k_pdl>(kernel, k_cluster, grid, NT, smem, s, a);
   }
-  return cudaGetLastError() == cudaSuccess ? 0 : 3;
 }
 
 int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_t s) {

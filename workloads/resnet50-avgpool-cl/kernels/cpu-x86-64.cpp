@@ -1,13 +1,14 @@
-// kforge winner: resnet50-avgpool-cl on cpu-x86-64
-// kforge winner for resnet50-avgpool-cl on cpu-x86-64, found by `kforge search` (template proposer) on 2026-11-30T07:31:04Z
-// family: pool_cpu
-// knobs: accum=float channel_block=256 planes_per_chunk=8 schedule=static threads=all vector_width=8
-// lineage: stored:cpu-x86-64 -> template: planes_per_chunk 32->8
-// measured: 168.98 us (geometric mean over gated cases), 4.25x eager
-
-// kforge candidate: family pool_cpu (cpu), emitted by the template proposer.
+// kforge kernel: family pool_cpu, version 1
 // knobs: accum=float channel_block=256 planes_per_chunk=8 schedule=static threads=all vector_width=8
 // computes: x[float16, channels_last] -> adaptive_avg_pool2d(1) -> flatten
+// kforge winner: resnet50-avgpool-cl on cpu-x86-64
+// found: by `kforge search` (template proposer) on 2026-11-30T07:31:04Z
+// lineage: stored:cpu-x86-64 -> template: planes_per_chunk 32->8
+// measured: 168.98 us (geometric mean over gated cases), 4.25x eager
+// re-emitted: by `kforge reemit` on 2026-12-01T22:13:10Z, pool_cpu version 1 from version 0 (none recorded: stored before families had versions); measured above is the earlier kernel's
+
+// cpu_prelude.h: what every cpu family's kernel opens with, after its header (cpu_emit.cpp): the standard includes,
+// the float16 / bfloat16 conversions (bit operations, no library) and an exp and a tanh that vectorize.
 #include "kf_abi.h"
 
 #include <math.h>
@@ -48,7 +49,7 @@ static inline uint16_t kf_st_f16(float f) {
   uint32_t s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00u);
   if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);  // rounds to infinity
-  if (a < 0x38800000u) {                                   // below 2^-14: subnormal or zero
+  if (a < 0x38800000u) {                                 // below 2^-14: subnormal or zero
     float af;
     memcpy(&af, &a, 4);
     return (uint16_t)(s | (uint32_t)lrintf(af * 16777216.0f));

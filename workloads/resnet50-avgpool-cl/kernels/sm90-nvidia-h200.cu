@@ -1,14 +1,16 @@
+// kforge kernel: family pool_cuda, version 1
+// knobs: cl_threads=32 pdl=1 small_cl_loop=0 small_cl_threads=4 small_cl_warp=0 small_direct=0 small_threads=256 small_tpp=8 threads=128 tpp=2 vec=4
+// computes: x[float16, channels_last] -> adaptive_avg_pool2d(1) -> flatten
 // kforge winner: resnet50-avgpool-cl on sm90-nvidia-h200
-// kforge winner for resnet50-avgpool-cl on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-12-01T08:30:08Z
-// family: pool_cuda
-// knobs: cl_threads=32 pdl=1 small_cl_loop=0 small_cl_threads=4 small_cl_warp=0 small_direct=1 small_threads=256 small_tpp=16 threads=128 tpp=2 vec=4
+// found: by `kforge search` (template proposer) on 2026-12-01T08:30:08Z
 // lineage: tried: pdl=1 cl_threads=32 small_cl_loop=0 small_cl_threads=4 small_cl_warp=0 small_direct=1 small_threads=256 small_tpp=16 threads=128 tpp=2 vec=4
 // measured: 2.10 us (geometric mean over gated cases), 2.10x eager, 2.12x vendor
+// re-emitted: by `kforge reemit` on 2026-12-01T22:13:10Z, pool_cuda version 1 from version 0 (none recorded: stored before families had versions); measured above is the earlier kernel's
 
-// kforge candidate: family pool_cuda (cuda), emitted by the template proposer.
-// knobs: cl_threads=32 pdl=1 small_cl_loop=0 small_cl_threads=4 small_cl_warp=0 small_threads=256 threads=128 vec=4
-// computes: x[float16, channels_last] -> adaptive_avg_pool2d(1) -> flatten
-
+// cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
+// (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
+// over a warp, a block and a cluster, launches with attributes (clusters, programmatic dependent launch), and checks
+// of the tensors kf_launch receives.
 #include "kf_abi.h"
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -20,6 +22,7 @@ namespace kfk {
 namespace cg = cooperative_groups;
 
 // ---- types ----
+// clang-format off
 template <typename T> struct dtype_code;
 template <> struct dtype_code<float> { static constexpr int value = KF_FLOAT32; };
 template <> struct dtype_code<__half> { static constexpr int value = KF_FLOAT16; };
@@ -35,29 +38,40 @@ template <> __device__ __forceinline__ float from_f<float>(float x) { return x; 
 template <> __device__ __forceinline__ double from_f<double>(float x) { return (double)x; }
 template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+// clang-format on
 
 // 16-bit pairs: two floats rounded in one instruction (the low half is the first value).
-template <typename T> struct pair_of { static constexpr bool ok = false; };
-template <> struct pair_of<__nv_bfloat16> {
+template <typename T>
+struct pair_of {
+  static constexpr bool ok = false;
+};
+template <>
+struct pair_of<__nv_bfloat16> {
   static constexpr bool ok = true;
   using type = __nv_bfloat162;
   static __device__ __forceinline__ type make(float a, float b) { return __floats2bfloat162_rn(a, b); }
 };
-template <> struct pair_of<__half> {
+template <>
+struct pair_of<__half> {
   static constexpr bool ok = true;
   using type = __half2;
   static __device__ __forceinline__ type make(float a, float b) { return __floats2half2_rn(a, b); }
 };
 
 // ---- vector access: V consecutive elements in accesses of at most 16 bytes ----
+// clang-format off
 template <int B> struct raw_bits;
 template <> struct raw_bits<2> { using type = unsigned short; };
 template <> struct raw_bits<4> { using type = unsigned int; };
 template <> struct raw_bits<8> { using type = uint2; };
 template <> struct raw_bits<16> { using type = uint4; };
+// clang-format on
 
 // The alignment (bytes) a V-wide access of T needs.
-template <typename T, int V> constexpr int vec_align() { return V * (int)sizeof(T) > 16 ? 16 : V * (int)sizeof(T); }
+template <typename T, int V>
+constexpr int vec_align() {
+  return V * (int)sizeof(T) > 16 ? 16 : V * (int)sizeof(T);
+}
 
 template <typename T, int V>
 __device__ __forceinline__ void load_vec(const T* __restrict__ p, float* o) {
@@ -138,8 +152,10 @@ __host__ __device__ __forceinline__ bool aligned(const void* p, int bytes) {
 }
 
 // ---- reductions over a warp, a block and a cluster, of small records of floats ----
+// clang-format off
 struct f2 { float a, b; };
 struct f3 { float a, b, c; };
+// clang-format on
 __device__ __forceinline__ f2 shfl_xor(f2 v, int o) {
   return f2{__shfl_xor_sync(0xffffffffu, v.a, o), __shfl_xor_sync(0xffffffffu, v.b, o)};
 }
@@ -269,7 +285,11 @@ inline int64_t numel(const kf_tensor& t) {
   return n;
 }
 
+}  // namespace kfk
+
 // ---- this variant ----
+namespace kfk {
+
 using in_t = __half;
 using out_t = __half;
 constexpr int k_threads = 128;
@@ -290,6 +310,13 @@ constexpr int k_x_input = 0;
 __device__ __forceinline__ float finalize(float x) {
   return x;
 }
+
+}  // namespace kfk
+
+// pool_cuda.cuh: the fixed code of pool_cuda, emitted after the variant's constants, types and casts
+// (pool_cuda.cpp): the NCHW and channels_last kernels, the small-batch launches, and kf_launch's checks.
+
+namespace kfk {
 
 constexpr int k_tpp_small = k_small_tpp > 0 ? k_small_tpp : k_tpp;
 constexpr int k_clt_small = k_small_clt > 0 ? k_small_clt : k_clt;
@@ -393,7 +420,7 @@ __device__ __forceinline__ void flat_runs(float* part, int nv, int i, const floa
   constexpr int V = k_flat_v;
   const int g0 = i * V;
   const int next = (flat_div(g0, hw, inv_hw) + 1) * hw - g0;  // where in x the next plane starts (>= 1)
-  if (hw >= V) {  // at most one plane starts inside the vector: two sums
+  if (hw >= V) {                                              // at most one plane starts inside the vector: two sums
     float m0[V], m1[V];
 #pragma unroll
     for (int v = 0; v < V; ++v) {
@@ -651,9 +678,7 @@ inline unsigned grid_of(int64_t blocks) {
 // planes (NCHW) or threads and blocks (channels_last): every index stays below (planes + step) * hw. 64-bit
 // address arithmetic in front of the first load cost the batch-1 launches ([1, 2048, 7, 7], 64 blocks) about
 // 0.15 us of their 1.7 us in a CUDA graph; 32-bit division is also far shorter than 64-bit.
-inline bool index_fits(const pool_args& a, int64_t step) {
-  return (a.n * a.c + step) * a.hw < 0x7fffffffll;
-}
+inline bool index_fits(const pool_args& a, int64_t step) { return (a.n * a.c + step) * a.hw < 0x7fffffffll; }
 
 // kernel<<<grid, threads, smem, s>>>(a), with PDL where the pdl knob asks for it. Non-zero on a launch error.
 template <typename K>
@@ -756,7 +781,8 @@ int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_
   if constexpr (k_small_cl_loop > 0)
     if (small && rc < 0) rc = launch_nhwc_loop<k_small_threads, k_small_cl_loop>(a, s);
   if (rc >= 0) return rc;
-  return small && k_small_clt > 0 ? launch_nhwc<k_small_threads, k_clt_small>(a, s) : launch_nhwc<k_threads, k_clt>(a, s);
+  return small && k_small_clt > 0 ? launch_nhwc<k_small_threads, k_clt_small>(a, s)
+                                  : launch_nhwc<k_threads, k_clt>(a, s);
 }
 
 }  // namespace kfk

@@ -1,14 +1,16 @@
+// kforge kernel: family group_norm_cuda, version 1
+// knobs: ahead=2 chunks=4 cluster=8 l2_hint=0 lag_mb=4 publish=counter reverse=1 ring_kb=192 seg_kb=32 sm_blocks=0 splits=64 stages=2 stats=shifted strategy=stream stream_store=0 team_kb=96 team_l2=50 threads=256 unroll=4 vec=8
+// computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06) -> silu
 // kforge winner: sd35-vae-groupnorm-silu on sm90-nvidia-h200
-// kforge winner for sd35-vae-groupnorm-silu on sm90-nvidia-h200, found by `kforge search` (template proposer) on 2026-11-30T16:38:13Z
-// family: group_norm_cuda
-// knobs: chunks=4 cluster=8 lag_mb=4 reverse=1 seg_kb=32 sm_blocks=0 splits=16 stats=shifted strategy=stream stream_store=0 team_kb=96 team_l2=50 threads=256 unroll=4 vec=8
+// found: by `kforge search` (template proposer) on 2026-11-30T16:38:13Z
 // lineage: default -> template: stream_store 1->0
 // measured: 78.62 us (geometric mean over gated cases), 15.47x eager
+// re-emitted: by `kforge reemit` on 2026-12-01T22:13:10Z, group_norm_cuda version 1 from version 0 (none recorded: stored before families had versions); knobs filled: ahead=2 (not read by this variant), l2_hint=0 (the code before the knob), publish=counter (the code before the knob), ring_kb=192 (not read by this variant), stages=2 (the code before the knob); measured above is the earlier kernel's
 
-// kforge candidate: family group_norm_cuda (cuda), emitted by the template proposer.
-// knobs: lag_mb=4 seg_kb=32 sm_blocks=0 stats=shifted strategy=stream stream_store=0 team_kb=96 team_l2=50 threads=256 unroll=4 vec=8
-// computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06) -> silu
-
+// cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
+// (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
+// over a warp, a block and a cluster, launches with attributes (clusters, programmatic dependent launch), and checks
+// of the tensors kf_launch receives.
 #include "kf_abi.h"
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -20,6 +22,7 @@ namespace kfk {
 namespace cg = cooperative_groups;
 
 // ---- types ----
+// clang-format off
 template <typename T> struct dtype_code;
 template <> struct dtype_code<float> { static constexpr int value = KF_FLOAT32; };
 template <> struct dtype_code<__half> { static constexpr int value = KF_FLOAT16; };
@@ -35,29 +38,40 @@ template <> __device__ __forceinline__ float from_f<float>(float x) { return x; 
 template <> __device__ __forceinline__ double from_f<double>(float x) { return (double)x; }
 template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+// clang-format on
 
 // 16-bit pairs: two floats rounded in one instruction (the low half is the first value).
-template <typename T> struct pair_of { static constexpr bool ok = false; };
-template <> struct pair_of<__nv_bfloat16> {
+template <typename T>
+struct pair_of {
+  static constexpr bool ok = false;
+};
+template <>
+struct pair_of<__nv_bfloat16> {
   static constexpr bool ok = true;
   using type = __nv_bfloat162;
   static __device__ __forceinline__ type make(float a, float b) { return __floats2bfloat162_rn(a, b); }
 };
-template <> struct pair_of<__half> {
+template <>
+struct pair_of<__half> {
   static constexpr bool ok = true;
   using type = __half2;
   static __device__ __forceinline__ type make(float a, float b) { return __floats2half2_rn(a, b); }
 };
 
 // ---- vector access: V consecutive elements in accesses of at most 16 bytes ----
+// clang-format off
 template <int B> struct raw_bits;
 template <> struct raw_bits<2> { using type = unsigned short; };
 template <> struct raw_bits<4> { using type = unsigned int; };
 template <> struct raw_bits<8> { using type = uint2; };
 template <> struct raw_bits<16> { using type = uint4; };
+// clang-format on
 
 // The alignment (bytes) a V-wide access of T needs.
-template <typename T, int V> constexpr int vec_align() { return V * (int)sizeof(T) > 16 ? 16 : V * (int)sizeof(T); }
+template <typename T, int V>
+constexpr int vec_align() {
+  return V * (int)sizeof(T) > 16 ? 16 : V * (int)sizeof(T);
+}
 
 template <typename T, int V>
 __device__ __forceinline__ void load_vec(const T* __restrict__ p, float* o) {
@@ -138,8 +152,10 @@ __host__ __device__ __forceinline__ bool aligned(const void* p, int bytes) {
 }
 
 // ---- reductions over a warp, a block and a cluster, of small records of floats ----
+// clang-format off
 struct f2 { float a, b; };
 struct f3 { float a, b, c; };
+// clang-format on
 __device__ __forceinline__ f2 shfl_xor(f2 v, int o) {
   return f2{__shfl_xor_sync(0xffffffffu, v.a, o), __shfl_xor_sync(0xffffffffu, v.b, o)};
 }
@@ -188,32 +204,70 @@ __device__ __forceinline__ T cluster_reduce(T v, F comb, T* scratch, T* slot) {
   return r;
 }
 
-// Launches `kernel` with one launch attribute (a cluster shape, a cooperative launch). Non-zero when the device
+// Launches `kernel` with launch attributes (a cluster shape, a cooperative launch, PDL). Non-zero when the device
 // refuses.
 template <typename K, typename... A>
-inline int launch_with(cudaLaunchAttribute attr, K kernel, dim3 grid, int threads, size_t smem, cudaStream_t s,
-                       A... args) {
+inline int launch_ex(const cudaLaunchAttribute* attrs, int n_attrs, K kernel, dim3 grid, int threads, size_t smem,
+                     cudaStream_t s, A... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(threads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  cfg.attrs = const_cast<cudaLaunchAttribute*>(attrs);
+  cfg.numAttrs = n_attrs;
   return cudaLaunchKernelEx(&cfg, kernel, args...) == cudaSuccess ? 0 : 3;
 }
-
-// Launches `kernel` on a grid of clusters of `cl` CTAs along x. Non-zero when the device refuses.
 template <typename K, typename... A>
+inline int launch_with(cudaLaunchAttribute attr, K kernel, dim3 grid, int threads, size_t smem, cudaStream_t s,
+                       A... args) {
+  return launch_ex(&attr, 1, kernel, grid, threads, smem, s, args...);
+}
+
+// ---- programmatic dependent launch (the `pdl` knob) ----
+// Launched with PDL, a kernel's blocks may be scheduled while the kernel before it on the stream is still finishing
+// (its last blocks exiting, its memory being flushed), so its own launch latency overlaps that tail. Every kernel
+// so launched runs wait_prior_grid before its first access to global memory: griddepcontrol.wait returns once the
+// grids it depends on have completed and their memory is visible. It never triggers its dependents early, so the
+// next kernel on the stream starts as it would after any kernel.
+template <bool PDL>
+__device__ __forceinline__ void wait_prior_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (PDL) asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+inline cudaLaunchAttribute pdl_attr() {
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  return attr;
+}
+
+// kernel<<<grid, threads, smem, s>>>(args...), with PDL when asked. Non-zero on a launch error.
+template <bool PDL, typename K, typename... A>
+inline int launch_kernel(K kernel, dim3 grid, int threads, size_t smem, cudaStream_t s, A... args) {
+  if constexpr (PDL) {
+    const cudaLaunchAttribute attr = pdl_attr();
+    return launch_ex(&attr, 1, kernel, grid, threads, smem, s, args...);
+  } else {
+    kernel<<<grid, threads, smem, s>>>(args...);
+    return cudaGetLastError() == cudaSuccess ? 0 : 3;
+  }
+}
+
+// Launches `kernel` on a grid of clusters of `cl` CTAs along x, with PDL when asked. Non-zero when the device
+// refuses.
+template <bool PDL = false, typename K, typename... A>
 inline int launch_clusters(K kernel, int cl, dim3 grid, int threads, size_t smem, cudaStream_t s, A... args) {
   if (cl > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
     return 3;
-  cudaLaunchAttribute attr = {};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = cl;
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  return launch_with(attr, kernel, grid, threads, smem, s, args...);
+  cudaLaunchAttribute attrs[2] = {};
+  attrs[0].id = cudaLaunchAttributeClusterDimension;
+  attrs[0].val.clusterDim.x = cl;
+  attrs[0].val.clusterDim.y = 1;
+  attrs[0].val.clusterDim.z = 1;
+  attrs[1] = pdl_attr();
+  return launch_ex(attrs, PDL ? 2 : 1, kernel, grid, threads, smem, s, args...);
 }
 
 // Whether a tensor has the standard row-major strides of its shape (size-1 dims may have any stride).
@@ -231,12 +285,16 @@ inline int64_t numel(const kf_tensor& t) {
   return n;
 }
 
+}  // namespace kfk
+
 // ---- this variant ----
+namespace kfk {
+
 using in_t = __nv_bfloat16;
 using out_t = __nv_bfloat16;
 using w_t = __nv_bfloat16;
 using b_t = __nv_bfloat16;
-constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_split = 3, s_team = 4, s_stream = 5;
+constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_split = 3, s_team = 4, s_stream = 5, s_ring = 6;
 constexpr int st_shifted = 0, st_sumsq = 1, st_twopass = 2;
 constexpr int k_strategy = s_stream;
 constexpr int k_stats = st_shifted;
@@ -248,8 +306,14 @@ constexpr int k_splits = 64;
 constexpr bool k_reverse = true;
 constexpr int k_team_kb = 96;
 constexpr int k_seg_kb = 32;
+constexpr int k_ring_kb = 192;
+constexpr int k_ahead = 2;
 constexpr int k_lag_mb = 4;
 constexpr int k_sm_blocks = 0;
+constexpr int pub_counter = 0, pub_tagged = 1;
+constexpr int k_stages = 2;
+constexpr int k_publish = pub_counter;
+constexpr bool k_l2_hint = false;
 constexpr int k_team_l2 = 50;
 constexpr int k_unroll = 4;
 constexpr bool k_stream_store = false;
@@ -265,6 +329,26 @@ constexpr int k_x_input = 0;
 constexpr int k_w_input = 1;
 constexpr int k_b_input = 2;
 
+// The casts before the norm, on values as loaded.
+template <int V>
+__device__ __forceinline__ void prologue_x(float* x) {
+}
+
+// The fused activation and casts after the norm.
+__device__ __forceinline__ float finalize(float x) {
+  x = x * rcp_ftz(1.f + exp_ftz(-x));
+  return x;
+}
+
+}  // namespace kfk
+
+// group_norm_cuda_rows.cuh: the first of group_norm_cuda's fixed files, emitted after the variant's constants, types,
+// prologue casts and activation (group_norm_cuda.cpp): the arguments, the affine step, statistics, the per-row
+// algorithm for each strategy and the split pair (a statistics pass, then an apply pass). Then come
+// group_norm_cuda_grid.cuh, group_norm_cuda_ring.cuh and group_norm_cuda_launch.cuh.
+
+namespace kfk {
+
 struct norm_args {
   const in_t* x;
   const w_t* w;
@@ -277,20 +361,11 @@ struct norm_args {
   float eps;
 };
 
-// The casts before the norm, on values as loaded.
-template <int V>
-__device__ __forceinline__ void prologue_x(float* x) {
-}
+// Loads V elements of x at `at` with the casts before the norm.
 template <int V>
 __device__ __forceinline__ void load_x(const norm_args& a, int64_t at, float* x) {
   load_vec<in_t, V>(a.x + at, x);
   prologue_x<V>(x);
-}
-
-// The fused activation and casts after the norm.
-__device__ __forceinline__ float finalize(float x) {
-  x = x * rcp_ftz(1.f + exp_ftz(-x));
-  return x;
 }
 
 // y = (x - mean) * rstd * w + b, then the activation: per channel for GroupNorm, per element otherwise.
@@ -307,12 +382,39 @@ __device__ __forceinline__ void apply(const norm_args& a, int64_t row, int64_t i
   } else {
     float w[V], b[V];
 #pragma unroll
-    for (int v = 0; v < V; ++v) { w[v] = 1.f; b[v] = 0.f; }
+    for (int v = 0; v < V; ++v) {
+      w[v] = 1.f;
+      b[v] = 0.f;
+    }
     if constexpr (k_has_w) load_vec<w_t, V>(a.w + i, w);
     if constexpr (k_has_b) load_vec<b_t, V>(a.b + i, b);
 #pragma unroll
     for (int v = 0; v < V; ++v) x[v] = finalize((x[v] - mean) * rstd * w[v] + b[v]);
   }
+}
+
+// GroupNorm over [lo, hi) of a row that one channel covers (channels are runs of hw elements; a segment shorter
+// than a channel usually lies in one): the channel's scale and shift, computed once for the range with the same
+// arithmetic as apply's, so the loop over it needs no division and no weight or bias load per vector (the compiler
+// cannot hoist those past the stores to y, which may alias them). false otherwise: apply per vector.
+__device__ __forceinline__ bool uniform_affine(const norm_args& a, int64_t row, int64_t lo, int64_t hi, float mean,
+                                               float rstd, float* sc, float* sh) {
+  if constexpr (!k_group) {
+    return false;
+  } else {
+    if (hi <= lo || lo / a.hw != (hi - 1) / a.hw) return false;
+    const int64_t c = (row % a.groups) * a.cpg + lo / a.hw;
+    const float w = k_has_w ? to_f(a.w[c]) : 1.f, b = k_has_b ? to_f(a.b[c]) : 0.f;
+    *sc = rstd * w;
+    *sh = b - mean * *sc;
+    return true;
+  }
+}
+
+template <int V>
+__device__ __forceinline__ void apply_uniform(float sc, float sh, float* x) {
+#pragma unroll
+  for (int v = 0; v < V; ++v) x[v] = finalize(x[v] * sc + sh);
 }
 
 // ---- statistics: (count, sum, sum of squares) records, added across threads ----
@@ -323,7 +425,8 @@ __device__ __forceinline__ f3 comb_add(f3 p, f3 q) { return f3{p.a + q.a, p.b + 
 
 struct moments {
   float n = 0.f, s1 = 0.f, s2 = 0.f, shift = 0.f;
-  template <int V> __device__ __forceinline__ void add(const float* x) {
+  template <int V>
+  __device__ __forceinline__ void add(const float* x) {
 #pragma unroll
     for (int v = 0; v < V; ++v) {
       const float d = x[v] - shift;
@@ -363,11 +466,13 @@ __device__ __forceinline__ float2 finish_stats(f3 t, float shift, float eps) {
   else return make_float2(shift + m, rsqrtf(var + eps));
 }
 
-template <int STRAT> struct group {
+template <int STRAT>
+struct group {
   int tid, nthr;
   f3* scratch;
   f3* slot;
-  template <typename F> __device__ __forceinline__ f3 reduce(f3 v, F comb) const {
+  template <typename F>
+  __device__ __forceinline__ f3 reduce(f3 v, F comb) const {
     if constexpr (STRAT == s_warp) return warp_reduce(v, comb);
     else if constexpr (STRAT == s_cluster) return cluster_reduce<NT, k_cluster>(v, comb, scratch, slot);
     else return block_reduce<NT>(v, comb, scratch);
@@ -400,11 +505,13 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
       for (int c = 0; c < k_chunks; ++c)
         if (lo + ((int64_t)c * g.nthr + g.tid) * V < hi) {
 #pragma unroll
-          for (int v = 0; v < V; ++v) s += r[c][v];
+          for (int v = 0; v < V; ++v) s += r[c][v] - mo.shift;
           cnt += V;
         }
+      // Shifted by the row's first element: a row of one value has an exact mean, so x - mean is 0 there (its
+      // 1/sqrt(eps) would magnify a mean off by an ulp).
       const f3 t = g.reduce(f3{cnt, s, 0.f}, comb_add);
-      const float mean = t.b / t.a;
+      const float mean = mo.shift + t.b / t.a;
       float q = 0.f;
 #pragma unroll
       for (int c = 0; c < k_chunks; ++c)
@@ -516,11 +623,20 @@ __global__ void __launch_bounds__(NT) apply_kernel(norm_args a) {
   }
 }
 
+}  // namespace kfk
+
+// group_norm_cuda_grid.cuh: the group_norm_cuda kernels that span the grid, each reading x from DRAM once however
+// long a row is: `team` (co-resident blocks per row, the row held in shared memory, one cooperative launch) and
+// `stream` (the apply step trailing the statistics by a few MiB, reading x back from L2, blocks taking work in ticket
+// order); `stream`'s launch also starts `ring` (group_norm_cuda_ring.cuh), which keeps the segments in shared memory.
+// Emitted after group_norm_cuda_rows.cuh, whose statistics helpers they use.
+
+namespace kfk {
 
 // ---- team: co-resident blocks (one cooperative launch), `tsize` of them per row. Each block keeps the first
 // `hold` elements of its segment in shared memory from the statistics to the apply step, so a row far larger than
 // one SM is read from DRAM once; the blocks of a team meet at a barrier in global memory once per row. ----
-constexpr int k_team_cap = 8192;  // blocks of one launch
+constexpr int k_team_cap = 8192;                 // blocks of one launch
 __device__ f3 g_team_part[2][k_team_cap];        // partial records by row parity: a block is at most one row ahead
 __device__ unsigned g_team_arrived[k_team_cap];  // per team: arrivals, counting up across its rows
 __device__ unsigned g_team_left[k_team_cap];     // per team: blocks done; the last resets both for the next launch
@@ -578,10 +694,33 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
       : "memory");
 }
 __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                   smem_addr(dst)),
-               "l"(src), "r"(bytes), "r"(smem_addr(bar))
-               : "memory");
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar))
+      : "memory");
+}
+
+// The same with an L2 eviction priority for the lines read (a createpolicy value): a hint on this access only, no
+// state left in the device's configuration.
+__device__ __forceinline__ void bulk_load_hint(void* dst, const void* src, unsigned bytes, uint64_t* bar,
+                                               uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::
+          "r"(smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(policy)
+      : "memory");
+}
+
+__device__ __forceinline__ uint64_t l2_evict_last() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+
+__device__ __forceinline__ uint64_t l2_evict_first() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
 }
 
 // The kept part of a segment arrives in up to k_team_parts bulk copies, each with its own mbarrier, so the
@@ -713,7 +852,7 @@ int launch_team(norm_args a, cudaStream_t s) {
   const int64_t resident = min((int64_t)su.per_sm * su.sms, (int64_t)k_team_cap);
   if (resident < 1) return -1;
   const int64_t es = sizeof(in_t), per_block = (int64_t)want / es;
-  const int64_t t_min = (a.n + per_block - 1) / per_block;   // blocks whose shared memory holds a row
+  const int64_t t_min = (a.n + per_block - 1) / per_block;  // blocks whose shared memory holds a row
   const int64_t t_max = max((int64_t)1, (a.n + (int64_t)NT * V - 1) / ((int64_t)NT * V));  // a vector per thread
   int64_t teams = 1;
   double best = 0.0;
@@ -761,17 +900,141 @@ __device__ __forceinline__ int64_t stream_item(int64_t t, int64_t total, int64_t
   return *stats = false, total - lag + (u - 2 * (total - lag));
 }
 
-// With 16-byte vectors each segment comes into shared memory in one bulk copy (two stages: the next item's copy
-// runs while this one is reduced or applied); otherwise the threads load x themselves.
+// ---- publish=tagged: a statistics item stores its record as three 64-bit words, each (the launch's epoch, a
+// float's bits) and single-copy atomic, so a record is complete once all three words carry the epoch. No fence, no
+// counter and no last item finishing the row: each apply item sums its row's records itself (the same records in
+// the same order, so every item of a row gets the same statistics). Records left by an earlier launch carry an
+// earlier epoch (the last block out advances g_stream_epoch; zeroed memory is epoch 0, and launches count from 1),
+// so nothing is reset between launches, and a CUDA graph replays with the epoch it finds in device memory.
+__device__ unsigned long long g_stream_rec[k_part_cap][3];
+__device__ unsigned g_stream_epoch;
+
+__device__ __forceinline__ void st_relaxed_u64(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ unsigned long long ld_relaxed_u64(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void post_tagged(int64_t g, f3 p, unsigned epoch) {
+  const unsigned long long e = (unsigned long long)epoch << 32;
+  st_relaxed_u64(&g_stream_rec[g][0], e | __float_as_uint(p.a));
+  st_relaxed_u64(&g_stream_rec[g][1], e | __float_as_uint(p.b));
+  st_relaxed_u64(&g_stream_rec[g][2], e | __float_as_uint(p.c));
+}
+
+// The sum of the n tagged records from `first` on, for every lane of the calling warp, once each carries `epoch`:
+// four records a lane in flight at a time (a poll is one round trip to L2, not one per record), added in the order
+// warp_sum_records adds them.
+__device__ __forceinline__ f3 warp_sum_tagged(int64_t first, int64_t n, unsigned epoch) {
+  constexpr int R = 4;
+  const int lane = threadIdx.x & 31;
+  f3 p{0.f, 0.f, 0.f};
+  for (int64_t j0 = 0; j0 < n; j0 += 32 * R) {
+    unsigned long long w[R][3];
+    for (;;) {
+      bool ready = true;
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const int64_t j = j0 + r * 32 + lane;
+#pragma unroll
+        for (int k = 0; k < 3; ++k) w[r][k] = j < n ? ld_relaxed_u64(&g_stream_rec[first + j][k]) : 0ull;
+      }
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int k = 0; k < 3; ++k) ready = ready && (j0 + r * 32 + lane >= n || (unsigned)(w[r][k] >> 32) == epoch);
+      if (ready) break;
+      __nanosleep(64);
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      if (j0 + r * 32 + lane < n)
+        p = comb_add(p, f3{__uint_as_float((unsigned)w[r][0]), __uint_as_float((unsigned)w[r][1]),
+                           __uint_as_float((unsigned)w[r][2])});
+  }
+  return warp_reduce(p, comb_add);
+}
+
+// A statistics item: segment [lo, hi) of `row` (segment g of the tensor), read through load(i, x), reduced into
+// its partial record. publish=counter: the row's last item (`*last`, shared) sums the records into (mean, rstd) and
+// publishes them; publish=tagged: the record is posted with the launch's epoch, and that is all.
+template <int V, typename L>
+__device__ __forceinline__ void segment_stats(const norm_args& a, int64_t g, int64_t row, int64_t lo, int64_t hi,
+                                              int64_t segs, L load, f3* scratch, bool* last, unsigned epoch) {
+  const int64_t base = row * a.n;
+  moments mo;
+  mo.shift = row_shift<V>(a, base);
+#pragma unroll k_unroll
+  for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
+    float x[V];
+    load(i, x);
+    mo.add<V>(x);
+  }
+  const f3 p = block_reduce<NT>(mo.record(), comb_add, scratch);
+  if constexpr (k_publish == pub_tagged) {
+    if (threadIdx.x == 0) post_tagged(g, p, epoch);
+    return;
+  }
+  if (threadIdx.x == 0) {
+    g_part[g] = p;
+    __threadfence();
+    *last = atomicAdd(&g_row_done[row], 1u) == (unsigned)segs - 1;
+  }
+  __syncthreads();
+  if (*last && threadIdx.x < 32) {  // the row's last statistics item: every record of the row is written
+    __threadfence();
+    const f3 q = warp_sum_records(&g_part[row * segs], segs);
+    if (threadIdx.x == 0) {
+      g_row_mr[row] = finish_stats(q, mo.shift, a.eps);
+      __threadfence();
+      st_release(&g_row_ready[row], 1u);
+    }
+  }
+}
+
+// One thread: waits for the row's statistics (published by its last statistics item) and returns them.
+__device__ __forceinline__ float2 wait_row_stats(int64_t row) {
+  while (ld_acquire(&g_row_ready[row]) == 0) __nanosleep(64);
+  return __ldcg(&g_row_mr[row]);
+}
+
+// An apply item: y over segment [lo, hi) of `row` from x read through load(i, x), with the row's (mean, rstd).
+template <int V, typename L>
+__device__ __forceinline__ void segment_apply(const norm_args& a, int64_t row, int64_t lo, int64_t hi, float2 mr,
+                                              L load) {
+  const int64_t base = row * a.n;
+  // One loop, instantiated twice: with the segment's affine hoisted, or per vector.
+  auto each = [&](auto affine) {
+#pragma unroll k_unroll
+    for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
+      float x[V];
+      load(i, x);
+      affine(i, x);
+      store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
+    }
+  };
+  float sc, sh;
+  if (uniform_affine(a, row, lo, hi, mr.x, mr.y, &sc, &sh))
+    each([&](int64_t, float* x) { apply_uniform<V>(sc, sh, x); });
+  else each([&](int64_t i, float* x) { apply<V>(a, row, i, mr.x, mr.y, x); });
+}
+
+// With 16-byte vectors each segment comes into shared memory in one bulk copy, into k_stages stages a block: the
+// copies of the block's next k_stages - 1 tickets run while the current item is reduced or applied; otherwise the
+// threads load x themselves.
 template <int V>
 __global__ void __launch_bounds__(NT) stream_kernel(norm_args a, int64_t lag) {
   constexpr bool k_bulk = V * sizeof(in_t) == 16;
   extern __shared__ __align__(128) unsigned char stream_smem[];
   __shared__ f3 scratch[NT / 32];
-  __shared__ unsigned tickets[2];
-  __shared__ __align__(8) uint64_t bars[2];
+  __shared__ unsigned tickets[k_stages];
+  __shared__ __align__(8) uint64_t bars[k_stages];
   __shared__ bool last;
   __shared__ float2 row_stats;
+  __shared__ unsigned epoch;
   const int64_t segs = a.splits, total = a.rows * segs, end = 2 * total;
   in_t* const stages = reinterpret_cast<in_t*>(stream_smem);  // stage k at stages + k * a.seg
   // Thread 0: take a ticket into slot k and start the copy of its segment.
@@ -784,69 +1047,54 @@ __global__ void __launch_bounds__(NT) stream_kernel(norm_args a, int64_t lag) {
     const unsigned bytes = (unsigned)((min(a.n, lo + a.seg) - lo) * (int64_t)sizeof(in_t));
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // earlier reads of the stage come first
     mbar_expect(&bars[k], bytes);
-    bulk_load(stages + k * a.seg, a.x + (g / segs) * a.n + lo, bytes, &bars[k]);
+    // k_l2_hint: the statistics read keeps the segment in L2 ahead of the output stream (evict last) until its
+    // apply item, the last read, lets it go (evict first).
+    if constexpr (k_l2_hint)
+      bulk_load_hint(stages + k * a.seg, a.x + (g / segs) * a.n + lo, bytes, &bars[k],
+                     st ? l2_evict_last() : l2_evict_first());
+    else bulk_load(stages + k * a.seg, a.x + (g / segs) * a.n + lo, bytes, &bars[k]);
   };
   if (threadIdx.x == 0) {
     if (k_bulk) {
-      mbar_init(&bars[0]), mbar_init(&bars[1]);
+      for (int k = 0; k < k_stages; ++k) mbar_init(&bars[k]);
       asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    take(0);
+    if constexpr (k_publish == pub_tagged) {  // 0 is what never-written records carry: skipped when it wraps
+      const unsigned e = *(volatile unsigned*)&g_stream_epoch + 1u;
+      epoch = e == 0 ? 1u : e;
+    }
+    for (int k = 0; k + 1 < k_stages; ++k) take(k);
   }
   __syncthreads();
   for (unsigned it = 0;; ++it) {
-    const int k = it & 1;
+    const int k = (int)(it % k_stages);
     const int64_t t = tickets[k];
-    if (t >= end) break;
-    if (threadIdx.x == 0) take(k ^ 1);  // its stage was released by the barrier that ended the last item
+    if (t >= end) break;  // the tickets this block took after t are later still: none has a copy in flight
+    // The stage of the last item, released by the barrier that ended it (a later ticket than any the block holds).
+    if (threadIdx.x == 0) take((int)((it + k_stages - 1) % k_stages));
     bool stats;
     const int64_t g = stream_item(t, total, lag, &stats);
     const int64_t row = g / segs, lo = min(a.n, (g % segs) * a.seg), hi = min(a.n, lo + a.seg), base = row * a.n;
-    if (k_bulk) mbar_wait(&bars[k], (it >> 1) & 1);
+    if (k_bulk) mbar_wait(&bars[k], (it / k_stages) & 1);
     // Element i of the segment, from the stage or from x.
     auto load = [&](int64_t i, float* x) {
       if constexpr (k_bulk) load_vec<in_t, V>(stages + k * a.seg + (i - lo), x), prologue_x<V>(x);
       else load_x<V>(a, base + i, x);
     };
     if (stats) {
-      moments mo;
-      mo.shift = row_shift<V>(a, base);
-#pragma unroll k_unroll
-      for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
-        float x[V];
-        load(i, x);
-        mo.add<V>(x);
-      }
-      const f3 p = block_reduce<NT>(mo.record(), comb_add, scratch);
-      if (threadIdx.x == 0) {
-        g_part[g] = p;
-        __threadfence();
-        last = atomicAdd(&g_row_done[row], 1u) == (unsigned)segs - 1;
-      }
-      __syncthreads();
-      if (last && threadIdx.x < 32) {  // the row's last statistics item: every record of the row is written
-        __threadfence();
-        const f3 q = warp_sum_records(&g_part[row * segs], segs);
-        if (threadIdx.x == 0) {
-          g_row_mr[row] = finish_stats(q, mo.shift, a.eps);
-          __threadfence();
-          st_release(&g_row_ready[row], 1u);
-        }
-      }
+      segment_stats<V>(a, g, row, lo, hi, segs, load, scratch, &last, epoch);
     } else {
-      if (threadIdx.x == 0) {
-        while (ld_acquire(&g_row_ready[row]) == 0) __nanosleep(64);
-        row_stats = __ldcg(&g_row_mr[row]);
+      if constexpr (k_publish == pub_tagged) {
+        if (threadIdx.x < 32) {
+          const float shift = row_shift<V>(a, base);
+          const f3 q = warp_sum_tagged(row * segs, segs, epoch);
+          if (threadIdx.x == 0) row_stats = finish_stats(q, shift, a.eps);
+        }
+      } else {
+        if (threadIdx.x == 0) row_stats = wait_row_stats(row);
       }
       __syncthreads();
-      const float2 mr = row_stats;  // rewritten only by a later apply item, after two barriers
-#pragma unroll k_unroll
-      for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
-        float x[V];
-        load(i, x);
-        apply<V>(a, row, i, mr.x, mr.y, x);
-        store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
-      }
+      segment_apply<V>(a, row, lo, hi, row_stats, load);  // row_stats is rewritten only after two barriers
     }
     __syncthreads();  // the stage is free again, and the next ticket is in
   }
@@ -856,16 +1104,24 @@ __global__ void __launch_bounds__(NT) stream_kernel(norm_args a, int64_t lag) {
   }
   __syncthreads();
   if (last) {
-    for (int64_t r = threadIdx.x; r < a.rows; r += NT) g_row_done[r] = 0, g_row_ready[r] = 0;
+    if constexpr (k_publish == pub_tagged) {
+      if (threadIdx.x == 0) g_stream_epoch = epoch;  // every block read the old one when it started
+    } else {
+      for (int64_t r = threadIdx.x; r < a.rows; r += NT) g_row_done[r] = 0, g_row_ready[r] = 0;
+    }
     if (threadIdx.x == 0) g_stream_ticket = 0, g_stream_out = 0;
     __threadfence();
   }
 }
 
-static grid_setup g_stream_setup[2];  // two stages of a segment a block
+static grid_setup g_stream_setup[2];  // per vector width: k_stages stages of a segment a block
 
-// As many blocks as run at once (more would only queue for tickets), at most k_sm_blocks an SM when set. -1 when the shape does not fit the counters
-// or the device cannot run the kernel (the caller falls back to a block per row), 3 on a launch error.
+template <int V>
+int launch_ring(norm_args a, cudaStream_t s);  // group_norm_cuda_ring.cuh: strategy=ring, over stream's segments
+
+// As many blocks as run at once (more would only queue for tickets), at most k_sm_blocks an SM when set. -1 when the
+// shape does not fit the counters or the device cannot run the kernel (the caller falls back to a block per row), 3 on
+// a launch error.
 template <int V>
 int launch_stream(norm_args a, cudaStream_t s) {
   constexpr bool k_bulk = V * sizeof(in_t) == 16;
@@ -877,7 +1133,7 @@ int launch_stream(norm_args a, cudaStream_t s) {
     seg = ((a.n + k_part_cap / a.rows - 1) / (k_part_cap / a.rows) + V - 1) / V * V;
     segs = (a.n + seg - 1) / seg;
   }
-  const size_t smem = k_bulk ? (size_t)(2 * seg * es) : 0;
+  const size_t smem = k_bulk ? (size_t)(k_stages * seg * es) : 0;
   grid_setup& su = g_stream_setup[V == 1 ? 0 : 1];
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return 3;
@@ -902,15 +1158,291 @@ int launch_stream(norm_args a, cudaStream_t s) {
   }
   a.seg = seg;
   a.splits = (int)segs;
+  if constexpr (k_strategy == s_ring) {  // the segments held in shared memory where the device has room for them
+    const int rc = launch_ring<V>(a, s);
+    if (rc >= 0) return rc;
+  }
   const int64_t total = a.rows * segs;
   const int per_sm = k_sm_blocks > 0 && k_sm_blocks < su.per_sm ? k_sm_blocks : su.per_sm;
   const int64_t blocks = min(2 * total, (int64_t)per_sm * su.sms);
   // The apply item of segment g is taken `lag` statistics tickets after segment g's: past a whole row, past the
-  // statistics items still running (about one a block), plus k_lag_mb MiB of slack, so it rarely waits.
-  const int64_t lag = min(total, segs + blocks + ((int64_t)k_lag_mb << 20) / (seg * es));
+  // statistics items still running or held (k_stages - 1 a block), plus k_lag_mb MiB of slack, so it rarely waits.
+  const int64_t lag = min(total, segs + blocks * (k_stages - 1) + ((int64_t)k_lag_mb << 20) / (seg * es));
   stream_kernel<V><<<(unsigned)blocks, NT, smem, s>>>(a, lag);
   return cudaGetLastError() == cudaSuccess ? 0 : 3;
 }
+
+}  // namespace kfk
+
+// group_norm_cuda_ring.cuh: group_norm_cuda's `ring` kernel: the stream kernel's ticket order, but a block keeps
+// each segment it takes in a ring of shared-memory slots from its statistics to its apply step, across rows, so x is
+// read from DRAM once and never again from L2, whatever the tensor's size (as `team`, whose blocks serialize load,
+// barrier and store of one row at a time). Emitted after group_norm_cuda_grid.cuh, whose bulk copies, counters and
+// segment items it uses.
+
+namespace kfk {
+
+// ---- ring: tickets are segments in row order, taken from one counter (dealing them round robin instead, with no
+// atomics, measured slower on an H200: 123.7 against 113.3 us at SD3.5 256x512). Each block has NT compute threads
+// and one control warp. The control warp takes tickets into the free slots of the block's ring, starts their bulk
+// copies, and hands the
+// compute threads one operation at a time through a queue in shared memory: reduce a slot (its statistics), or
+// apply the oldest reduced slot, from shared memory, once its row's statistics are in. It also does everything that
+// waits on global memory (tickets; posting each slot's partial record and counting it into its row, the row's last
+// one finishing the row; waiting for rows), so the compute threads only read shared memory, reduce and store y.
+// A slot is reduced once the copies of k_ahead later slots are in flight, or nothing else is left. The control warp
+// waits on a row only when every slot its block holds is reduced and posted, so with the grid co-resident (a
+// cooperative launch) and blocks x slots at least a row's segments the launch cannot hang: were every block
+// waiting, all held segments, and the first untaken one, would lie in one row (docs/kernel-notes.md). The last
+// block out resets the counters, as stream's. ----
+constexpr int k_ring_slots = 32;  // most slots a block
+constexpr int k_ring_queue = 4;   // operations handed to the compute threads ahead of their completion
+constexpr int op_stats = 0, op_apply = 1, op_end = 2;
+
+struct ring_op {
+  int kind, slot;
+  unsigned ticket, parity;  // the slot's segment; the parity its copy completes with
+  float2 mr;                // op_apply: the row's (mean, rstd)
+};
+
+__device__ __forceinline__ void mbar_init_count(uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+// A barrier of the NT compute threads alone (the control warp is elsewhere).
+__device__ __forceinline__ void compute_sync() { asm volatile("bar.sync 1, %0;" ::"n"(NT) : "memory"); }
+
+__device__ __forceinline__ void ring_segment(const norm_args& a, unsigned t, int64_t* row, int64_t* lo, int64_t* hi) {
+  *row = t / a.splits;
+  *lo = min(a.n, (int64_t)(t % a.splits) * a.seg);
+  *hi = min(a.n, *lo + a.seg);
+}
+
+// The compute threads: the queue's operations in order, until op_end.
+template <int V>
+__device__ __forceinline__ void ring_compute(const norm_args& a, in_t* ring, ring_op* ops, f3* recs, uint64_t* full,
+                                             uint64_t* op_ready, uint64_t* op_done, f3* scratch) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (unsigned n = 0;; ++n) {
+    const int q = (int)(n % k_ring_queue);
+    mbar_wait(&op_ready[q], (n / k_ring_queue) & 1);
+    const ring_op o = ops[q];
+    if (o.kind == op_end) return;
+    int64_t row, lo, hi;
+    ring_segment(a, o.ticket, &row, &lo, &hi);
+    const in_t* const slot = ring + (int64_t)o.slot * a.seg;
+    auto load = [&](int64_t i, float* x) { load_vec<in_t, V>(slot + (i - lo), x), prologue_x<V>(x); };
+    if (o.kind == op_stats) {
+      mbar_wait(&full[o.slot], o.parity);
+      moments mo;
+      mo.shift = row_shift<V>(a, row * a.n);
+#pragma unroll k_unroll
+      for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
+        float x[V];
+        load(i, x);
+        mo.add<V>(x);
+      }
+      f3 p = warp_reduce(mo.record(), comb_add);
+      if (lane == 0) scratch[warp] = p;
+      compute_sync();
+      if (threadIdx.x == 0) {
+        for (int w = 1; w < NT / 32; ++w) p = comb_add(p, scratch[w]);
+        recs[q] = p;
+      }
+      compute_sync();  // scratch is free again
+    } else {
+      segment_apply<V>(a, row, lo, hi, o.mr, load);
+    }
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&op_done[q]);  // this warp is done with the slot, and recs[q] is written
+  }
+}
+
+template <int V>
+__global__ void __launch_bounds__(NT + 32) ring_kernel(norm_args a, int slots) {
+  static_assert(V * sizeof(in_t) == 16, "the ring moves whole 16-byte vectors with bulk copies");
+  static_assert(NT % 32 == 0 && NT >= 64, "whole compute warps");
+  extern __shared__ __align__(128) unsigned char ring_smem[];
+  in_t* const ring = reinterpret_cast<in_t*>(ring_smem);  // slot k at ring + k * a.seg
+  __shared__ f3 scratch[NT / 32];
+  __shared__ ring_op ops[k_ring_queue];
+  __shared__ f3 recs[k_ring_queue];
+  __shared__ unsigned slot_ticket[k_ring_slots];
+  __shared__ __align__(8) uint64_t full[k_ring_slots];  // a slot's copy has landed
+  __shared__ __align__(8) uint64_t op_ready[k_ring_queue], op_done[k_ring_queue];
+  __shared__ bool last;
+  const int64_t segs = a.splits, total = a.rows * segs;
+  const unsigned lane = threadIdx.x & 31, all = 0xffffffffu;
+  if (threadIdx.x == 0) {
+    for (int k = 0; k < slots; ++k) mbar_init_count(&full[k], 1);
+    for (int q = 0; q < k_ring_queue; ++q) mbar_init_count(&op_ready[q], 1), mbar_init_count(&op_done[q], NT / 32);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x < NT) {
+    ring_compute<V>(a, ring, ops, recs, full, op_ready, op_done, scratch);
+  } else {  // the control warp: every lane runs it in step, lane 0 touches memory
+    int64_t taken = 0, reduced = 0, applying = 0, applied = 0;  // slots, in ring order: pushed as stats / apply ops
+    unsigned pushed = 0, retired = 0;                           // operations, in queue order
+    bool exhausted = false;
+    // Waits for the oldest operation in flight: posts a stats op's record (finishing the row when it is the row's
+    // last), or counts an apply op's slot as free.
+    auto retire = [&]() {
+      const int q = (int)(retired % k_ring_queue);
+      mbar_wait(&op_done[q], (retired / k_ring_queue) & 1);
+      const ring_op o = ops[q];
+      if (o.kind == op_stats) {
+        int64_t row, lo, hi;
+        ring_segment(a, o.ticket, &row, &lo, &hi);
+        int row_done = 0;
+        if (lane == 0) {
+          g_part[o.ticket] = recs[q];
+          __threadfence();
+          row_done = atomicAdd(&g_row_done[row], 1u) == (unsigned)segs - 1;
+        }
+        if (__shfl_sync(all, row_done, 0)) {  // every record of the row is written
+          __threadfence();
+          const f3 t = warp_sum_records(&g_part[row * segs], segs);
+          if (lane == 0) {
+            g_row_mr[row] = finish_stats(t, row_shift<V>(a, row * a.n), a.eps);
+            __threadfence();
+            st_release(&g_row_ready[row], 1u);
+          }
+        }
+      } else {
+        ++applied;
+      }
+      ++retired;
+    };
+    auto push = [&](int kind, int64_t seq, float2 mr) {
+      if (pushed - retired == k_ring_queue) retire();
+      const int q = (int)(pushed % k_ring_queue), k = (int)(seq % slots);
+      if (lane == 0) {
+        ops[q] = ring_op{kind, k, slot_ticket[k], (unsigned)((seq / slots) & 1), mr};
+        mbar_arrive(&op_ready[q]);
+      }
+      __syncwarp();
+      ++pushed;
+    };
+    for (;;) {
+      while (!exhausted && taken - applied < slots) {  // fill the free slots
+        unsigned t = 0;
+        if (lane == 0) t = atomicAdd(&g_stream_ticket, 1u);
+        t = __shfl_sync(all, t, 0);
+        if (t >= total) {
+          exhausted = true;
+          break;
+        }
+        if (lane == 0) {
+          const int k = (int)(taken % slots);
+          int64_t row, lo, hi;
+          ring_segment(a, t, &row, &lo, &hi);
+          const unsigned bytes = (unsigned)((hi - lo) * (int64_t)sizeof(in_t));
+          slot_ticket[k] = t;
+          asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // earlier reads of the slot come first
+          mbar_expect(&full[k], bytes);
+          bulk_load(ring + (int64_t)k * a.seg, a.x + row * a.n + lo, bytes, &full[k]);
+        }
+        __syncwarp();
+        ++taken;
+      }
+      const bool can_reduce = reduced < taken, can_apply = applying < reduced;
+      if (can_reduce && (taken - reduced > k_ahead || exhausted || !can_apply)) {
+        push(op_stats, reduced++, float2{});
+        continue;
+      }
+      if (can_apply) {
+        int ready = 0;
+        float2 mr{};
+        if (lane == 0) {
+          const int64_t row = slot_ticket[applying % slots] / segs;
+          ready = ld_acquire(&g_row_ready[row]) != 0;
+          if (ready) mr = __ldcg(&g_row_mr[row]);
+        }
+        if (__shfl_sync(all, ready, 0)) {
+          push(op_apply, applying++, mr);
+        } else if (can_reduce) {
+          push(op_stats, reduced++, float2{});
+        } else if (retired < pushed) {
+          retire();  // its record may be what the row waits for
+        } else {
+          __nanosleep(64);  // every held slot reduced and posted: the row is others' to finish
+        }
+        continue;
+      }
+      if (retired < pushed) {
+        retire();
+        continue;
+      }
+      break;  // no ticket left, every slot applied
+    }
+    push(op_end, 0, float2{});
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {  // every block took its last ticket before counting itself out
+    __threadfence();
+    last = atomicAdd(&g_stream_out, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (last) {
+    for (int64_t r = threadIdx.x; r < a.rows; r += NT + 32) g_row_done[r] = 0, g_row_ready[r] = 0;
+    if (threadIdx.x == 0) g_stream_ticket = 0, g_stream_out = 0;
+    __threadfence();
+  }
+}
+
+static grid_setup g_ring_setup;  // one vector width (16 bytes) runs the ring
+
+// The ring launch over the stream kernel's segments (a.seg elements, a.splits a row): as many blocks as fit on the
+// device at once with k_ring_kb KiB of slots each. -1 where it does not apply (vectors of other than 16 bytes,
+// fewer than k_ahead + 2 slots, no cooperative launch, or too little shared memory on the device for the rows:
+// the caller runs the stream kernel), 3 on a launch error.
+template <int V>
+int launch_ring(norm_args a, cudaStream_t s) {
+  if constexpr (V * sizeof(in_t) != 16) {
+    return -1;
+  } else {
+    const int64_t seg_bytes = a.seg * (int64_t)sizeof(in_t);
+    const int slots = (int)min((int64_t)k_ring_slots, (int64_t)k_ring_kb * 1024 / seg_bytes);
+    if (slots < k_ahead + 2) return -1;
+    const size_t smem = (size_t)slots * (size_t)seg_bytes;
+    grid_setup& su = g_ring_setup;
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return 3;
+    if (dev != su.dev || smem != su.smem) {
+      int coop = 0;
+      if (cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev) != cudaSuccess ||
+          cudaDeviceGetAttribute(&su.sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+          cudaFuncSetAttribute(ring_kernel<V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess ||
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&su.per_sm, ring_kernel<V>, NT + 32, smem) != cudaSuccess ||
+          !coop || su.per_sm < 1) {
+        cudaGetLastError();
+        su.dev = -1;
+        return -1;
+      }
+      su.dev = dev;
+      su.smem = smem;
+    }
+    const int64_t total = a.rows * a.splits;
+    const int64_t blocks = min((int64_t)su.per_sm * su.sms, total);
+    // Room for a row's segments plus one a block beyond the copies in flight: below it, blocks would wait on rows
+    // most of the time (and below a row's segments in all, the launch could hang).
+    if (blocks * (slots - k_ahead) < a.splits + blocks) return -1;
+    cudaLaunchAttribute coop = {};
+    coop.id = cudaLaunchAttributeCooperative;  // co-residency guaranteed, or the launch fails: never a hang
+    coop.val.cooperative = 1;
+    return launch_with(coop, ring_kernel<V>, dim3((unsigned)blocks), NT + 32, smem, s, a, slots);
+  }
+}
+
+}  // namespace kfk
+
+// group_norm_cuda_launch.cuh: the last of group_norm_cuda's fixed files: the launch of the variant's strategy (with
+// the per-row kernels as the fallback of the grid strategies) and kf_launch's checks.
+
+namespace kfk {
 
 template <int V>
 int run(norm_args a, cudaStream_t s) {
@@ -919,7 +1451,7 @@ int run(norm_args a, cudaStream_t s) {
     const int rc = launch_team<V>(a, s);
     if (rc >= 0) return rc;
   }
-  if constexpr (k_strategy == s_stream) {
+  if constexpr (k_strategy == s_stream || k_strategy == s_ring) {
     const int rc = launch_stream<V>(a, s);
     if (rc >= 0) return rc;
   }

@@ -1,13 +1,14 @@
-// kforge winner: sd35-vae-groupnorm on cpu-x86-64
-// kforge winner for sd35-vae-groupnorm on cpu-x86-64, found by `kforge search` (template proposer) on 2026-11-30T07:19:43Z
-// family: group_norm_cpu
-// knobs: cache_unit=0 math=poly schedule=static stats=two_pass threads=4 unroll=2 vector_width=16
-// lineage: stored:cpu-x86-64 -> template: cache_unit 1->0 -> template: unroll 1->2
-// measured: 2694.63 us (geometric mean over gated cases), 2.01x eager
-
-// kforge candidate: family group_norm_cpu (cpu), emitted by the template proposer.
+// kforge kernel: family group_norm_cpu, version 1
 // knobs: cache_unit=0 math=poly schedule=static stats=two_pass threads=4 unroll=2 vector_width=16
 // computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06)
+// kforge winner: sd35-vae-groupnorm on cpu-x86-64
+// found: by `kforge search` (template proposer) on 2026-11-30T07:19:43Z
+// lineage: stored:cpu-x86-64 -> template: cache_unit 1->0 -> template: unroll 1->2
+// measured: 2694.63 us (geometric mean over gated cases), 2.01x eager
+// re-emitted: by `kforge reemit` on 2026-12-01T22:13:10Z, group_norm_cpu version 1 from version 0 (none recorded: stored before families had versions); measured above is the earlier kernel's
+
+// cpu_prelude.h: what every cpu family's kernel opens with, after its header (cpu_emit.cpp): the standard includes,
+// the float16 / bfloat16 conversions (bit operations, no library) and an exp and a tanh that vectorize.
 #include "kf_abi.h"
 
 #include <math.h>
@@ -48,7 +49,7 @@ static inline uint16_t kf_st_f16(float f) {
   uint32_t s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00u);
   if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);  // rounds to infinity
-  if (a < 0x38800000u) {                                   // below 2^-14: subnormal or zero
+  if (a < 0x38800000u) {                                 // below 2^-14: subnormal or zero
     float af;
     memcpy(&af, &a, 4);
     return (uint16_t)(s | (uint32_t)lrintf(af * 16777216.0f));
@@ -102,10 +103,15 @@ struct kf_src_f {
 static inline float kf_act(float y) { return kf_ld_bf16(kf_st_bf16(y)); }
 
 // Mean and reciprocal standard deviation of nseg segments of len elements (segment q, element k at q*ss + k*es).
+// Sums are of v - sh, sh the unit's first element (close to the mean in practice): a unit of one value sums to
+// exactly 0, so its mean is exact and x - mean is 0, as eager has it (its 1/sqrt(eps) would magnify a mean off by
+// an ulp); the variance does not change with the shift.
 template <class S>
 static void kf_stats(S src, int64_t nseg, int64_t len, int64_t ss, int64_t es, float* mean, float* rstd) {
   const double n = (double)nseg * (double)len;
   double s1 = 0, s2 = 0;
+  const float sh = src(0);
+  (void)sh;
   for (int64_t q = 0; q < nseg; ++q) {
     float a[kf_lanes], c[kf_lanes];
     for (int l = 0; l < kf_lanes; ++l) { a[l] = 0.f; c[l] = 0.f; }
@@ -114,11 +120,11 @@ static void kf_stats(S src, int64_t nseg, int64_t len, int64_t ss, int64_t es, f
     
     if (es == 1)
       for (; k + kf_lanes <= len; k += kf_lanes)
-        for (int l = 0; l < kf_lanes; ++l) { const float v = src(o + k + l); a[l] += v; }
-    for (; k < len; ++k) { const int l = 0; const float v = src(o + k * es); a[l] += v; }
+        for (int l = 0; l < kf_lanes; ++l) { const float v = src(o + k + l); a[l] += v - sh; }
+    for (; k < len; ++k) { const int l = 0; const float v = src(o + k * es); a[l] += v - sh; }
     for (int l = 0; l < kf_lanes; ++l) { s1 += a[l]; }
   }
-  const float mu = (float)(s1 / n);
+  const float mu = (float)(sh + s1 / n);
   for (int64_t q = 0; q < nseg; ++q) {
     float a[kf_lanes], c[kf_lanes];
     for (int l = 0; l < kf_lanes; ++l) { a[l] = 0.f; c[l] = 0.f; }
