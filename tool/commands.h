@@ -26,5 +26,6 @@ KF_DECLARE_COMMAND(retune)
 KF_DECLARE_COMMAND(report)
 KF_DECLARE_COMMAND(doctor)
 KF_DECLARE_COMMAND(calibrate)
+KF_DECLARE_COMMAND(reemit)
 
 }  // namespace kf

@@ -20,6 +20,8 @@ const std::vector<command>& commands() {
       {"run", "verify the stored kernels, time them against the baselines, gate and report", run_help, run_run},
       {"search", "search for a faster kernel (MCTS over kernel variants)", search_help, search_run},
       {"retune", "re-run the search where a kernel regressed or is missing for this GPU", retune_help, retune_run},
+      {"reemit", "re-emit stored winners from their family and knobs after the family's code changed", reemit_help,
+       reemit_run},
       {"report", "render or merge reports (merge shards, markdown, html)", report_help, report_run},
       {"calibrate", "measure the gate's false alarms and missed slowdowns on this machine", calibrate_help, calibrate_run},
       {"doctor", "show the environment as kforge sees it, and what is missing", doctor_help, doctor_run},
