@@ -1,5 +1,4 @@
-// The implementation table and the two implementations exec owns: a compiled candidate (dlopen + kf_launch) and
-// LibTorch eager (the spec's run_graph).
+// The implementation exec owns: a compiled candidate (dlopen + kf_launch), for verify; and the ABI's helpers.
 #include "exec/impl_torch.h"
 
 #include <dlfcn.h>
@@ -7,14 +6,9 @@
 #include <atomic>
 
 #include <fmt/format.h>
-#if KFORGE_WITH_CUDA
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#endif
 
 #include "exec/kf_abi.h"
 #include "spec/ops_torch.h"
-#include "spec/reference_torch.h"
 #include "spec/spec_parse.h"
 #include "util/error.h"
 
@@ -77,58 +71,11 @@ class kernel_impl : public impl {
   kf_launch_fn m_launch = nullptr;
 };
 
-class eager_impl : public impl {
- public:
-  eager_impl(const workload_spec& spec, const device_id& device) : m_spec(spec), m_device(device) {}
-  std::string name() const override { return "eager"; }
-  int launch(const std::vector<at::Tensor>& in, std::vector<at::Tensor>& out, void* stream) override {
-#if KFORGE_WITH_CUDA
-    if (m_device.kind == device_kind::cuda) {
-      c10::cuda::CUDAStreamGuard guard(c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(stream),
-                                                                         static_cast<c10::DeviceIndex>(m_device.index)));
-      return run(in, out);
-    }
-#endif
-    (void)stream;
-    return run(in, out);
-  }
-
- private:
-  int run(const std::vector<at::Tensor>& in, std::vector<at::Tensor>& out) {
-    auto results = run_graph(m_spec, in);
-    KF_ASSERT(results.size() == out.size(), "eager made {} outputs, the harness allocated {}", results.size(), out.size());
-    for (size_t i = 0; i < out.size(); ++i) out[i].copy_(results[i]);
-    return 0;
-  }
-  const workload_spec& m_spec;
-  device_id m_device;
-};
-
 }  // namespace
 
-const std::vector<impl_kind>& impl_kinds() {
-  static const std::vector<impl_kind> table = {
-      {"kernel",
-       [](const nlohmann::json& d, const workload_spec&, const device_id&) -> std::unique_ptr<impl> {
-         if (!d.contains("so")) throw user_error("impl kind 'kernel' needs \"so\" (the compiled candidate's path)");
-         return std::make_unique<kernel_impl>(d.value("name", "kernel"), d["so"].get<std::string>());
-       }},
-      {"eager",
-       [](const nlohmann::json&, const workload_spec& spec, const device_id& dev) -> std::unique_ptr<impl> {
-         return std::make_unique<eager_impl>(spec, dev);
-       }},
-      // measure owner: {"compile", make_compile_impl}, {"vendor", make_vendor_impl},
-  };
-  return table;
-}
-
-std::unique_ptr<impl> make_impl(const nlohmann::json& desc, const workload_spec& spec, const device_id& device) {
-  std::string kind = desc.value("kind", "");
-  for (auto& k : impl_kinds())
-    if (k.name == kind) return k.make(desc, spec, device);
-  std::string names;
-  for (auto& k : impl_kinds()) names += (names.empty() ? "" : ", ") + k.name;
-  throw user_error(fmt::format("unknown impl kind '{}' (known: {})", kind, names));
+std::unique_ptr<impl> make_kernel_impl(const nlohmann::json& desc, const workload_spec&, const device_id&) {
+  if (!desc.contains("so")) throw user_error("impl kind 'kernel' needs \"so\" (the compiled candidate's path)");
+  return std::make_unique<kernel_impl>(desc.value("name", "kernel"), desc["so"].get<std::string>());
 }
 
 }  // namespace kf

@@ -1,6 +1,7 @@
-// An implementation the worker can run on a case: a compiled candidate (kernel), LibTorch eager, and the
-// baselines the measure owner adds (compile, vendor). Verify and measure see only this interface; the kind is
-// picked from the request's `impl` object through the table in impl_torch.cpp. Include only from *_torch.cpp.
+// An implementation the worker can verify on a case, writing the harness's outputs: a compiled candidate
+// (kernel, here) or a baseline's (eager, registered by baselines/). The kind is picked from the request's `impl`
+// object through the worker's one implementation-kind table (measure/impl_kind_torch.h), which also says how
+// each kind is timed. Include only from *_torch.cpp.
 #pragma once
 #include <functional>
 #include <memory>
@@ -35,18 +36,9 @@ class impl_load_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-using impl_factory =
-    std::function<std::unique_ptr<impl>(const nlohmann::json& desc, const workload_spec& spec, const device_id& device)>;
-
-struct impl_kind {
-  std::string name;  // the request's impl.kind: "kernel", "eager", "compile", "vendor"
-  impl_factory make;
-};
-
-// The table (impl_torch.cpp); add a kind with one line there.
-const std::vector<impl_kind>& impl_kinds();
-// Throws user_error for an unknown kind, impl_load_error for a candidate that does not load.
-std::unique_ptr<impl> make_impl(const nlohmann::json& desc, const workload_spec& spec, const device_id& device);
+// The "kernel" kind's verify side: {"kind": "kernel", "name": ..., "so": "/abs/path.so"}. Throws user_error
+// without "so", impl_load_error for a candidate that does not load.
+std::unique_ptr<impl> make_kernel_impl(const nlohmann::json& desc, const workload_spec& spec, const device_id& device);
 
 // The torch device for a kforge device.
 c10::Device torch_device(const device_id& d);

@@ -8,32 +8,49 @@
 #include <c10/cuda/CUDAStream.h>
 #endif
 
+#include <fmt/format.h>
+
 #include "util/error.h"
 
 namespace kf {
 
 namespace {
 
-std::vector<timed_impl_kind>& registry() {
-  static std::vector<timed_impl_kind> table{
-      {"kernel", "a compiled candidate (kf_launch in a shared object)", prepare_kernel},
+std::vector<impl_kind>& registry() {
+  static std::vector<impl_kind> table{
+      {"kernel", "a compiled candidate (kf_launch in a shared object)", prepare_kernel, make_kernel_impl},
   };
   return table;
 }
 
 }  // namespace
 
-const std::vector<timed_impl_kind>& timed_impl_kinds() { return registry(); }
+const std::vector<impl_kind>& impl_kinds() { return registry(); }
 
-void register_timed_impl_kind(timed_impl_kind kind) {
-  KF_ASSERT(!find_timed_impl_kind(kind.kind), "implementation kind {} registered twice", kind.kind);
+void register_impl_kind(impl_kind kind) {
+  KF_ASSERT(!find_impl_kind(kind.name), "implementation kind {} registered twice", kind.name);
+  KF_ASSERT(kind.prepare, "implementation kind {} has no way to be timed", kind.name);
   registry().push_back(std::move(kind));
 }
 
-const timed_impl_kind* find_timed_impl_kind(const std::string& kind) {
-  for (const auto& k : timed_impl_kinds())
-    if (k.kind == kind) return &k;
+const impl_kind* find_impl_kind(const std::string& kind) {
+  for (const auto& k : impl_kinds())
+    if (k.name == kind) return &k;
   return nullptr;
+}
+
+std::string impl_kind_names() {
+  std::string names;
+  for (const auto& k : impl_kinds()) names += (names.empty() ? "" : ", ") + k.name;
+  return names;
+}
+
+std::unique_ptr<impl> make_impl(const nlohmann::json& desc, const workload_spec& spec, const device_id& device) {
+  std::string kind = desc.value("kind", "");
+  const impl_kind* k = find_impl_kind(kind);
+  if (!k) throw user_error(fmt::format("unknown impl kind '{}' (known: {})", kind, impl_kind_names()));
+  if (!k->make) throw user_error(fmt::format("impl kind '{}' is timed only: it cannot be verified", kind));
+  return k->make(desc, spec, device);
 }
 
 int run_on_stream(void* stream, const c10::Device& device, const std::function<void()>& body) {

@@ -1,16 +1,20 @@
-// The worker's implementation kinds (docs/worker-protocol.md `impl`): a registry keyed by kind ("kernel",
-// "eager", "compile", "vendor") whose entries turn a protocol impl object and a case's inputs into launches
-// the timing loop can call. "Not available for this op" is a result, carried in the prepared entry.
-// measure owns "kernel"; the baselines register theirs (baselines/register.h, called by the worker's main).
-// Include only from *_torch.cpp files.
+// The worker's implementation kinds (docs/worker-protocol.md `impl`), its one table: keyed by kind ("kernel",
+// "eager", "compile", "vendor"), each entry says how `measure` times the kind (launches bound to a case's inputs)
+// and, when it can be verified, how `verify` runs it (exec's impl, writing the harness's outputs). "Not available
+// for this op" is a result, carried in the prepared entry.
+// measure owns "kernel"; the baselines register theirs (register_baseline_kinds() in baselines/register.h, called
+// by the worker's main). Include only from *_torch.cpp files.
 #pragma once
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include "exec/device.h"
+#include "exec/impl_torch.h"
 #include "measure/sampler.h"
 #include "spec/spec.h"
 
@@ -35,20 +39,34 @@ struct prepared_impl {
 // May return several entries (compile: one per exported mode, all named "compile"). Throws user_error for a
 // malformed impl object (the parent's bug).
 using impl_preparer = std::function<std::vector<prepared_impl>(const nlohmann::json& impl, const impl_context& ctx)>;
+// Verify's view of a kind. Throws user_error for a malformed impl object, impl_load_error for a candidate that
+// does not load.
+using impl_factory =
+    std::function<std::unique_ptr<impl>(const nlohmann::json& impl, const workload_spec& spec, const device_id& device)>;
 
-struct timed_impl_kind {
-  std::string kind;
-  std::string summary;
-  impl_preparer prepare;
+struct impl_kind {
+  std::string name;         // the protocol impl object's "kind"
+  std::string summary{};    // what runs, in one line
+  impl_preparer prepare{};  // measure: how it is timed
+  impl_factory make{};      // verify: how it is verified; empty: it is only timed
+  // prepare() returns one entry per mode (details["mode"]; compile's export modes): `measure` reports only the
+  // fastest, with every mode's median in details["modes_median_us"].
+  bool modes = false;
 };
 
 // "kernel" first, then the registered kinds in the order they were registered.
-const std::vector<timed_impl_kind>& timed_impl_kinds();
-const timed_impl_kind* find_timed_impl_kind(const std::string& kind);
+const std::vector<impl_kind>& impl_kinds();
+const impl_kind* find_impl_kind(const std::string& kind);
 // Adds a kind (a baseline's). Call before the worker serves requests; a kind registered twice asserts.
-void register_timed_impl_kind(timed_impl_kind kind);
+void register_impl_kind(impl_kind kind);
+// The kinds' names, for messages ("kernel, eager, compile, vendor").
+std::string impl_kind_names();
 
-// The "kernel" entry (kernel_impl_torch.cpp).
+// Verify's implementation for a protocol impl object. Throws user_error for an unknown kind or one that cannot be
+// verified, impl_load_error for a candidate that does not load.
+std::unique_ptr<impl> make_impl(const nlohmann::json& desc, const workload_spec& spec, const device_id& device);
+
+// The "kernel" entry's timing side (kernel_impl_torch.cpp); its verify side is exec's make_kernel_impl.
 std::vector<prepared_impl> prepare_kernel(const nlohmann::json& impl, const impl_context& ctx);
 
 // Runs `body` with `stream` (a cudaStream_t, null on cpu) as LibTorch's current stream, turning a LibTorch

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 #if KFORGE_WITH_CUDA
@@ -96,14 +97,18 @@ nlohmann::json measure_case(const workload_spec& spec, const case_spec& c, const
 
   nlohmann::json results = nlohmann::json::array();
   std::vector<prepared_impl> prepared;
+  std::vector<std::size_t> source;       // per prepared entry: the index of its impl object in the request
+  std::vector<bool> modal(impls.size());  // per impl object: its kind is timed in modes (impl_kind::modes)
   std::vector<measure::timed_impl> timed;
   std::vector<std::size_t> timed_index;  // into prepared
   std::map<std::string, int> seen;
-  for (const auto& impl : impls) {
+  for (std::size_t n = 0; n < impls.size(); ++n) {
+    const nlohmann::json& impl = impls[n];
     std::string kind = impl.value("kind", "");
-    const timed_impl_kind* k = find_timed_impl_kind(kind);
-    if (!k) throw user_error(fmt::format("measure: unknown impl kind {} (expected kernel, eager, compile or vendor)",
-                                         impl.value("kind", nlohmann::json()).dump()));
+    const impl_kind* k = find_impl_kind(kind);
+    if (!k) throw user_error(fmt::format("measure: unknown impl kind {} (expected {})",
+                                         impl.value("kind", nlohmann::json()).dump(), impl_kind_names()));
+    modal[n] = k->modes;
     std::vector<prepared_impl> got;
     try {
       got = on_measuring_stream(st, ctx, [&] { return k->prepare(impl, ictx); });
@@ -112,7 +117,9 @@ nlohmann::json measure_case(const workload_spec& spec, const case_spec& c, const
       continue;
     }
     for (auto& p : got) {
+      if (impl.contains("name") && impl["name"].is_string()) p.name = impl["name"].get<std::string>();  // as asked
       prepared.push_back(std::move(p));
+      source.push_back(n);
       const prepared_impl& q = prepared.back();
       if (!q.available()) continue;
       // Names are unique among those timed together: compile modes and repeated names get a suffix.
@@ -124,42 +131,47 @@ nlohmann::json measure_case(const workload_spec& spec, const case_spec& c, const
   }
   std::vector<measure::impl_timing> timings = measure::time_interleaved(*st.sampler, timed, options);
 
-  // compile: keep the fastest mode on the series the report will compare, and say what each mode measured on it
-  // (a mode faster inside a graph can be the slower one cold).
+  // A kind timed in modes (compile) is one result: the fastest mode on the series the report will compare, with
+  // what each mode measured on it (a mode faster inside a graph can be the slower one cold).
   const bool hot = measure::compares_hot(timings);
   auto median_of = [&](const measure::impl_timing& t) { return measure::compared_median(t, hot); };
-  std::optional<std::size_t> best_compile;
-  nlohmann::json modes = nlohmann::json::object();
+  std::map<std::size_t, std::size_t> best;   // impl object -> its fastest timing
+  std::map<std::size_t, nlohmann::json> modes;  // impl object -> {"<mode>": median or error}
   for (std::size_t i = 0; i < timings.size(); ++i) {
     const prepared_impl& p = prepared[timed_index[i]];
-    if (p.name != "compile") continue;
-    modes[p.details.value("mode", "default")] = timings[i].error.empty() ? nlohmann::json(median_of(timings[i])) : nlohmann::json(timings[i].error);
+    const std::size_t n = source[timed_index[i]];
+    if (!modal[n]) continue;
+    modes.try_emplace(n, nlohmann::json::object());
+    modes[n][p.details.value("mode", "default")] = timings[i].error.empty() ? nlohmann::json(median_of(timings[i])) : nlohmann::json(timings[i].error);
     if (!timings[i].error.empty() || median_of(timings[i]) <= 0) continue;
-    if (!best_compile || median_of(timings[i]) < median_of(timings[*best_compile])) best_compile = i;
+    if (!best.count(n) || median_of(timings[i]) < median_of(timings[best[n]])) best[n] = i;
   }
-  bool compile_reported = false;
+  std::set<std::size_t> reported;  // impl objects in modes that have their result
   for (std::size_t i = 0; i < timings.size(); ++i) {
     const prepared_impl& p = prepared[timed_index[i]];
-    if (p.name == "compile") {
-      if (best_compile ? i != *best_compile : compile_reported) continue;
-      compile_reported = true;
+    const std::size_t n = source[timed_index[i]];
+    if (modal[n]) {
+      if (best.count(n) ? i != best[n] : reported.count(n) > 0) continue;
+      reported.insert(n);
     }
     nlohmann::json r = measure::to_json(timings[i]);
-    r["impl"] = p.name == "compile" ? "compile" : timings[i].impl;
+    r["impl"] = modal[n] ? p.name : timings[i].impl;
     r["case"] = c.name;
     r["available"] = true;
     r["description"] = p.description;
     r["details"] = p.details;
-    if (p.name == "compile") r["details"]["modes_median_us"] = modes;
+    if (modal[n]) r["details"]["modes_median_us"] = modes[n];
     results.push_back(std::move(r));
   }
-  for (const auto& p : prepared) {
+  for (std::size_t j = 0; j < prepared.size(); ++j) {
+    const prepared_impl& p = prepared[j];
+    const std::size_t n = source[j];
     if (p.available()) continue;
-    if (p.name == "compile" && compile_reported) continue;  // another mode was timed; its skip is in details
+    if (modal[n] && reported.count(n)) continue;  // another mode was timed; its skip is in details
     nlohmann::json r{{"impl", p.name}, {"case", c.name}, {"available", false}, {"not_available", p.not_available},
                      {"details", p.details}};
     results.push_back(std::move(r));
-    if (p.name == "compile") compile_reported = true;
+    if (modal[n]) reported.insert(n);
   }
 
   double in_bytes = 0, out_bytes = 0;

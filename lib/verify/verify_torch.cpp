@@ -18,6 +18,7 @@
 
 #include "exec/impl_torch.h"
 #include "exec/sandbox.h"
+#include "measure/impl_kind_torch.h"
 #include "spec/adversarial.h"
 #include "spec/input_cache_torch.h"
 #include "spec/ops.h"

@@ -57,8 +57,8 @@ std::vector<std::unique_ptr<impl>> build(const workload_spec& spec, const std::v
   std::vector<std::unique_ptr<impl>> out;
   for (size_t i = 0; i < vs.size(); ++i) {
     EXPECT_TRUE(results[i].ok) << vs[i].label << ": " << results[i].log.substr(0, 4000);
-    out.push_back(results[i].ok ? make_impl({{"kind", "kernel"}, {"name", vs[i].label}, {"so", results[i].so_path}},
-                                            spec, device_id{device_kind::cuda, 0})
+    out.push_back(results[i].ok ? make_kernel_impl({{"kind", "kernel"}, {"name", vs[i].label}, {"so", results[i].so_path}},
+                                                   spec, device_id{device_kind::cuda, 0})
                                 : nullptr);
   }
   return out;
