@@ -1,6 +1,7 @@
 // kforge reemit [WORKLOAD...]: after a family's code changed (and its version went up), re-emits the stored winners
 // from their recorded family and knobs at the family's current version, keeping what they measured and saying they
 // were re-emitted (lib/search/stored_winner.h). `--check` only says which winners are not current.
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
