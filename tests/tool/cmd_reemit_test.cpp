@@ -8,23 +8,16 @@
 
 #include "report/text_escape.h"
 #include "store/kernel_header.h"
+#include "../support/seed_workloads.h"
 #include "util/fs.h"
 #include "util/subprocess.h"
 
 using namespace kf;
 namespace fs = std::filesystem;
+using kf::test::seed_workloads;
 using ::testing::HasSubstr;
 
 namespace {
-
-fs::path seed_workloads(const temp_dir& d) {
-  fs::path dir = d.path() / "workloads";
-  fs::path src = fs::path(KFORGE_SOURCE_DIR) / "workloads";
-  fs::create_directories(dir);
-  fs::copy_file(src / "qwen-router-softmax.yaml", dir / "qwen-router-softmax.yaml");
-  fs::copy(src / "qwen-router-softmax", dir / "qwen-router-softmax", fs::copy_options::recursive);
-  return dir;
-}
 
 process_result reemit(const fs::path& workloads, std::vector<std::string> more) {
   std::vector<std::string> argv = {std::string(KFORGE_BINARY_DIR) + "/kforge", "reemit", "--workloads",

@@ -5,23 +5,15 @@
 #include <gtest/gtest.h>
 
 #include "report/run_result.h"
+#include "../support/seed_workloads.h"
 #include "util/fs.h"
 #include "util/subprocess.h"
 
 using namespace kf;
 namespace fs = std::filesystem;
+using kf::test::seed_workloads;
 
 namespace {
-
-// A workloads folder holding the seed qwen-router-softmax with its stored kernels (a cpu kernel among them).
-fs::path seed_workloads(const temp_dir& d) {
-  fs::path dir = d.path() / "workloads";
-  fs::path src = fs::path(KFORGE_SOURCE_DIR) / "workloads";
-  fs::create_directories(dir);
-  fs::copy_file(src / "qwen-router-softmax.yaml", dir / "qwen-router-softmax.yaml");
-  fs::copy(src / "qwen-router-softmax", dir / "qwen-router-softmax", fs::copy_options::recursive);
-  return dir;
-}
 
 process_result dry_run(const fs::path& workloads, const fs::path& run_json) {
   return run_process({std::string(KFORGE_BINARY_DIR) + "/kforge", "retune", "--device", "cpu", "--dry-run",
