@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -15,18 +14,12 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/text.h"
+#include "util/time.h"
 
 namespace kf {
 using json = nlohmann::json;
 
 namespace {
-
-std::string now_iso() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
 
 void say(const run_options& o, const std::string& line) {
   if (o.progress) o.progress(line);
@@ -238,7 +231,7 @@ void prepare_baseline(const baseline& b, const std::vector<workload_spec>& specs
 run_result run_workloads(const std::vector<workload_spec>& specs, run_backend& backend, git_repo* repo,
                          const run_options& o) {
   run_result r;
-  r.env.started_at = now_iso();
+  r.env.started_at = utc_now();
   json worker_env = backend.env();
   std::string key = worker_env.value("gpu_key", "");
   if (key.empty()) key = gpu_key(worker_env);  // cuda workers report arch and name; the key is formed here
@@ -310,7 +303,7 @@ run_result run_workloads(const std::vector<workload_spec>& specs, run_backend& b
     r.workloads.push_back(std::move(w));
   }
   apply_false_discovery_control(r, o.gate);
-  r.env.finished_at = now_iso();
+  r.env.finished_at = utc_now();
   return r;
 }
 
