@@ -9,7 +9,15 @@
 
 namespace kf::cpu_emit {
 
+std::string header(const family& f, const workload_spec& spec, const knob_values& v, const std::string& computes) {
+  return family_kernel_header(f, spec, v, computes) + "\n";
+}
+
 std::string prelude() { return std::string(embedded_file("search/families/cpu_prelude.h")); }
+
+std::string variant(const std::string& code) { return "\n// ---- this variant ----\n" + code; }
+
+std::string fixed_file(std::string_view path) { return "\n" + std::string(embedded_file(path)); }
 
 std::string storage_type(dtype t) {
   switch (t) {
@@ -19,6 +27,19 @@ std::string storage_type(dtype t) {
     case dtype::float64: return "double";
     default: KF_ASSERT(false, "no cpu storage for {}", dtype_name(t));
   }
+}
+
+std::string abi_dtype(dtype t) {
+  switch (t) {
+    case dtype::float32: return "KF_FLOAT32";
+    case dtype::float16: return "KF_FLOAT16";
+    case dtype::bfloat16: return "KF_BFLOAT16";
+    case dtype::float64: return "KF_FLOAT64";
+    case dtype::int32: return "KF_INT32";
+    case dtype::int64: return "KF_INT64";
+    case dtype::uint8: return "KF_UINT8";
+  }
+  KF_ASSERT(false, "no kf_abi.h code for dtype {}", static_cast<int>(t));
 }
 
 std::string load(dtype t, const std::string& e) {
@@ -41,16 +62,6 @@ std::string store(dtype t, const std::string& e) {
   }
 }
 
-std::string store_fn(dtype t) {
-  switch (t) {
-    case dtype::float32: return "";
-    case dtype::float16: return "kf_st_f16";
-    case dtype::bfloat16: return "kf_st_bf16";
-    case dtype::float64: return "(double)";
-    default: KF_ASSERT(false, "no cpu store for {}", dtype_name(t));
-  }
-}
-
 std::string round_through(dtype t, const std::string& e) {
   if (t == dtype::float16 || t == dtype::bfloat16) return load(t, store(t, e));
   return e;  // float32 and float64 hold a float exactly
@@ -64,37 +75,14 @@ std::string float_literal(double v) {
   return s + "f";
 }
 
-std::string header(const family& f, const workload_spec& spec, const knob_values& v, const std::string& computes) {
-  return family_kernel_header(f, spec, v, computes) + "\n";
-}
-
 std::string math_macros(const std::string& math) {
   if (math == "poly") return "#define KF_EXP kf_exp_poly\n#define KF_TANH kf_tanh_poly\n";
   return "#define KF_EXP expf\n#define KF_TANH tanhf\n";
 }
 
-std::string num_threads_clause(const std::string& threads) {
-  return threads == "all" ? std::string() : fmt::format(" num_threads({})", threads);
-}
-
-std::string subst(std::string_view text, const std::map<std::string, std::string>& values) {
-  std::string out;
-  out.reserve(text.size() * 2);
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t a = text.find('$', i);
-    if (a == std::string_view::npos) break;
-    size_t b = text.find('$', a + 1);
-    KF_ASSERT(b != std::string_view::npos, "unterminated $ in an emitter template");
-    std::string key(text.substr(a + 1, b - a - 1));
-    auto it = values.find(key);
-    KF_ASSERT(it != values.end(), "emitter template uses ${}$, which has no value", key);
-    out.append(text.substr(i, a - i));
-    out += it->second;
-    i = b + 1;
-  }
-  out.append(text.substr(i));
-  return out;
+std::string omp_macros(const std::string& threads, const std::string& schedule) {
+  return fmt::format("#define KF_NUM_THREADS{}\n#define KF_SCHEDULE {}\n",
+                     threads == "all" ? std::string() : fmt::format(" num_threads({})", threads), schedule);
 }
 
 }  // namespace kf::cpu_emit

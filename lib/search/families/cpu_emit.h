@@ -1,7 +1,7 @@
-// Pieces every cpu family's emitted source shares: the dtype conversions (bit operations, no library),
-// the header comment, and a small template substitution so emitters read like the code they emit.
+// Pieces every cpu family's emitted source shares: the order of a kernel's parts, the prelude every kernel opens with
+// (cpu_prelude.h: the dtype conversions, bit operations, no library), C names for spec dtypes, and the knob-selected
+// macros the families' fixed files read.
 #pragma once
-#include <map>
 #include <string>
 #include <string_view>
 
@@ -10,34 +10,37 @@
 
 namespace kf::cpu_emit {
 
-// cpu_prelude.h: the standard includes and the conversion helpers:
+// A cpu kernel is, in order: header() (its kernel header, family_kernel_header, and a blank line), prelude()
+// (cpu_prelude.h: the standard includes and
 //   float kf_ld_bf16(uint16_t), uint16_t kf_st_bf16(float), float kf_ld_f16(uint16_t), uint16_t kf_st_f16(float),
-//   float kf_exp_poly(float), float kf_tanh_poly(float).
+//   float kf_exp_poly(float), float kf_tanh_poly(float)),
+// variant() (the variant's macros, types, constants and generated functions: the fused prologue and epilogue), and
+// the family's fixed file (fixed_file). Everything is at file scope with internal linkage but kf_launch.
+std::string header(const family& f, const workload_spec& spec, const knob_values& v, const std::string& computes);
 std::string prelude();
+// `code` under a "this variant" comment.
+std::string variant(const std::string& code);
+// A fixed file of the family, embedded at build time (embedded.h: "search/families/row_softmax_cpu.h").
+std::string fixed_file(std::string_view path);
 
 // The storage type of a dtype in emitted code ("float", "uint16_t", "double").
 std::string storage_type(dtype t);
+// kf_abi.h's name for a dtype's code ("KF_BFLOAT16").
+std::string abi_dtype(dtype t);
 // An expression turning a stored value into float, a float into the stored value, and a float rounded
 // through a type (what eager's intermediate result of that type would hold).
 std::string load(dtype t, const std::string& expr);
 std::string store(dtype t, const std::string& expr);
 std::string round_through(dtype t, const std::string& expr);
-// The function name that stores a float as t ("kf_st_bf16"; "" for float32, "(double)" for float64).
-std::string store_fn(dtype t);
 
 // A C++ float literal for v ("50.0f", "1e-06f", "INFINITY").
 std::string float_literal(double v);
 
-// The kernel header (family_kernel_header: family, version, knobs, what it computes) and a blank line.
-std::string header(const family& f, const workload_spec& spec, const knob_values& v, const std::string& computes);
-
+// The macros of the knobs the cpu families share:
 // KF_EXP / KF_TANH for a "math" knob: libm (expf, tanhf) or poly (kf_exp_poly, kf_tanh_poly: they vectorize).
 std::string math_macros(const std::string& math);
-
-// `#pragma omp ...` clauses for a "threads" knob ("all" leaves the count to OpenMP).
-std::string num_threads_clause(const std::string& threads);
-
-// Replaces each $KEY$ in `text` by its value; an unknown $KEY$ is a bug (asserts).
-std::string subst(std::string_view text, const std::map<std::string, std::string>& values);
+// KF_NUM_THREADS, the `num_threads(N)` clause of a "threads" knob (nothing for "all": OpenMP's default), and
+// KF_SCHEDULE, a "schedule" knob's kind (static, dynamic), for the fixed files' `#pragma omp` lines.
+std::string omp_macros(const std::string& threads, const std::string& schedule);
 
 }  // namespace kf::cpu_emit

@@ -1,4 +1,4 @@
-// kforge kernel: family pool_cpu, version 1
+// kforge kernel: family pool_cpu, version 2
 // knobs: accum=float channel_block=256 planes_per_chunk=8 schedule=static threads=all vector_width=8
 // computes: x[float16, channels_last] -> adaptive_avg_pool2d(1) -> flatten
 // kforge winner: resnet50-avgpool-cl on cpu-x86-64
@@ -6,6 +6,7 @@
 // lineage: stored:cpu-x86-64 -> template: planes_per_chunk 32->8
 // measured: 168.98 us (geometric mean over gated cases), 4.25x eager
 // re-emitted: by `kforge reemit` on 2026-12-01T22:13:10Z, pool_cpu version 1 from version 0 (none recorded: stored before families had versions); measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-02T00:07:36Z, pool_cpu version 2 from version 1; measured above is the earlier kernel's
 
 // cpu_prelude.h: what every cpu family's kernel opens with, after its header (cpu_emit.cpp): the standard includes,
 // the float16 / bfloat16 conversions (bit operations, no library) and an exp and a tanh that vectorize.
@@ -80,12 +81,28 @@ static inline float kf_exp_poly(float x) {
 }
 static inline float kf_tanh_poly(float x) { return 1.0f - 2.0f / (kf_exp_poly(2.0f * x) + 1.0f); }
 
+// ---- this variant ----
+#define KF_NUM_THREADS
+#define KF_SCHEDULE static
+
 typedef uint16_t kf_in_t;
 typedef uint16_t kf_out_t;
 typedef float kf_acc_t;
-enum { kf_lanes = 8, kf_cblock = 256 };
+constexpr int kf_lanes = 8;  // accumulators per plane (NCHW)
+constexpr int kf_cblock = 256;  // channels per task (channels_last)
+constexpr int kf_planes_per_chunk = 8;
+constexpr int kf_n_inputs = 1, kf_x_input = 0, kf_rank = 4;
+constexpr int kf_x_dtype = KF_FLOAT16, kf_out_dtype = KF_FLOAT16;
 
+// An element of x as a float (kf_load), the mean on its way out, rounded through x's type and each later
+// cast (kf_fin), and stored as the output's type (kf_store).
+static inline float kf_load(kf_in_t v) { return kf_ld_f16(v); }
 static inline float kf_fin(float v) { return kf_ld_f16(kf_st_f16(v)); }
+static inline kf_out_t kf_store(float v) { return kf_st_f16(v); }
+
+// pool_cpu.h: the fixed code of pool_cpu, emitted after the variant's part (pool_cpu.cpp: its types, constants and
+// knob-selected macros, the load kf_load, the epilogue's casts kf_fin and the store kf_store). NCHW reads each plane
+// contiguously; channels_last sums a block of contiguous channels pixel by pixel.
 
 // Folds dims [from, ndim) of t into one of stride *stride (size-1 dims ignored); false when they do not fold.
 static bool kf_fold(const kf_tensor* t, int from, int64_t* stride) {
@@ -112,11 +129,11 @@ static inline int64_t kf_linear(const kf_tensor* t, int64_t i) {
 
 extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, void* stream) {
   (void)stream;
-  if (n_in != 1 || n_out != 1) return 1;
-  const kf_tensor* x = &in[0];
+  if (n_in != kf_n_inputs || n_out != 1) return 1;
+  const kf_tensor* x = &in[kf_x_input];
   kf_tensor* y = &out[0];
-  const int R = 4;
-  if (x->dtype != 1 || x->ndim != R || y->dtype != 1) return 1;
+  const int R = kf_rank;
+  if (x->dtype != kf_x_dtype || x->ndim != R || y->dtype != kf_out_dtype) return 1;
   const int64_t N = R == 4 ? x->shape[0] : 1, C = x->shape[R - 3];
   const int64_t sN = R == 4 ? x->stride[0] : 0, sC = x->stride[R - 3];
   const int64_t P = x->shape[R - 2] * x->shape[R - 1];
@@ -132,7 +149,7 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
   if (sC == 1 && sP != 1 && P > 1) {
     // channels_last: a pixel's channels are contiguous; each task sums one block of channels of one sample.
     const int64_t blocks = (C + kf_cblock - 1) / kf_cblock;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for KF_NUM_THREADS schedule(static)
     for (int64_t t = 0; t < N * blocks; ++t) {
       const int64_t n = t / blocks, c0 = (t % blocks) * kf_cblock;
       const int64_t cn = C - c0 < kf_cblock ? C - c0 : kf_cblock;
@@ -141,14 +158,14 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
       const kf_in_t* base = xd + n * sN + c0;
       for (int64_t p = 0; p < P; ++p) {
         const kf_in_t* px = base + p * sP;
-        for (int64_t c = 0; c < cn; ++c) acc[c] += kf_ld_f16(px[c]);
+        for (int64_t c = 0; c < cn; ++c) acc[c] += kf_load(px[c]);
       }
-      for (int64_t c = 0; c < cn; ++c) yd[kf_linear(y, n * C + c0 + c)] = kf_st_f16(kf_fin((float)acc[c] * inv));
+      for (int64_t c = 0; c < cn; ++c) yd[kf_linear(y, n * C + c0 + c)] = kf_store(kf_fin((float)acc[c] * inv));
     }
     return 0;
   }
   // planes: each (n, c) plane is summed with kf_lanes accumulators.
-#pragma omp parallel for schedule(static, 8)
+#pragma omp parallel for KF_NUM_THREADS schedule(KF_SCHEDULE, kf_planes_per_chunk)
   for (int64_t t = 0; t < N * C; ++t) {
     const int64_t n = t / C, c = t % C;
     const kf_in_t* px = xd + n * sN + c * sC;
@@ -157,11 +174,11 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
     int64_t p = 0;
     if (sP == 1)
       for (; p + kf_lanes <= P; p += kf_lanes)
-        for (int l = 0; l < kf_lanes; ++l) a[l] += kf_ld_f16(px[p + l]);
-    for (; p < P; ++p) a[0] += kf_ld_f16(px[p * sP]);
+        for (int l = 0; l < kf_lanes; ++l) a[l] += kf_load(px[p + l]);
+    for (; p < P; ++p) a[0] += kf_load(px[p * sP]);
     kf_acc_t s = 0;
     for (int l = 0; l < kf_lanes; ++l) s += a[l];
-    yd[kf_linear(y, t)] = kf_st_f16(kf_fin((float)s * inv));
+    yd[kf_linear(y, t)] = kf_store(kf_fin((float)s * inv));
   }
   return 0;
 }

@@ -1,4 +1,4 @@
-// kforge kernel: family group_norm_cpu, version 1
+// kforge kernel: family group_norm_cpu, version 2
 // knobs: cache_unit=0 math=poly schedule=static stats=two_pass threads=all unroll=1 vector_width=8
 // computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06) -> silu
 // kforge winner: sd35-vae-groupnorm-silu on cpu-x86-64
@@ -6,6 +6,7 @@
 // lineage: default -> template: cache_unit 1->0
 // measured: 6111.86 us (geometric mean over gated cases), 0.85x eager
 // re-emitted: by `kforge reemit` on 2026-12-01T22:13:10Z, group_norm_cpu version 1 from version 0 (none recorded: stored before families had versions); measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-02T00:07:36Z, group_norm_cpu version 2 from version 1; measured above is the earlier kernel's
 
 // cpu_prelude.h: what every cpu family's kernel opens with, after its header (cpu_emit.cpp): the standard includes,
 // the float16 / bfloat16 conversions (bit operations, no library) and an exp and a tanh that vectorize.
@@ -79,86 +80,144 @@ static inline float kf_exp_poly(float x) {
   return x != x ? x : y;
 }
 static inline float kf_tanh_poly(float x) { return 1.0f - 2.0f / (kf_exp_poly(2.0f * x) + 1.0f); }
+
+// ---- this variant ----
 #define KF_EXP kf_exp_poly
 #define KF_TANH kf_tanh_poly
-#define KF_W(I) (kf_ld_bf16(w[(I) * ws]))
-#define KF_B(I) (kf_ld_bf16(b[(I) * bs]))
+#define KF_NUM_THREADS
+#define KF_SCHEDULE static
 
 typedef uint16_t kf_in_t;
 typedef uint16_t kf_out_t;
 typedef uint16_t kf_w_t;
 typedef uint16_t kf_b_t;
-enum { kf_lanes = 8 };
+constexpr int kf_lanes = 8;  // vector_width x unroll accumulators
+constexpr int kf_stats_two_pass = 0, kf_stats_one_pass = 1, kf_stats_rms = 2;
+constexpr int kf_stats_kind = kf_stats_two_pass;
+constexpr bool kf_cache_unit = false;
+constexpr int kf_n_inputs = 3, kf_x_input = 0, kf_rank = 4;
+constexpr int kf_x_dtype = KF_BFLOAT16, kf_out_dtype = KF_BFLOAT16;
+constexpr int kf_w_input = 1, kf_w_dtype = KF_BFLOAT16, kf_b_input = 2, kf_b_dtype = KF_BFLOAT16;  // -1: none
+constexpr bool kf_group = true;  // group_norm: a unit is a sample's group; else the last kf_norm_dims dims
+constexpr int kf_groups = 32, kf_norm_dims = 1;
+constexpr double kf_eps = 9.9999999999999995e-07;
+
+// x's element i as the norm sees it: loaded and rounded through the casts before the norm.
+static inline float kf_load_x(const kf_in_t* p, int64_t i) {
+  float v = kf_ld_bf16(p[i]);
+  return v;
+}
+
+// The affine's weight and bias at channel (or element) i: 1 and 0 where the graph has none.
+static inline float kf_w(const kf_w_t* w, int64_t ws, int64_t i) { return kf_ld_bf16(w[i * ws]); }
+static inline float kf_b(const kf_b_t* b, int64_t bs, int64_t i) { return kf_ld_bf16(b[i * bs]); }
+
+// A normalized value on its way out: through the norm's type, the activation and the casts after it
+// (kf_act), then stored as the output's type (kf_store).
+static inline float kf_act(float y) { return kf_ld_bf16(kf_st_bf16((kf_ld_bf16(kf_st_bf16(y))) / (1.f + KF_EXP(-(kf_ld_bf16(kf_st_bf16(y))))))); }
+static inline kf_out_t kf_store(float v) { return kf_st_bf16(v); }
+
+// group_norm_cpu.h: the fixed code of group_norm_cpu, emitted after the variant's part (group_norm_cpu.cpp: its types,
+// constants and knob-selected macros, the load with the fused casts kf_load_x, the affine's kf_w and kf_b, the fused
+// activation kf_act and the store kf_store). A "unit" is what is normalized together (a sample's group, or a row);
+// units are OpenMP tasks. Each unit is read as segments of contiguous elements (channels of a group in NCHW, pixels in
+// channels_last, one row otherwise).
 
 // Elements of a unit, as the norm sees them: straight from x, or from the staged float copy.
 struct kf_src_x {
   const kf_in_t* p;
-  float operator()(int64_t i) const { float v = kf_ld_bf16(p[i]); return v; }
+  float operator()(int64_t i) const { return kf_load_x(p, i); }
 };
 struct kf_src_f {
   const float* p;
   float operator()(int64_t i) const { return p[i]; }
 };
 
-static inline float kf_act(float y) { return kf_ld_bf16(kf_st_bf16((kf_ld_bf16(kf_st_bf16(y))) / (1.f + KF_EXP(-(kf_ld_bf16(kf_st_bf16(y))))))); }
+// One read of nseg segments of len elements (segment q, element k at q*ss + k*es) with kf_lanes accumulators a[l] and
+// c[l] per segment (a contiguous segment in lanes, the rest in lane 0): step(a, c, l, v) for each element v, then
+// fold(a, c, l) for each lane.
+template <class S, class Step, class Fold>
+static inline void kf_lanes_loop(S src, int64_t nseg, int64_t len, int64_t ss, int64_t es, Step step, Fold fold) {
+  for (int64_t q = 0; q < nseg; ++q) {
+    float a[kf_lanes], c[kf_lanes];
+    for (int l = 0; l < kf_lanes; ++l) {
+      a[l] = 0.f;
+      c[l] = 0.f;
+    }
+    const int64_t o = q * ss;
+    int64_t k = 0;
+    if (es == 1)
+      for (; k + kf_lanes <= len; k += kf_lanes)
+        for (int l = 0; l < kf_lanes; ++l) step(a, c, l, src(o + k + l));
+    for (; k < len; ++k) step(a, c, 0, src(o + k * es));
+    for (int l = 0; l < kf_lanes; ++l) fold(a, c, l);
+  }
+}
 
-// Mean and reciprocal standard deviation of nseg segments of len elements (segment q, element k at q*ss + k*es).
-// Sums are of v - sh, sh the unit's first element (close to the mean in practice): a unit of one value sums to
-// exactly 0, so its mean is exact and x - mean is 0, as eager has it (its 1/sqrt(eps) would magnify a mean off by
-// an ulp); the variance does not change with the shift.
+// Mean and reciprocal standard deviation of nseg segments of len elements. Sums are of v - sh, sh the unit's first
+// element (close to the mean in practice): a unit of one value sums to exactly 0, so its mean is exact and x - mean is
+// 0, as eager has it (its 1/sqrt(eps) would magnify a mean off by an ulp); the variance does not change with the shift.
 template <class S>
 static void kf_stats(S src, int64_t nseg, int64_t len, int64_t ss, int64_t es, float* mean, float* rstd) {
   const double n = (double)nseg * (double)len;
   double s1 = 0, s2 = 0;
   const float sh = src(0);
   (void)sh;
-  for (int64_t q = 0; q < nseg; ++q) {
-    float a[kf_lanes], c[kf_lanes];
-    for (int l = 0; l < kf_lanes; ++l) { a[l] = 0.f; c[l] = 0.f; }
-    const int64_t o = q * ss;
-    int64_t k = 0;
-    
-    if (es == 1)
-      for (; k + kf_lanes <= len; k += kf_lanes)
-        for (int l = 0; l < kf_lanes; ++l) { const float v = src(o + k + l); a[l] += v - sh; }
-    for (; k < len; ++k) { const int l = 0; const float v = src(o + k * es); a[l] += v - sh; }
-    for (int l = 0; l < kf_lanes; ++l) { s1 += a[l]; }
+  if constexpr (kf_stats_kind == kf_stats_rms) {
+    // rms_norm: the sum of squares alone.
+    kf_lanes_loop(
+        src, nseg, len, ss, es, [](float*, float* c, int l, float v) { c[l] += v * v; },
+        [&](const float*, const float* c, int l) { s2 += c[l]; });
+    *mean = 0.f;
+    *rstd = (float)(1.0 / sqrt(s2 / n + kf_eps));
+  } else if constexpr (kf_stats_kind == kf_stats_one_pass) {
+    // The sum and the sum of squares in one read.
+    kf_lanes_loop(
+        src, nseg, len, ss, es,
+        [&](float* a, float* c, int l, float v) {
+          const float d = v - sh;
+          a[l] += d;
+          c[l] += d * d;
+        },
+        [&](const float* a, const float* c, int l) {
+          s1 += a[l];
+          s2 += c[l];
+        });
+    const double mu = s1 / n, var = s2 / n - mu * mu;
+    *mean = (float)(sh + mu);
+    *rstd = (float)(1.0 / sqrt((var > 0 ? var : 0) + kf_eps));
+  } else {
+    // Two reads: the mean, then the squared distances from it.
+    kf_lanes_loop(
+        src, nseg, len, ss, es, [&](float* a, float*, int l, float v) { a[l] += v - sh; },
+        [&](const float* a, const float*, int l) { s1 += a[l]; });
+    const float mu = (float)(sh + s1 / n);
+    kf_lanes_loop(
+        src, nseg, len, ss, es, [&](float*, float* c, int l, float v) { c[l] += (v - mu) * (v - mu); },
+        [&](const float*, const float* c, int l) { s2 += c[l]; });
+    *mean = mu;
+    *rstd = (float)(1.0 / sqrt(s2 / n + kf_eps));
   }
-  const float mu = (float)(sh + s1 / n);
-  for (int64_t q = 0; q < nseg; ++q) {
-    float a[kf_lanes], c[kf_lanes];
-    for (int l = 0; l < kf_lanes; ++l) { a[l] = 0.f; c[l] = 0.f; }
-    const int64_t o = q * ss;
-    int64_t k = 0;
-    
-    if (es == 1)
-      for (; k + kf_lanes <= len; k += kf_lanes)
-        for (int l = 0; l < kf_lanes; ++l) { const float v = src(o + k + l); c[l] += (v - mu) * (v - mu); }
-    for (; k < len; ++k) { const int l = 0; const float v = src(o + k * es); c[l] += (v - mu) * (v - mu); }
-    for (int l = 0; l < kf_lanes; ++l) { s2 += c[l]; }
-  }
-  *mean = mu;
-  *rstd = (float)(1.0 / sqrt(s2 / n + 9.9999999999999995e-07));
-
 }
 
 template <class S>
 static void kf_apply(S src, kf_out_t* o, int64_t nseg, int64_t len, int64_t ss, int64_t es, int64_t oss, int64_t oes,
                      const kf_w_t* w, int64_t ws, const kf_b_t* b, int64_t bs, int64_t wbase, bool per_seg, float mean,
                      float rstd) {
-  (void)w; (void)ws; (void)b; (void)bs;
   for (int64_t q = 0; q < nseg; ++q) {
     const int64_t xo = q * ss, oo = q * oss;
     if (per_seg) {
-      const float wq = KF_W(wbase + q), bq = KF_B(wbase + q);
+      const float wq = kf_w(w, ws, wbase + q), bq = kf_b(b, bs, wbase + q);
       if (es == 1 && oes == 1) {
-        for (int64_t k = 0; k < len; ++k) o[oo + k] = kf_st_bf16(kf_act((src(xo + k) - mean) * rstd * wq + bq));
+        for (int64_t k = 0; k < len; ++k) o[oo + k] = kf_store(kf_act((src(xo + k) - mean) * rstd * wq + bq));
       } else {
-        for (int64_t k = 0; k < len; ++k) o[oo + k * oes] = kf_st_bf16(kf_act((src(xo + k * es) - mean) * rstd * wq + bq));
+        for (int64_t k = 0; k < len; ++k)
+          o[oo + k * oes] = kf_store(kf_act((src(xo + k * es) - mean) * rstd * wq + bq));
       }
     } else {
       for (int64_t k = 0; k < len; ++k)
-        o[oo + k * oes] = kf_st_bf16(kf_act((src(xo + k * es) - mean) * rstd * KF_W(wbase + k) + KF_B(wbase + k)));
+        o[oo + k * oes] =
+            kf_store(kf_act((src(xo + k * es) - mean) * rstd * kf_w(w, ws, wbase + k) + kf_b(b, bs, wbase + k)));
     }
   }
 }
@@ -178,41 +237,65 @@ static bool kf_fold(const kf_tensor* t, int from, int64_t* stride) {
 
 extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, void* stream) {
   (void)stream;
-  if (n_in != 3 || n_out != 1) return 1;
-  const kf_tensor* x = &in[0];
+  if (n_in != kf_n_inputs || n_out != 1) return 1;
+  const kf_tensor* x = &in[kf_x_input];
   kf_tensor* y = &out[0];
-  const int R = 4;
-  if (x->dtype != 2 || x->ndim != R || y->dtype != 2 || y->ndim != R) return 1;
+  const int R = kf_rank;
+  if (x->dtype != kf_x_dtype || x->ndim != R || y->dtype != kf_out_dtype || y->ndim != R) return 1;
   for (int i = 0; i < R; ++i)
     if (y->shape[i] != x->shape[i]) return 1;
+  // Weight and bias, each read as one folded dim; wn: the weight's element count (the bias's without a weight).
   const kf_w_t* w = 0;
   const kf_b_t* b = 0;
   int64_t ws = 0, bs = 0, wn = 0;
-  if (in[1].dtype != 2) return 1;
-  w = (const kf_w_t*)in[1].data;
-  if (!kf_fold(&in[1], 0, &ws)) return 2;
-  wn = 1;
-  for (int i = 0; i < in[1].ndim; ++i) wn *= in[1].shape[i];
-  if (in[2].dtype != 2) return 1;
-  b = (const kf_b_t*)in[2].data;
-  if (!kf_fold(&in[2], 0, &bs)) return 2;
-
-  int64_t units, nseg, len, ss, es, oss, oes, xs_unit = 0, os_unit = 0;
+  if constexpr (kf_w_input >= 0) {
+    if (in[kf_w_input].dtype != kf_w_dtype) return 1;
+    w = (const kf_w_t*)in[kf_w_input].data;
+    if (!kf_fold(&in[kf_w_input], 0, &ws)) return 2;
+    wn = 1;
+    for (int i = 0; i < in[kf_w_input].ndim; ++i) wn *= in[kf_w_input].shape[i];
+  }
+  if constexpr (kf_b_input >= 0) {
+    if (in[kf_b_input].dtype != kf_b_dtype) return 1;
+    b = (const kf_b_t*)in[kf_b_input].data;
+    if (!kf_fold(&in[kf_b_input], 0, &bs)) return 2;
+    if constexpr (kf_w_input < 0) {
+      wn = 1;
+      for (int i = 0; i < in[kf_b_input].ndim; ++i) wn *= in[kf_b_input].shape[i];
+    }
+  }
+  int64_t units, nseg, len, ss, es, oss, oes;
   bool per_seg;
-  const int G = 32, D = 1;
+  const int G = kf_groups, D = kf_norm_dims;
   int64_t C = 1, sN = 0, osN = 0, sC = 0, osC = 0, cpg = 1;
-  if (true) {
+  if (kf_group) {
     C = x->shape[1];
     if (C % G != 0) return 1;
     cpg = C / G;
     int64_t P = 1, sP = 1, osP = 1;
     for (int i = 2; i < R; ++i) P *= x->shape[i];
     if (!kf_fold(x, 2, &sP) || !kf_fold(y, 2, &osP)) return 2;
-    sN = x->stride[0]; osN = y->stride[0]; sC = x->stride[1]; osC = y->stride[1];
+    sN = x->stride[0];
+    osN = y->stride[0];
+    sC = x->stride[1];
+    osC = y->stride[1];
     units = x->shape[0] * G;
     per_seg = !(sC == 1 && sP != 1 && P > 1);  // channels_last: a pixel's channels are contiguous
-    if (per_seg) { nseg = cpg; len = P; ss = sC; es = sP; oss = osC; oes = osP; }
-    else { nseg = P; len = cpg; ss = sP; es = sC; oss = osP; oes = osC; }
+    if (per_seg) {
+      nseg = cpg;
+      len = P;
+      ss = sC;
+      es = sP;
+      oss = osC;
+      oes = osP;
+    } else {
+      nseg = P;
+      len = cpg;
+      ss = sP;
+      es = sC;
+      oss = osP;
+      oes = osC;
+    }
     if (wn && wn != C) return 1;
   } else {
     if (D > R) return 1;
@@ -222,17 +305,19 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
     if (wn && wn != len) return 1;
     units = 1;
     for (int i = 0; i < R - D; ++i) units *= x->shape[i];
-    nseg = 1; ss = 0; oss = 0; per_seg = false;
+    nseg = 1;
+    ss = 0;
+    oss = 0;
+    per_seg = false;
   }
-  (void)xs_unit; (void)os_unit;
   if (units == 0 || nseg * len == 0) return 0;
-#pragma omp parallel
+#pragma omp parallel KF_NUM_THREADS
   {
-    std::vector<float> sc(false ? nseg * len : 0);
-#pragma omp for schedule(static, 1)
+    std::vector<float> sc(kf_cache_unit ? nseg * len : 0);
+#pragma omp for schedule(KF_SCHEDULE, 1)
     for (int64_t u = 0; u < units; ++u) {
       int64_t xo = 0, yo = 0, wbase = 0;
-      if (true) {
+      if (kf_group) {
         const int64_t n = u / G, g = u % G;
         xo = n * sN + g * cpg * sC;
         yo = n * osN + g * cpg * osC;
@@ -249,7 +334,7 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
       kf_src_x sx{(const kf_in_t*)x->data + xo};
       kf_out_t* yb = (kf_out_t*)y->data + yo;
       float mean, rstd;
-      if (false) {
+      if (kf_cache_unit) {
         for (int64_t q = 0; q < nseg; ++q)
           for (int64_t k = 0; k < len; ++k) sc[q * len + k] = sx(q * ss + k * es);
         kf_src_f sf{sc.data()};
