@@ -64,6 +64,7 @@ void mcts_tree::record(int64_t id, node_status status, std::optional<double> tim
   n.reward = reward;
   n.detail = std::move(detail);
   if (!first) return;  // a re-measure (screened -> measured) refines the values without a second back-up
+  if (is_failure(status) && !n.children.empty()) return;  // repaired: its last repair's result counts instead
   for (int64_t a = id;; a = m_nodes[static_cast<size_t>(a)].parent) {
     node& x = m_nodes[static_cast<size_t>(a)];
     ++x.visits;
@@ -102,7 +103,13 @@ double mcts_tree::uct(const node& child, const node& parent) const {
 
 // A node the descent may enter: it has a reward, is open, and can still grow (itself or below).
 bool mcts_tree::can_descend(const node& n) const {
-  if (!n.reward || n.closed) return false;
+  if (n.closed) return false;
+  if (is_failure(n.status)) {  // a failed attempt: only through to its repairs
+    for (auto c : n.children)
+      if (can_descend(at(c))) return true;
+    return false;
+  }
+  if (!n.reward) return false;
   if (!n.exhausted) return true;
   for (auto c : n.children)
     if (can_descend(at(c))) return true;
@@ -113,7 +120,7 @@ std::optional<int64_t> mcts_tree::select() const {
   int64_t id = 0;
   for (;;) {
     const node& n = at(id);
-    bool may_widen = id != 0 && !n.exhausted && !n.closed;
+    bool may_widen = id != 0 && !n.exhausted && !n.closed && !is_failure(n.status);
     if (may_widen && static_cast<int>(n.children.size()) < children_allowed(n)) return id;
     const node* pick = nullptr;
     double best = 0;

@@ -24,7 +24,11 @@ struct candidate {
   std::string prompt;      // the LLM proposer's request, when it made this one
   std::string source;      // the translation unit
   std::string source_hash; // sha256 of source (dedup across the tree)
-  std::string origin;      // "default", "stored:<gpu-key>", "template: vector_width 8->16", "llm"
+  std::string origin;      // "default", "stored:<gpu-key>", "template: vector_width 8->16", "llm:<model>",
+                           // "llm-repair:<n>:<model>"
+  std::string prompt_version;  // the LLM prompts that asked for it: "system:1 rewrite:1" (llm/prompt_files.h)
+  std::string conversation;    // the LLM conversation that made it, as JSON: {"messages" (its answer last), "key",
+                               // "temperature", "repair"}; a repair continues it
 };
 
 // The key that makes two candidates the same move: family + knobs, or the source hash without a family.
@@ -68,14 +72,17 @@ class mcts_tree {
 
   // Adds a node below `parent` (0 for a root). Returns its id.
   int64_t add(int64_t parent, candidate c);
-  // Records a node's result and backs it up. `reward` must be set exactly for screened/measured.
+  // Records a node's result and backs it up. `reward` must be set exactly for screened/measured. A failure of a
+  // node that has children (a repair of it is on its way) is not backed up: only the last attempt of a repair
+  // chain counts, backed up through the failed attempts above it.
   void record(int64_t id, node_status status, std::optional<double> time_us, std::optional<double> reward,
               std::string detail = {});
   // The proposer had nothing new for this node: it will not be widened again.
   void mark_exhausted(int64_t id);
 
   // The node to expand next: descend by UCT from the virtual root while the current node may not widen;
-  // nullopt when every subtree is closed. Roots are chosen among the virtual root's children only.
+  // nullopt when every subtree is closed. Roots are chosen among the virtual root's children only. A failed node
+  // is never expanded; the descent passes through one that has children (its repairs) to them.
   std::optional<int64_t> select() const;
   // How many children a node may have now.
   int children_allowed(const node& n) const;
