@@ -22,7 +22,9 @@ const std::vector<flag_def>& search_flags() {
       sandbox_flag(),
       {"budget", true, "evaluations in the search, all runs together (default: the spec's search.budget)", "N"},
       {"time", true, "stop this run after this long (30m, 2h, 600s)", "T"},
-      {"proposer", true, "template (offline, default) or llm (an OpenAI-compatible or Anthropic endpoint: KFORGE_LLM_URL, KFORGE_LLM_MODEL, the key in OPENAI_API_KEY or ANTHROPIC_API_KEY)", "NAME"},
+      {"proposer", true, "template (offline, default) or llm (an OpenAI-compatible or Anthropic endpoint: KFORGE_LLM_URL, KFORGE_LLM_MODEL, the key in OPENAI_API_KEY or ANTHROPIC_API_KEY; it rewrites kernels and repairs its own that fail, up to 3 times)", "NAME"},
+      {"record-llm", true, "with the llm proposer: write every request to the model and its answer to FILE (JSON lines; appended with --resume), for --replay-llm", "FILE"},
+      {"replay-llm", true, "answer the llm proposer from FILE (written by --record-llm) instead of an endpoint, matching each request by its content; a request FILE has no answer for stops the search (exit 2, naming it). Implies --proposer llm", "FILE"},
       {"resume", false, "continue the stored search for this workload and GPU key"},
       {"fresh", false, "delete the stored search and start over"},
       {"db", true, "the search database (default .kforge/search.db)", "PATH"},
@@ -49,6 +51,10 @@ std::string search_help() {
          "evaluation (quick screen, then full verification and timing for candidates that could win). The tree\n"
          "lives in .kforge/search.db; Ctrl-C stops cleanly and --resume continues. The winner is written to\n"
          "workloads/NAME/kernels/<gpu-key>.{cpp,cu} with a .json of its results, lineage and environment.\n\n"
+         "With --proposer llm a model rewrites the kernels (several answers per node) and gets each of its kernels\n"
+         "that does not compile or fails verification back with the compiler's or the verifier's message, up to 3\n"
+         "repairs, each a node of the tree (--tree shows the chains). --record-llm FILE keeps every request and\n"
+         "answer; --replay-llm FILE answers from such a file, so the search runs again without the endpoint.\n\n"
          "options:\n" + flags_help(search_flags());
 }
 
@@ -60,8 +66,18 @@ session_settings search_settings(const args& a, const workload_spec& spec) {
   st.search.budget = a.get_int("budget", spec.search.evaluations);
   if (st.search.budget < 1) throw user_error(fmt::format("--budget {}: expected a positive number of evaluations", st.search.budget));
   st.search.time_s = a.get_double("time", spec.search.seconds);
-  st.search.proposer = a.get_or("proposer", "template");
-  make_proposer(st.search.proposer, 1);  // an unknown name fails here, before any work
+  st.search.llm_record = a.get_or("record-llm", "");
+  st.search.llm_replay = a.get_or("replay-llm", "");
+  st.search.proposer = a.get_or("proposer", st.search.llm_replay.empty() ? "template" : "llm");
+  if (!st.search.llm_record.empty() && !st.search.llm_replay.empty())
+    throw user_error("--record-llm and --replay-llm: a replayed search asks no endpoint, so there is nothing new to "
+                     "record; pick one");
+  if ((!st.search.llm_record.empty() || !st.search.llm_replay.empty()) && st.search.proposer != "llm")
+    throw user_error(fmt::format("--{}: the {} proposer asks no model; use --proposer llm",
+                                 st.search.llm_record.empty() ? "replay-llm" : "record-llm", st.search.proposer));
+  proposer_options check;  // an unknown name, no endpoint or an unreadable replay file fail here, before any work
+  check.llm_replay = st.search.llm_replay;
+  make_proposer(st.search.proposer, check);
   st.search.resume = a.has("resume");
   st.search.fresh = a.has("fresh");
   if (st.search.resume && st.search.fresh) throw user_error("--resume and --fresh contradict each other: pick one");

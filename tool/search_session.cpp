@@ -138,6 +138,9 @@ session_result run_search_session(const workload_spec& spec, const session_setti
   });
   term::end_progress();
   auto& o = res.outcome;
+  if (!so.llm_record.empty())
+    term::say("wrote the LLM requests and answers to {} (--replay-llm {} runs this search again without the endpoint)",
+              so.llm_record, so.llm_record);
   if (!st.tree_path.empty())
     if (auto row = db.find_search(spec.name, res.gpu_key)) {
       write_file_atomic(st.tree_path, search_tree_json(db, *row).dump(1) + "\n");

@@ -2,39 +2,56 @@
 
 #include <fmt/format.h>
 
-namespace kf::llm {
+#include "llm/prompt_files.h"
 
-std::vector<message> build_messages(const rewrite_request& r) {
-  std::string system = fmt::format(
-      "You are an expert GPU performance engineer. You rewrite one kernel translation unit to make it faster "
-      "on {} while computing exactly the same function.\n"
-      "Rules (the verifier enforces them; a violation wastes the attempt):\n"
-      "- Export `extern \"C\" int kf_launch(const kf_tensor* inputs, int n_inputs, kf_tensor* outputs, int "
-      "n_outputs, void* stream)` as declared in kf_abi.h; include only \"kf_abi.h\", CUDA/CCCL headers and the "
-      "standard library.\n"
-      "- Handle every shape the spec allows (read shapes and strides from kf_tensor); return non-zero for a "
-      "layout you do not handle. Never specialize on one shape only.\n"
-      "- Enqueue all work on `stream`; no stream or thread creation, no device-wide synchronization, no host "
-      "I/O, no memory allocation, no library calls, no caching of results between calls.\n"
-      "- Write every output element; never modify inputs.\n"
-      "Answer with a short plan (two or three sentences) and then the complete new source in one fenced code "
-      "block.",
-      r.device);
-  std::string user = fmt::format("## Workload spec\n```yaml\n{}\n```\n\n## Eager reference (PyTorch)\n{}\n\n"
-                                 "## kf_abi.h\n```c\n{}\n```\n\n## Current kernel\n```cuda\n{}\n```\n\n"
-                                 "## Its measurements\n{}\n",
-                                 r.spec_yaml, r.reference, r.abi_header, r.parent_source, r.parent_timing);
-  if (!r.resource_report.empty()) user += fmt::format("\n## Compiler resource report\n{}\n", r.resource_report);
-  if (!r.failed_siblings.empty()) {
-    user += "\n## Attempts that failed (do not repeat them)\n";
-    for (auto& f : r.failed_siblings) {
-      user += fmt::format("- {}\n", f.summary);
-      if (!f.source_excerpt.empty()) user += fmt::format("```\n{}\n```\n", f.source_excerpt);
-    }
+namespace kf::llm {
+namespace {
+
+constexpr const char* k_masked = "(measured: left out of the replay key)";
+
+std::string without_final_newline(std::string s) {
+  if (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+std::map<std::string, std::string> rewrite_vars(const rewrite_request& r, bool masked) {
+  std::string tried, failed;
+  for (auto& t : r.tried) tried += fmt::format("- {}: {}\n", t.what, masked ? k_masked : t.result);
+  for (auto& f : r.failed_siblings) {
+    failed += fmt::format("- {}\n", f.summary);
+    if (!f.source_excerpt.empty()) failed += fmt::format("```\n{}\n```\n", without_final_newline(f.source_excerpt));
   }
-  if (!r.hint.empty()) user += fmt::format("\n## Direction for this attempt\n{}\n", r.hint);
-  user += "\nWrite the faster kernel.";
-  return {{"system", system}, {"user", user}};
+  return {
+      {"spec_yaml", without_final_newline(r.spec_yaml)},
+      {"reference", without_final_newline(r.reference)},
+      {"abi_header", without_final_newline(r.abi_header)},
+      {"fence", r.cuda ? "cuda" : "cpp"},
+      {"parent_source", without_final_newline(r.parent_source)},
+      {"parent_timing", masked ? k_masked : r.parent_timing},
+      {"resource_report", without_final_newline(r.resource_report)},
+      {"tried", without_final_newline(tried)},
+      {"failed", without_final_newline(failed)},
+      {"hint", r.hint},
+  };
+}
+
+}  // namespace
+
+built_request build_messages(const rewrite_request& r) {
+  const std::map<std::string, std::string> system_vars = {{"device", r.device}, {"cuda", r.cuda ? "yes" : ""}};
+  const std::string system = render(prompt("system").text, system_vars);
+  built_request b;
+  b.messages = {{"system", system}, {"user", render(prompt("rewrite").text, rewrite_vars(r, false))}};
+  b.masked = {{"system", system}, {"user", render(prompt("rewrite").text, rewrite_vars(r, true))}};
+  b.prompt_version = prompt_versions({"system", "rewrite"});
+  return b;
+}
+
+message build_repair(const repair_request& r) {
+  return {"user", render(prompt("repair").text, {{"what", r.what},
+                                                 {"message", without_final_newline(r.message)},
+                                                 {"attempt", std::to_string(r.attempt)},
+                                                 {"of", std::to_string(r.of)}})};
 }
 
 std::optional<std::string> extract_source(const std::string& answer, std::string* why) {

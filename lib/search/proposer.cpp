@@ -14,22 +14,35 @@ namespace kf {
 const std::vector<proposer_entry>& proposers() {
   static const std::vector<proposer_entry> table = {
       {"template", "offline: moves one or two knobs of a kernel family (the default)",
-       [](uint64_t seed) { return std::make_unique<template_proposer>(seed); }},
-      {"llm", "an OpenAI-compatible or Anthropic endpoint rewrites the kernel (KFORGE_LLM_URL, KFORGE_LLM_MODEL)",
-       [](uint64_t seed) -> std::unique_ptr<proposer> {
-         std::string why;
-         auto endpoint = llm::endpoint_from_env(&why);
-         if (!endpoint) throw user_error("--proposer llm: " + why);
-         return std::make_unique<llm_proposer>(*endpoint, seed);
+       [](const proposer_options& o) { return std::make_unique<template_proposer>(o.seed); }},
+      {"llm", "an OpenAI-compatible or Anthropic endpoint rewrites the kernel and repairs what fails (KFORGE_LLM_URL, "
+              "KFORGE_LLM_MODEL; or --replay-llm FILE)",
+       [](const proposer_options& o) -> std::unique_ptr<proposer> {
+         llm::chat_options co;
+         co.record = o.llm_record;
+         co.record_append = o.llm_record_append;
+         co.replay = o.llm_replay;
+         if (o.llm_replay.empty()) {
+           std::string why;
+           co.live = llm::endpoint_from_env(&why);
+           if (!co.live) throw user_error("--proposer llm: " + why + " (or answer from a record: --replay-llm FILE)");
+         }
+         return std::make_unique<llm_proposer>(std::move(co), o.seed);
        }},
   };
   return table;
 }
 
 std::unique_ptr<proposer> make_proposer(const std::string& name, uint64_t seed) {
+  proposer_options o;
+  o.seed = seed;
+  return make_proposer(name, o);
+}
+
+std::unique_ptr<proposer> make_proposer(const std::string& name, const proposer_options& options) {
   std::vector<std::string> names;
   for (auto& p : proposers()) {
-    if (name == p.name) return p.make(seed);
+    if (name == p.name) return p.make(options);
     names.emplace_back(p.name);
   }
   throw user_error(fmt::format("--proposer {}: unknown proposer{} (known: {})", name, did_you_mean(name, names),

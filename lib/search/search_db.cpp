@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "util/error.h"
@@ -20,7 +22,8 @@ CREATE TABLE IF NOT EXISTS nodes (
   id INTEGER PRIMARY KEY, search_id INTEGER NOT NULL REFERENCES searches(id) ON DELETE CASCADE,
   parent_id INTEGER REFERENCES nodes(id) ON DELETE CASCADE, family TEXT, knobs TEXT, prompt TEXT, source TEXT,
   source_hash TEXT, origin TEXT, status TEXT NOT NULL, time_us REAL, reward REAL, detail TEXT, results TEXT,
-  result_seq INTEGER, created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')));
+  result_seq INTEGER, created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')), prompt_version TEXT,
+  conversation TEXT);
 CREATE INDEX IF NOT EXISTS nodes_by_search ON nodes(search_id);
 CREATE TABLE IF NOT EXISTS edges (
   search_id INTEGER NOT NULL REFERENCES searches(id) ON DELETE CASCADE,
@@ -112,6 +115,15 @@ search_db::search_db(const std::filesystem::path& path) : m_path(path) {
   exec("PRAGMA synchronous=NORMAL");
   exec("PRAGMA foreign_keys=ON");
   exec(k_schema);
+  // Columns added since the first schema (a file written by an older kforge gets them, empty).
+  std::vector<std::string> columns;
+  {
+    stmt q(m_db, "PRAGMA table_info(nodes)");
+    while (q.step()) columns.push_back(q.text(1));
+  }
+  for (const char* added : {"prompt_version", "conversation"})
+    if (std::find(columns.begin(), columns.end(), added) == columns.end())
+      exec(fmt::format("ALTER TABLE nodes ADD COLUMN {} TEXT", added).c_str());
 }
 
 search_db::~search_db() { sqlite3_close(m_db); }
@@ -199,10 +211,10 @@ void search_db::set_baselines(int64_t id, const nlohmann::json& baselines) {
 
 int64_t search_db::add_node(int64_t search, std::optional<int64_t> parent, const candidate& c) {
   transaction t(m_db);
-  stmt s(m_db, "INSERT INTO nodes (search_id, parent_id, family, knobs, prompt, source, source_hash, origin, status) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending')");
+  stmt s(m_db, "INSERT INTO nodes (search_id, parent_id, family, knobs, prompt, source, source_hash, origin, status, "
+               "prompt_version, conversation) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)");
   s.bind(1, search).bind(2, parent).bind(3, c.family).bind(4, knobs_text(c.knobs)).bind(5, c.prompt);
-  s.bind(6, c.source).bind(7, c.source_hash).bind(8, c.origin);
+  s.bind(6, c.source).bind(7, c.source_hash).bind(8, c.origin).bind(9, c.prompt_version).bind(10, c.conversation);
   s.run();
   int64_t id = sqlite3_last_insert_rowid(m_db);
   if (parent)
@@ -240,7 +252,7 @@ void search_db::record(int64_t node, const std::vector<evaluation_row>& stages, 
 
 std::vector<node_row> search_db::load_nodes(int64_t search) {
   stmt s(m_db, "SELECT id, parent_id, family, knobs, prompt, source, source_hash, origin, status, time_us, reward, "
-               "detail, result_seq, results FROM nodes WHERE search_id = ? ORDER BY id");
+               "detail, result_seq, results, prompt_version, conversation FROM nodes WHERE search_id = ? ORDER BY id");
   s.bind(1, search);
   std::vector<node_row> out;
   while (s.step()) {
@@ -263,6 +275,8 @@ std::vector<node_row> search_db::load_nodes(int64_t search) {
     r.detail = s.text(11);
     if (!s.null(12)) r.result_seq = s.i64(12);
     r.results = s.json(13);
+    r.cand.prompt_version = s.text(14);
+    r.cand.conversation = s.text(15);
     out.push_back(std::move(r));
   }
   return out;

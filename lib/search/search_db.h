@@ -1,7 +1,8 @@
 // The search tree on disk (docs/design.md "Stores": `.kforge/search.db`, SQLite in WAL mode). Tables: searches (one
 // per workload x GPU key), nodes, edges (parent -> child with the move), evaluations (each stage a candidate went
 // through) and samples (raw timings). Every state change is one transaction, so a killed search loses at most
-// the evaluations it had in flight; searches on different workloads share the file (busy timeout, WAL).
+// the evaluations it had in flight; searches on different workloads share the file (busy timeout, WAL). A node
+// keeps an LLM candidate's prompt versions and conversation (columns that opening an older file adds, empty).
 #pragma once
 #include <cstdint>
 #include <filesystem>

@@ -114,6 +114,97 @@ void search_driver::apply(int64_t tid, const eval_result& r) {
   m_trajectory_best.push_back(b ? *m_tree.at(*b).time_us : std::nan(""));
 }
 
+namespace {
+
+// The compiler's output from its first error (and the line naming the function it is in), at most `max_lines`
+// lines and `max_chars` characters, saying how much was left out.
+std::string compiler_excerpt(const std::string& log, size_t max_lines = 60, size_t max_chars = 3000) {
+  std::vector<std::string> lines;
+  for (size_t pos = 0; pos < log.size();) {
+    size_t nl = log.find('\n', pos);
+    if (nl == std::string::npos) nl = log.size();
+    lines.push_back(log.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  size_t first = 0;
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (lines[i].find("error") != std::string::npos) {
+      first = i;
+      if (i > 0 && lines[i - 1].find(": In ") != std::string::npos) first = i - 1;
+      break;
+    }
+  std::string out;
+  size_t i = first;
+  for (; i < lines.size() && i - first < max_lines && out.size() + lines[i].size() < max_chars; ++i)
+    out += lines[i] + "\n";
+  if (i < lines.size()) out += fmt::format("... ({} more lines of compiler output)\n", lines.size() - i);
+  if (out.empty()) out = "(the compiler printed nothing)\n";
+  return out;
+}
+
+// The failed checks of a stage's verdict (worker_evaluator: detail.verdict.checks), one line each.
+std::vector<std::string> failed_checks(const evaluation_row& e) {
+  std::vector<std::string> out;
+  const auto verdict = e.detail.value("verdict", nlohmann::json::object());
+  for (const auto& c : verdict.value("checks", nlohmann::json::array())) {
+    if (c.value("passed", true)) continue;
+    std::string where;
+    if (!c.value("case", std::string()).empty()) where += " on case " + c.value("case", std::string());
+    if (c.value("seed", -1) >= 0) where += fmt::format(" seed {}", c.value("seed", -1));
+    out.push_back(fmt::format("{}{}: {}", c.value("rule", std::string("?")), where, c.value("detail", std::string())));
+  }
+  return out;
+}
+
+}  // namespace
+
+failure_report failure_of(const eval_result& r) {
+  failure_report f;
+  const evaluation_row* bad = nullptr;
+  for (const auto& e : r.stages)
+    if (!e.ok) bad = &e;
+  const std::string stage = bad ? bad->stage : "";
+  if (r.status == node_status::compile_failed) {
+    f.what = "did not compile";
+    std::string log = bad && bad->detail.contains("log") && bad->detail["log"].is_string()
+                          ? bad->detail["log"].get<std::string>()
+                          : r.results.value("compile_log", std::string());
+    f.message = fmt::format("{}. The compiler's output:\n```\n{}```", r.detail.empty() ? "compile error" : r.detail,
+                            compiler_excerpt(log));
+    return f;
+  }
+  if (stage == "static_scan") {
+    f.what = "was rejected by the static scan (it is neither compiled nor run)";
+    f.message = "Findings:\n";
+    for (auto& line : failed_checks(*bad)) f.message += "- " + line + "\n";
+    return f;
+  }
+  if (stage.find("verify") != std::string::npos) {
+    f.what = "failed verification against the float64 reference and the anti-cheat rules";
+    auto checks = failed_checks(*bad);
+    f.message = fmt::format("The first failed check (rule, case, seed, evidence): {}", r.detail);
+    size_t shown = 0;
+    for (auto& line : checks) {
+      if (line == r.detail) continue;
+      if (shown == 0) f.message += "\nOther failed checks:";
+      if (++shown > 6) {
+        f.message += fmt::format("\n- ... and {} more", checks.size() - 1 - 6);
+        break;
+      }
+      f.message += "\n- " + line;
+    }
+    return f;
+  }
+  if (stage.find("measure") != std::string::npos) {
+    f.what = "passed verification but failed while it was timed";
+    f.message = r.detail;
+    return f;
+  }
+  f.what = "failed";
+  f.message = r.detail;
+  return f;
+}
+
 void search_driver::evaluate_batch(const std::vector<int64_t>& ids) {
   // The same source evaluated before (two knob sets that emit one kernel) reuses that result.
   std::map<std::string, int64_t> by_hash;
@@ -121,6 +212,7 @@ void search_driver::evaluate_batch(const std::vector<int64_t>& ids) {
     if (n.id != 0 && n.status != node_status::pending) by_hash.emplace(n.cand.source_hash, n.id);
   std::vector<candidate> todo;
   std::vector<int64_t> todo_ids;
+  std::vector<std::pair<int64_t, eval_result>> done;
   for (auto tid : ids) {
     auto& n = m_tree.at(tid);
     auto it = by_hash.find(n.cand.source_hash);
@@ -140,14 +232,40 @@ void search_driver::evaluate_batch(const std::vector<int64_t>& ids) {
       continue;
     }
     r.stages.push_back({"dedup", true, {{"same_source_as_node", m_db_id.at(static_cast<size_t>(prior.id))}}, 0, {}});
+    done.emplace_back(tid, std::move(r));
+  }
+  if (!todo.empty()) {
+    const double stop_at = m_options.time_s > 0 ? m_started + m_options.time_s : 0.0;
+    auto results = m_ev.evaluate(todo, full_threshold(), stop_at);
+    KF_ASSERT(results.size() == todo.size(), "the evaluator returned {} results for {} candidates", results.size(), todo.size());
+    for (size_t i = 0; i < todo.size(); ++i)
+      if (results[i].status != node_status::pending) done.emplace_back(todo_ids[i], std::move(results[i]));  // else left for a resumed run
+  }
+  settle(done);
+}
+
+void search_driver::settle(const std::vector<std::pair<int64_t, eval_result>>& results) {
+  // Room in the budget for repairs: what is left after these results and the nodes still waiting elsewhere.
+  int waiting = 0;
+  for (auto& n : m_tree.nodes())
+    if (n.id != 0 && n.status == node_status::pending) ++waiting;
+  int room = m_options.budget - m_evaluated - waiting;  // these results are pending in the tree until applied
+  const bool stopping = (m_options.stop_requested && m_options.stop_requested()) ||
+                        (m_options.time_s > 0 && steady_seconds() - m_started >= m_options.time_s);
+  const int max_repairs = m_proposer ? m_proposer->max_repairs() : 0;
+  for (auto& [tid, r] : results) {
+    if (is_failure(r.status) && max_repairs > 0 && room > 0 && !stopping && m_tree.at(tid).children.empty()) {
+      int number = 1;  // this repair's number: one more than the failed attempts above it in its chain
+      for (int64_t a = m_tree.at(tid).parent; a != 0 && is_failure(m_tree.at(a).status); a = m_tree.at(a).parent) ++number;
+      if (number <= max_repairs)
+        if (auto fix = m_proposer->repair({m_spec, m_device, m_tree, tid, 1}, failure_of(r), number);
+            fix && !m_tree.contains(candidate_key(*fix))) {
+          add_node(tid, std::move(*fix));
+          --room;
+        }
+    }
     apply(tid, r);
   }
-  if (todo.empty()) return;
-  const double stop_at = m_options.time_s > 0 ? m_started + m_options.time_s : 0.0;
-  auto results = m_ev.evaluate(todo, full_threshold(), stop_at);
-  KF_ASSERT(results.size() == todo.size(), "the evaluator returned {} results for {} candidates", results.size(), todo.size());
-  for (size_t i = 0; i < todo.size(); ++i)
-    if (results[i].status != node_status::pending) apply(todo_ids[i], results[i]);  // else left for a resumed run
 }
 
 search_progress search_driver::progress() const {
@@ -175,7 +293,12 @@ search_outcome search_driver::run(const std::vector<candidate>& roots,
   open_search(roots);  // times the baselines: a first torch.compile export takes minutes, not the search's time
   m_started = steady_seconds();
   m_baseline_s = m_started - opened;
-  auto proposer = make_proposer(m_options.proposer, m_options.seed + static_cast<uint64_t>(m_evaluated));
+  proposer_options po;
+  po.seed = m_options.seed + static_cast<uint64_t>(m_evaluated);
+  po.llm_record = m_options.llm_record;
+  po.llm_record_append = m_options.resume;
+  po.llm_replay = m_options.llm_replay;
+  m_proposer = make_proposer(m_options.proposer, po);
   std::string reason;
   for (;;) {
     if (m_options.stop_requested && m_options.stop_requested()) { reason = "interrupted"; break; }
@@ -186,9 +309,10 @@ search_outcome search_driver::run(const std::vector<candidate>& roots,
     for (auto& n : m_tree.nodes())  // pending first: roots, and what a killed run had in flight
       if (n.id != 0 && n.status == node_status::pending && static_cast<int>(batch.size()) < room) batch.push_back(n.id);
     while (static_cast<int>(batch.size()) < room) {
-      auto sel = m_tree.select();
+      auto sel = m_proposer->next_node(m_tree);  // a replay follows the recorded search's choices
+      if (!sel) sel = m_tree.select();
       if (!sel) break;
-      auto cands = proposer->propose({m_spec, m_device, m_tree, *sel, 1});
+      auto cands = m_proposer->propose({m_spec, m_device, m_tree, *sel, 1});
       if (cands.empty()) {
         m_tree.mark_exhausted(*sel);
         continue;

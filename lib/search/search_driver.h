@@ -3,6 +3,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,9 +17,11 @@
 namespace kf {
 
 struct search_options {
-  int budget = 50;              // evaluated nodes in the search (all sessions)
+  int budget = 50;              // evaluated nodes in the search (all sessions); a repair is one too
   double time_s = 0;            // wall time of this session's search, from when its baselines are timed; 0: none
   std::string proposer = "template";
+  std::string llm_record;       // --record-llm: the llm proposer writes every request and answer here
+  std::string llm_replay;       // --replay-llm: ... and answers from this file instead of an endpoint
   bool resume = false;          // continue the stored search for this workload and GPU key
   bool fresh = false;           // delete the stored search and start over
   uint64_t seed = 1;
@@ -70,6 +73,12 @@ struct search_outcome {
 // says why (with both times).
 bool replaces_stored(const search_outcome& o, double min_gain, std::string* why);
 
+// Why an evaluation failed, for the proposer that repairs it: what happened, and the evidence as the evaluator
+// recorded it: the compiler's output (from its first error, trimmed to a few thousand characters), the static
+// scan's findings, or the verifier's first failed check (rule, case, seed and the first wrong element it names)
+// and the other checks that failed.
+failure_report failure_of(const eval_result& r);
+
 class search_driver {
  public:
   search_driver(const workload_spec& spec, device_kind device, std::string gpu_key, search_db& db, evaluator& ev,
@@ -83,6 +92,9 @@ class search_driver {
   void open_search(const std::vector<candidate>& roots);
   int64_t add_node(int64_t parent_tree_id, candidate c);
   void evaluate_batch(const std::vector<int64_t>& tree_ids);
+  // Records results of a batch; a failed candidate the proposer can repair first gets its repair as a child
+  // (while the budget has room for it), so that its failure is not backed up (mcts_tree::record).
+  void settle(const std::vector<std::pair<int64_t, eval_result>>& results);
   void apply(int64_t tree_id, const eval_result& r);
   double full_threshold() const;
   search_progress progress() const;
@@ -98,6 +110,7 @@ class search_driver {
   search_db& m_db;
   evaluator& m_ev;
   search_options m_options;
+  std::unique_ptr<proposer> m_proposer;
   mcts_tree m_tree;
   search_row m_search;
   std::vector<int64_t> m_db_id;  // tree id -> db id

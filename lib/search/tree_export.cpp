@@ -16,9 +16,11 @@ nlohmann::json search_tree_json(search_db& db, const search_row& search) {
     std::string status = n.status == node_status::pending ? "pending"
                          : is_failure(n.status)           ? fmt::format("failed: {}", n.detail)
                                                           : "ok";
-    nodes.push_back({{"id", n.id}, {"parent", n.parent ? *n.parent : int64_t{-1}}, {"label", label},
-                     {"status", status}, {"time_us", n.time_us.value_or(0.0)}, {"reward", n.reward.value_or(0.0)},
-                     {"source", n.cand.source}});
+    nlohmann::json node = {{"id", n.id}, {"parent", n.parent ? *n.parent : int64_t{-1}}, {"label", label},
+                           {"status", status}, {"time_us", n.time_us.value_or(0.0)}, {"reward", n.reward.value_or(0.0)},
+                           {"source", n.cand.source}, {"origin", n.cand.origin}};
+    if (!n.cand.prompt_version.empty()) node["prompt_version"] = n.cand.prompt_version;
+    nodes.push_back(std::move(node));
   }
   return {{"workload", search.workload}, {"gpu_key", search.gpu_key}, {"nodes", nodes}};
 }

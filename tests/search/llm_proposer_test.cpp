@@ -27,6 +27,7 @@ struct fake_model {
   test::loopback_server srv;
   std::mutex mutex;
   std::vector<std::string> prompts;
+  std::vector<double> temperatures;
   std::vector<std::string> answers;
   int status = 200;
   fake_model() {
@@ -34,6 +35,7 @@ struct fake_model {
       std::lock_guard<std::mutex> lock(mutex);
       auto body = nlohmann::json::parse(req.body);
       prompts.push_back(body["messages"].back()["content"].get<std::string>());
+      temperatures.push_back(body["temperature"].get<double>());
       if (status != 200) {
         res.status = status;
         res.set_content("{\"error\": \"no such model\"}", "application/json");
@@ -86,20 +88,35 @@ TEST(llm_proposer, tells_the_model_what_failed_and_makes_a_child_of_its_code) {
   EXPECT_NE(prompt.find("2.00x the fastest baseline"), std::string::npos);
   EXPECT_NE(prompt.find("reads_outside_inputs[S=64]: 12 reads"), std::string::npos);   // why the sibling failed
   EXPECT_EQ(kids[0].prompt, prompt);
+  // the tree keeps which prompts asked, and the conversation a repair would continue (its answer last)
+  EXPECT_NE(kids[0].prompt_version.find("rewrite:"), std::string::npos) << kids[0].prompt_version;
+  auto conv = nlohmann::json::parse(kids[0].conversation);
+  ASSERT_EQ(conv["messages"].size(), 3u);
+  EXPECT_EQ(conv["messages"][2]["role"], "assistant");
+  EXPECT_EQ(conv["messages"][2]["content"], fenced(k_kernel));
+  EXPECT_EQ(conv["repair"], 0);
+  EXPECT_FALSE(conv["key"].get<std::string>().empty());
 }
 
-TEST(llm_proposer, asks_again_once_then_gives_nothing_and_a_failing_endpoint_stops_the_search) {
+// An answer without new code is asked again with another hint and a higher temperature; after three such answers
+// the node gets nothing from this call (the driver closes it).
+TEST(llm_proposer, asks_again_with_another_hint_then_gives_nothing_and_a_failing_endpoint_stops_the_search) {
   auto spec = test::softmax_spec();
   auto* f = find_family("row_softmax_cpu", device_kind::cpu);
   mcts_tree tree;
   auto root = tree.add(0, family_candidate(*f, spec, f->default_variant(spec), "default"));
   {
     fake_model model;
-    model.answers = {"I would rather not.", fenced("int no_entry_point;\n"), fenced(k_kernel)};
+    model.answers = {"I would rather not.", fenced("int no_entry_point;\n"), fenced(tree.at(root).cand.source),
+                     fenced(k_kernel)};
     llm_proposer p(model.endpoint(), 1);
-    EXPECT_TRUE(p.propose({spec, device_kind::cpu, tree, root, 1}).empty());  // two answers without kf_launch
-    EXPECT_EQ(model.prompts.size(), 2u);
-    ASSERT_EQ(p.propose({spec, device_kind::cpu, tree, root, 1}).size(), 1u);  // the third answer is usable
+    // no code, no kf_launch, the kernel it was given back: nothing new
+    EXPECT_TRUE(p.propose({spec, device_kind::cpu, tree, root, 1}).empty());
+    ASSERT_EQ(model.prompts.size(), 3u);
+    EXPECT_EQ(model.temperatures, (std::vector<double>{0.7, 0.85, 1.0}));
+    EXPECT_NE(model.prompts[0], model.prompts[1]);  // another direction each time
+    EXPECT_NE(model.prompts[1], model.prompts[2]);
+    ASSERT_EQ(p.propose({spec, device_kind::cpu, tree, root, 1}).size(), 1u);  // the fourth answer is usable
   }
   {
     fake_model model;
