@@ -96,6 +96,16 @@ def make_ops(torch):
                                                     a.get("eps", 1e-5)),),
         "rms_norm": lambda x, a, t: (F.rms_norm(x, ints(a["normalized_shape"]), t.get("weight"), a.get("eps")),),
         "silu": lambda x, a, t: (F.silu(x),),
+        "sigmoid": lambda x, a, t: (torch.sigmoid(x),),
+        "tanh": lambda x, a, t: (torch.tanh(x),),
+        "relu": lambda x, a, t: (torch.relu(x),),
+        "exp": lambda x, a, t: (torch.exp(x),),
+        "rsqrt": lambda x, a, t: (torch.rsqrt(x),),
+        "neg": lambda x, a, t: (torch.neg(x),),
+        "add": lambda x, a, t: (x + t["other"],),
+        "sub": lambda x, a, t: (x - t["other"],),
+        "mul": lambda x, a, t: (x * t["other"],),
+        "div": lambda x, a, t: (x / t["other"],),
         "gelu": lambda x, a, t: (F.gelu(x, approximate=a.get("approximate", "none")),),
         "adaptive_avg_pool2d": pool,
         "flatten": lambda x, a, t: (torch.flatten(x, a.get("start_dim", 0), a.get("end_dim", -1)),),
@@ -107,7 +117,8 @@ def make_ops(torch):
 
 # Argument names that name inputs (tensor arguments), per op.
 TENSOR_ARGS = {"add_mask": ["mask"], "group_norm": ["weight", "bias"], "layer_norm": ["weight", "bias"],
-               "rms_norm": ["weight"], "linear": ["weight", "bias"], "matmul": ["other"]}
+               "rms_norm": ["weight"], "linear": ["weight", "bias"], "matmul": ["other"],
+               "add": ["other"], "sub": ["other"], "mul": ["other"], "div": ["other"]}
 
 
 def build_module(torch, spec):
@@ -121,13 +132,16 @@ def build_module(torch, spec):
     class Graph(torch.nn.Module):
         def forward(self, *inputs):
             by_name = dict(zip(names, inputs))
-            out = None
+            out, steps = None, []
             for i, step in enumerate(graph):
                 args = step["args"]
                 tensors = {k: by_name[args[k]] for k in TENSOR_ARGS.get(step["op"], []) if args.get(k) is not None}
                 x = by_name[args["input"]] if i == 0 else out[0]
                 out = ops[step["op"]](x, args, tensors)
-            return out
+                steps.append(out)
+            # The spec's outputs as kf::to_json resolved them (`outputs`, `as`); older JSON: the last op's results.
+            refs = spec.get("output_refs")
+            return tuple(steps[r["step"]][r["index"]] for r in refs) if refs else out
 
     return Graph()
 

@@ -1,6 +1,7 @@
 #include "search/graph_match.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "spec/ops.h"
 
@@ -60,6 +61,9 @@ bool last_dim(const nlohmann::json& args, int rank) {
 // The first op's input: a known input tensor.
 bool start(walker& w, std::string* name, dtype* type, int* rank) {
   if (w.done()) return w.fail("the graph is empty");
+  if (has_extra_outputs(w.spec))
+    return w.fail(fmt::format("the spec returns intermediate results (outputs: {}); these kernels write the last op's only",
+                              fmt::join(output_names(w.spec), ", ")));
   auto& args = w.peek()->args;
   if (!args.contains("input") || !args["input"].is_string()) return w.fail("op 1 names no input");
   *name = args["input"].get<std::string>();

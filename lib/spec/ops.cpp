@@ -123,6 +123,21 @@ std::vector<tensor_desc> add_mask(const op_context& c) {
   return {out};
 }
 
+// add / sub / mul / div: x op other, with broadcasting and type promotion as torch does them. Both operands are
+// tensors, so the result type is promote_types of the two; div of two integer tensors is true division (float32).
+// kforge's kernels compute in floating point: a result that is not floating is rejected.
+std::vector<tensor_desc> binary(const op_context& c) {
+  const tensor_desc& o = c.tensors.at("other");
+  tensor_desc out{{}, promote_types(c.input.type, o.type)};
+  if (c.op.name == "div" && !is_floating(out.type)) out.type = dtype::float32;
+  if (!is_floating(out.type))
+    c.fail("other", fmt::format("{} of {} and {} gives an integer result; kforge's ops compute in floating point (cast one operand first)",
+                                c.op.name, dtype_name(c.input.type), dtype_name(o.type)));
+  if (!broadcast_shapes(c.input.shape, o.shape, &out.shape))
+    c.fail("other", fmt::format("{} does not broadcast against the input {}: each trailing dim must be equal or 1", o.str(), c.input.str()));
+  return {out};
+}
+
 std::vector<tensor_desc> adaptive_avg_pool2d(const op_context& c) {
   need_floating(c);
   size_t r = c.input.shape.size();
@@ -209,6 +224,16 @@ std::vector<op_def> make_table() {
       {"rms_norm", "F.rms_norm(x, normalized_shape, weight, eps)",
        {req("normalized_shape", k::int_list), arg("weight", k::tensor), arg("eps", k::number)}, false, {}, norm_over_last},
       {"silu", "F.silu(x)", {}, false, {}, elementwise_float},
+      {"sigmoid", "torch.sigmoid(x)", {}, false, {}, elementwise_float},
+      {"tanh", "torch.tanh(x)", {}, false, {}, elementwise_float},
+      {"relu", "torch.relu(x)", {}, false, {}, elementwise_float},
+      {"exp", "torch.exp(x)", {}, false, {}, elementwise_float},
+      {"rsqrt", "torch.rsqrt(x)", {}, false, {}, elementwise_float},
+      {"neg", "torch.neg(x)", {}, false, {}, elementwise_float},
+      {"add", "x + other", {req("other", k::tensor)}, false, {}, binary},
+      {"sub", "x - other", {req("other", k::tensor)}, false, {}, binary},
+      {"mul", "x * other", {req("other", k::tensor)}, false, {}, binary},
+      {"div", "x / other", {req("other", k::tensor)}, false, {}, binary},
       {"gelu", "F.gelu(x, approximate)", {choice("approximate", {"none", "tanh"}, "none")}, false, {}, elementwise_float},
       {"adaptive_avg_pool2d", "F.adaptive_avg_pool2d(x, output_size)", {req("output_size", k::int_list)}, false, {}, adaptive_avg_pool2d},
       {"flatten", "torch.flatten(x, start_dim, end_dim)", {arg("start_dim", k::integer, 0), arg("end_dim", k::integer, -1)}, false, {}, flatten},

@@ -101,7 +101,8 @@ struct graph_error {
 struct graph_shapes {
   std::vector<tensor_desc> inputs;                 // in the spec's input order
   std::vector<std::vector<tensor_desc>> steps;     // each op's outputs
-  const std::vector<tensor_desc>& outputs() const { return steps.back(); }
+  std::vector<tensor_desc> results;                // the spec's outputs (output_refs), in their order
+  const std::vector<tensor_desc>& outputs() const { return results; }
 };
 // Returns false and fills *err on the first mismatch (the parser turns it into a diagnostic).
 bool try_infer_graph(const workload_spec& spec, const case_spec& c, graph_shapes* out, graph_error* err);
@@ -112,7 +113,20 @@ std::vector<tensor_desc> infer_outputs(const workload_spec& spec, const case_spe
 std::vector<int64_t> pool_output_size(const nlohmann::json& output_size);
 // Input descriptors for a case (shapes with the case's bindings).
 std::vector<tensor_desc> input_descs(const workload_spec& spec, const case_spec& c);
-// The output names of the graph ("out", or "values", "indices" for topk).
+// One result the kernel writes: which op made it (graph index), which of that op's results, and its name.
+struct output_ref {
+  size_t step = 0;
+  size_t index = 0;
+  std::string name;
+};
+// The spec's outputs in the ABI's order: `outputs` resolved against the ops' `as` names and the last op's own
+// output names ("out", or "values", "indices" for topk); without `outputs`, the last op's results. A name that
+// resolves to nothing is skipped (the parser reports it).
+std::vector<output_ref> output_refs(const workload_spec& spec);
+// The output names, in the ABI's order.
 std::vector<std::string> output_names(const workload_spec& spec);
+// Whether the spec returns anything besides the last op's results, in the last op's order (families that emit only
+// the final result check it).
+bool has_extra_outputs(const workload_spec& spec);
 
 }  // namespace kf

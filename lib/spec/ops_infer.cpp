@@ -69,11 +69,38 @@ std::vector<tensor_desc> input_descs(const workload_spec& spec, const case_spec&
   return v;
 }
 
-std::vector<std::string> output_names(const workload_spec& spec) {
+std::vector<output_ref> output_refs(const workload_spec& spec) {
   if (spec.graph.empty()) return {};
+  const size_t last = spec.graph.size() - 1;
   const op_def* op = find_op(spec.graph.back().op);
   KF_ASSERT(op, "unknown op {}", spec.graph.back().op);
-  return op->output_names;
+  std::vector<output_ref> finals;
+  if (!spec.graph.back().as.empty()) finals.push_back({last, 0, spec.graph.back().as});
+  else
+    for (size_t k = 0; k < op->output_names.size(); ++k) finals.push_back({last, k, op->output_names[k]});
+  if (spec.outputs.empty()) return finals;
+  std::vector<output_ref> out;
+  for (const std::string& name : spec.outputs) {
+    bool found = false;
+    for (auto& f : finals)
+      if (f.name == name) out.push_back(f), found = true;
+    for (size_t i = 0; !found && i < last; ++i)
+      if (spec.graph[i].as == name) out.push_back({i, 0, name}), found = true;
+  }
+  return out;
+}
+
+std::vector<std::string> output_names(const workload_spec& spec) {
+  std::vector<std::string> v;
+  for (auto& r : output_refs(spec)) v.push_back(r.name);
+  return v;
+}
+
+bool has_extra_outputs(const workload_spec& spec) {
+  const auto refs = output_refs(spec);
+  for (size_t k = 0; k < refs.size(); ++k)
+    if (refs[k].step + 1 != spec.graph.size() || refs[k].index != k) return true;
+  return false;
 }
 
 bool try_infer_graph(const workload_spec& spec, const case_spec& c, graph_shapes* out, graph_error* err) {
@@ -115,6 +142,7 @@ bool try_infer_graph(const workload_spec& spec, const case_spec& c, graph_shapes
     current = g.steps.back().front();
   }
   if (g.steps.empty()) return fail(0, "", "the graph is empty");
+  for (auto& r : output_refs(spec)) g.results.push_back(g.steps[r.step].at(r.index));
   *out = std::move(g);
   return true;
 }

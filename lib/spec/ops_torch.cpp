@@ -47,6 +47,16 @@ std::vector<torch_op> make_table() {
          return {at::rms_norm(x, ints(a.value("normalized_shape")), a.tensor("weight"), eps)};
        }},
       {"silu", [](const at::Tensor& x, const torch_op_args&) -> tensors { return {at::silu(x)}; }},
+      {"sigmoid", [](const at::Tensor& x, const torch_op_args&) -> tensors { return {at::sigmoid(x)}; }},
+      {"tanh", [](const at::Tensor& x, const torch_op_args&) -> tensors { return {at::tanh(x)}; }},
+      {"relu", [](const at::Tensor& x, const torch_op_args&) -> tensors { return {at::relu(x)}; }},
+      {"exp", [](const at::Tensor& x, const torch_op_args&) -> tensors { return {at::exp(x)}; }},
+      {"rsqrt", [](const at::Tensor& x, const torch_op_args&) -> tensors { return {at::rsqrt(x)}; }},
+      {"neg", [](const at::Tensor& x, const torch_op_args&) -> tensors { return {at::neg(x)}; }},
+      {"add", [](const at::Tensor& x, const torch_op_args& a) -> tensors { return {at::add(x, *a.tensor("other"))}; }},
+      {"sub", [](const at::Tensor& x, const torch_op_args& a) -> tensors { return {at::sub(x, *a.tensor("other"))}; }},
+      {"mul", [](const at::Tensor& x, const torch_op_args& a) -> tensors { return {at::mul(x, *a.tensor("other"))}; }},
+      {"div", [](const at::Tensor& x, const torch_op_args& a) -> tensors { return {at::div(x, *a.tensor("other"))}; }},
       {"gelu", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
          return {at::gelu(x, a.value("approximate").get<std::string>())};
        }},

@@ -130,6 +130,7 @@ std::vector<at::Tensor> run(const workload_spec& spec, const std::vector<at::Ten
     by_name[spec.inputs[i].name] = t;
   }
   std::vector<at::Tensor> current;
+  std::vector<std::vector<at::Tensor>> steps;
   for (size_t i = 0; i < spec.graph.size(); ++i) {
     const op_call& call = spec.graph[i];
     const op_def* def = find_op(call.op);
@@ -141,8 +142,11 @@ std::vector<at::Tensor> run(const workload_spec& spec, const std::vector<at::Ten
         a.tensors[arg.name] = by_name.at(call.args[arg.name].get<std::string>());
     at::Tensor x = i == 0 ? by_name.at(call.args.at("input").get<std::string>()) : current.at(0);
     current = impl->run(x, a);
+    steps.push_back(current);
   }
-  return current;
+  std::vector<at::Tensor> out;
+  for (auto& r : output_refs(spec)) out.push_back(steps.at(r.step).at(r.index));
+  return out;
 }
 
 // The primary input `x` changed as adversarial `kind` says.

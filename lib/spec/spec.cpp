@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "spec/ops.h"
+
 namespace kf {
 namespace {
 
@@ -98,6 +100,18 @@ static source_loc loc_from(const nlohmann::json& j) {
   return {j.value("file", ""), j.value("line", 0), j.value("column", 0)};
 }
 
+namespace {
+
+// The outputs resolved (ops.h output_refs), for readers of the JSON that do not resolve names themselves
+// (baselines/compile/export.py).
+nlohmann::json output_refs_json(const workload_spec& s) {
+  nlohmann::json refs = nlohmann::json::array();
+  for (auto& r : output_refs(s)) refs.push_back({{"step", r.step}, {"index", r.index}, {"name", r.name}});
+  return refs;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const workload_spec& s) {
   using nlohmann::json;
   json inputs = json::array();
@@ -109,7 +123,11 @@ nlohmann::json to_json(const workload_spec& s) {
                       {"memory_format", in.memory_format}, {"loc", loc_json(in.loc)}});
   }
   json graph = json::array();
-  for (auto& op : s.graph) graph.push_back({{"op", op.op}, {"args", op.args}, {"loc", loc_json(op.loc)}});
+  for (auto& op : s.graph) {
+    json o = {{"op", op.op}, {"args", op.args}, {"loc", loc_json(op.loc)}};
+    if (!op.as.empty()) o["as"] = op.as;
+    graph.push_back(std::move(o));
+  }
   json cases = json::array();
   for (auto& c : s.cases) {
     json b = json::array();
@@ -125,6 +143,8 @@ nlohmann::json to_json(const workload_spec& s) {
           {"inputs", inputs},
           {"graph", graph},
           {"cases", cases},
+          {"outputs", s.outputs},
+          {"output_refs", output_refs_json(s)},
           {"tolerance", tol},
           {"baselines", s.baselines},
           {"gate", {{"max_regression", s.gate.max_regression}, {"must_beat", s.gate.must_beat},
@@ -155,7 +175,10 @@ workload_spec spec_from_json(const nlohmann::json& j) {
     in.loc = loc_from(ji.value("loc", nlohmann::json()));
     s.inputs.push_back(std::move(in));
   }
-  for (auto& jo : j.at("graph")) s.graph.push_back({jo.at("op").get<std::string>(), jo.at("args"), loc_from(jo.value("loc", nlohmann::json()))});
+  for (auto& jo : j.at("graph"))
+    s.graph.push_back({jo.at("op").get<std::string>(), jo.at("args"), loc_from(jo.value("loc", nlohmann::json())),
+                       jo.value("as", "")});
+  s.outputs = j.value("outputs", std::vector<std::string>{});
   for (auto& jc : j.at("cases")) {
     case_spec c;
     c.name = jc.at("name").get<std::string>();

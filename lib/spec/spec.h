@@ -49,10 +49,12 @@ struct input_spec {
 
 // One op of the graph. `args` keeps the YAML mapping as JSON; the op registry knows its schema.
 // The first op's args hold "input" (an input's name); tensor arguments name inputs.
+// `as` names the op's result, so that `outputs` can return it (a residual sum beside the norm of it).
 struct op_call {
   std::string op;
   nlohmann::json args = nlohmann::json::object();
   source_loc loc;
+  std::string as;  // empty: unnamed (the last op's results are named by the op: out, or values and indices)
 };
 
 struct case_spec {
@@ -88,6 +90,9 @@ struct workload_spec {
   std::vector<input_spec> inputs;
   std::vector<op_call> graph;
   std::vector<case_spec> cases;
+  // The results the kernel writes, in the ABI's order: names given by `as` or the last op's own output names.
+  // Empty: the last op's results (output_refs in ops.h resolves either).
+  std::vector<std::string> outputs;
   tolerance_spec tolerance;
   std::vector<std::string> baselines = default_baseline_names();
   gate_spec gate;

@@ -58,7 +58,7 @@ std::string spec_diagnostic::str() const {
 
 namespace {
 
-const std::vector<std::string> k_top_fields = {"version", "name", "model", "inputs", "graph", "cases", "tolerance",
+const std::vector<std::string> k_top_fields = {"version", "name", "model", "inputs", "graph", "outputs", "cases", "tolerance",
                                                "baselines", "gate", "search", "allow_libraries", "input_reads"};
 
 // A list of distinct names, each one of `choices`. Returns the good entries with their list index; *ok says
@@ -169,6 +169,7 @@ void parse_root(yaml_reader& r, const YAML::Node& root, const std::string& path,
     if (auto v = r.get_string(root["model"], "model")) out->model = *v;
   if (root["inputs"]) detail::parse_inputs(r, root["inputs"], out, &locs);
   if (root["graph"]) detail::parse_graph(r, root["graph"], out, &locs);
+  if (root["outputs"]) detail::parse_outputs(r, root["outputs"], out);
   if (root["cases"]) detail::parse_cases(r, root["cases"], out, &locs);
   if (root["tolerance"]) parse_tolerance(r, root["tolerance"], out);
   bool ok;

@@ -24,6 +24,8 @@ struct parse_locs {
 void parse_inputs(yaml_reader& r, const YAML::Node& n, workload_spec* out, parse_locs* locs);
 void parse_cases(yaml_reader& r, const YAML::Node& n, workload_spec* out, parse_locs* locs);
 void parse_graph(yaml_reader& r, const YAML::Node& n, workload_spec* out, parse_locs* locs);
+// `outputs`, after the graph: each name is the last op's result or an op's `as`, and the last op's are all listed.
+void parse_outputs(yaml_reader& r, const YAML::Node& n, workload_spec* out);
 // Checks that need the whole spec: symbols bound by every case, unused inputs, shapes along the graph per case.
 void check_spec(yaml_reader& r, const workload_spec& s, const parse_locs& locs);
 

@@ -1,6 +1,10 @@
 // The spec's `graph`: a list of ops, each `- op_name: {args}`, checked against the op registry's schema.
 // Arguments are stored normalized (defaults filled in, dtypes by their canonical name, int lists as lists).
+#include <algorithm>
+#include <regex>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "spec/ops.h"
 #include "spec/spec_parse_detail.h"
@@ -52,6 +56,34 @@ std::optional<json> read_arg(yaml_reader& r, const arg_def& a, const YAML::Node&
   return std::nullopt;
 }
 
+// `as: NAME` names the op's result for `outputs`: an identifier, unique among the inputs and the other ops' names,
+// on an op with one result.
+void read_as(yaml_reader& r, const YAML::Node& n, const std::string& field, const op_def& op, const workload_spec& s,
+             op_call* call) {
+  auto v = r.get_string(n, field);
+  if (!v) return;
+  static const std::regex k_ident("[A-Za-z_][A-Za-z0-9_]*");
+  if (!std::regex_match(*v, k_ident)) {
+    r.error(n, field, fmt::format("`{}` is not a name: expected letters, digits and underscores, not starting with a digit", *v));
+    return;
+  }
+  if (op.output_names.size() != 1) {
+    r.error(n, field, fmt::format("`{}` has {} results ({}): `as` names an op with one result; list them in `outputs` by those names",
+                                  op.name, op.output_names.size(), fmt::join(op.output_names, ", ")));
+    return;
+  }
+  if (s.find_input(*v)) {
+    r.error(n, field, fmt::format("`{}` is already an input's name", *v));
+    return;
+  }
+  for (auto& prev : s.graph)
+    if (prev.as == *v) {
+      r.error(n, field, fmt::format("`{}` already names the result of an earlier `{}` (line {})", *v, prev.op, prev.loc.line));
+      return;
+    }
+  call->as = *v;
+}
+
 void parse_op(yaml_reader& r, size_t i, const YAML::Node& item, workload_spec* out, parse_locs* locs) {
   std::string field = fmt::format("graph[{}]", i);
   locs->op_args.emplace_back();
@@ -81,7 +113,7 @@ void parse_op(yaml_reader& r, size_t i, const YAML::Node& item, workload_spec* o
   field += "." + name;
   op_call call{name, json::object(), r.loc(name_node)};
   locs->op_args.back()[""] = call.loc;
-  std::vector<std::string> allowed = {"input"};  // on a later op, reported below with the reason
+  std::vector<std::string> allowed = {"input", "as"};  // `input` on a later op is reported below with the reason
   for (auto& a : op->args) allowed.push_back(a.name);
   bool has_args = args && !args.IsNull();
   size_t before = r.error_count();
@@ -113,6 +145,7 @@ void parse_op(yaml_reader& r, size_t i, const YAML::Node& item, workload_spec* o
     locs->op_args.back()[a.name] = r.loc(v);
     if (auto j = read_arg(r, a, v, field + "." + a.name, *out)) call.args[a.name] = *j;
   }
+  if (has_args && args["as"]) read_as(r, args["as"], field + ".as", *op, *out, &call);
   if (r.error_count() != before) locs->graph_ok = false;
   out->graph.push_back(std::move(call));
 }
@@ -126,6 +159,53 @@ void parse_graph(yaml_reader& r, const YAML::Node& n, workload_spec* out, parse_
     locs->graph_ok = false;
   }
   for (size_t i = 0; i < n.size(); ++i) parse_op(r, i, n[i], out, locs);
+}
+
+void parse_outputs(yaml_reader& r, const YAML::Node& n, workload_spec* out) {
+  if (!r.check_list(n, "outputs")) return;
+  if (n.size() == 0) {
+    r.error(n, "outputs", "expected at least one result (leave `outputs` out to return the last op's results)");
+    return;
+  }
+  if (out->graph.empty()) return;  // the graph's own errors say why
+  // The names a result can be listed by: the last op's own (or its `as`), then each earlier op's `as`.
+  const op_call& last = out->graph.back();
+  const op_def* last_op = find_op(last.op);
+  std::vector<std::string> finals = !last.as.empty() ? std::vector<std::string>{last.as}
+                                    : last_op ? last_op->output_names : std::vector<std::string>{};
+  std::vector<std::string> names = finals;
+  for (size_t i = 0; i + 1 < out->graph.size(); ++i)
+    if (!out->graph[i].as.empty()) names.push_back(out->graph[i].as);
+  std::vector<std::string> listed;
+  bool ok = true;
+  for (size_t i = 0; i < n.size(); ++i) {
+    const std::string field = fmt::format("outputs[{}]", i);
+    auto v = r.get_string(n[i], field);
+    if (!v) { ok = false; continue; }
+    if (std::find(names.begin(), names.end(), *v) == names.end()) {
+      std::string hint = did_you_mean(*v, names);
+      r.error(n[i], field, fmt::format("`{}` names no result{}: expected the last op's result ({}) or an op's `as` name{}",
+                                       *v, hint.empty() ? "" : fmt::format(" (did you mean `{}`?)", hint),
+                                       fmt::join(finals, ", "),
+                                       names.size() > finals.size() ? fmt::format(" ({})", fmt::join(names.begin() + finals.size(), names.end(), ", ")) : " (give an op `as: NAME` to return its result)"));
+      ok = false;
+      continue;
+    }
+    if (std::find(listed.begin(), listed.end(), *v) != listed.end()) {
+      r.error(n[i], field, fmt::format("`{}` is listed twice", *v));
+      ok = false;
+      continue;
+    }
+    listed.push_back(*v);
+  }
+  if (!ok) return;
+  for (auto& f : finals)
+    if (std::find(listed.begin(), listed.end(), f) == listed.end()) {
+      r.error(n, "outputs", fmt::format("the last op's result `{}` is not listed (ops after the last listed result "
+                                        "would compute nothing; list it, or end the graph there)", f));
+      return;
+    }
+  out->outputs = listed;
 }
 
 }  // namespace kf::detail

@@ -9,6 +9,7 @@
 // Then each adversarial input kind that applies (one seed). See verify_worker.h for the request.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -62,9 +63,16 @@ class case_runner {
         m_steps(steps) {
     m_out_descs = infer_outputs(spec, c);
     m_out_names = output_names(spec);
+    // A final topk's indices are checked against its values (the spec lists both: the parser requires every
+    // result of the last op).
     const op_call& last = spec.graph.back();
-    if (last.op == "topk" && m_out_descs.size() == 2) {
-      int64_t rank = static_cast<int64_t>(m_out_descs[0].shape.size());
+    const auto refs = output_refs(spec);
+    for (size_t i = 0; i < refs.size(); ++i) {
+      if (last.op != "topk" || refs[i].step + 1 != spec.graph.size()) continue;
+      (refs[i].index == 0 ? m_topk_values : m_topk_indices) = static_cast<int64_t>(i);
+    }
+    if (m_topk_values >= 0 && m_topk_indices >= 0) {
+      int64_t rank = static_cast<int64_t>(m_out_descs[m_topk_values].shape.size());
       m_topk_dim = wrap_dim(last.args.value("dim", int64_t(-1)), rank);
     }
   }
@@ -289,6 +297,8 @@ class case_runner {
       } else {
         workload_spec before = m_spec;
         before.graph.pop_back();
+        before.graph.back().as.clear();  // its result is the one the ABI returns
+        before.outputs.clear();
         r.topk_source = run_graph_f64(before, src).at(0);
       }
     }
@@ -298,10 +308,11 @@ class case_runner {
   comparison_set compare_all(const std::vector<at::Tensor>& outs, const reference& ref) {
     comparison_set s;
     for (size_t i = 0; i < outs.size(); ++i) {
-      bool index_output = m_topk_dim >= 0 && i == 1;
+      const bool index_output = m_topk_dim >= 0 && static_cast<int64_t>(i) == m_topk_indices;
+      const auto v = static_cast<size_t>(std::max<int64_t>(m_topk_values, 0));
       s.outputs.push_back(index_output
-                              ? compare_indices(outs[i], ref.topk_source, m_topk_dim, ref.f64[0], ref.eager[0],
-                                                m_out_descs[0].type, m_spec.tolerance)
+                              ? compare_indices(outs[i], ref.topk_source, m_topk_dim, ref.f64[v], ref.eager[v],
+                                                m_out_descs[v].type, m_spec.tolerance)
                               : compare_output(outs[i], ref.f64[i], ref.eager[i], m_out_descs[i].type, m_spec.tolerance));
     }
     return s;
@@ -347,6 +358,7 @@ class case_runner {
   std::vector<tensor_desc> m_out_descs;
   std::vector<std::string> m_out_names;
   int64_t m_topk_dim = -1;
+  int64_t m_topk_values = -1, m_topk_indices = -1;  // their positions among the outputs
   std::vector<guarded_tensor> m_ins, m_outs;
   std::vector<at::Tensor> m_in_tensors, m_out_tensors;
 };
