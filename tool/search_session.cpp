@@ -92,6 +92,16 @@ session_result run_search_session(const workload_spec& spec, const session_setti
     throw user_error(source_loc{spec.path, 0, 0},
                      fmt::format("no kernel family covers {} on the {} device:{}", spec.name, device_kind_name(kind), why));
   }
+  if (std::all_of(fams.begin(), fams.end(), [](const family* f) { return f->fallback(); }) && spec.search.families.empty()) {
+    std::string why;
+    for (auto& f : families()) {
+      std::string w;
+      if (f->device() == kind && !f->fallback() && !f->covers(spec, &w)) why += fmt::format("\n  {}: {}", f->name(), w);
+    }
+    term::say("no kernel family covers {} on the {} device; the search starts from the generic code generator ({}: "
+              "correct on any graph, not tuned), which the proposers rewrite:{}",
+              spec.name, device_kind_name(kind), fams.front()->name(), term::dim(why));
+  }
   worker_evaluator_options eo;
   eo.device = st.device;
   eo.cache_root = st.cache_root;

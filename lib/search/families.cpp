@@ -20,6 +20,8 @@ std::unique_ptr<family> make_pool_cpu();
 std::unique_ptr<family> make_row_softmax_cuda();
 std::unique_ptr<family> make_group_norm_cuda();
 std::unique_ptr<family> make_pool_cuda();
+std::unique_ptr<family> make_generic_cpu();
+std::unique_ptr<family> make_generic_cuda();
 
 const std::vector<std::unique_ptr<family>>& families() {
   static const std::vector<std::unique_ptr<family>> table = [] {
@@ -30,6 +32,8 @@ const std::vector<std::unique_ptr<family>>& families() {
     t.push_back(make_row_softmax_cuda());
     t.push_back(make_group_norm_cuda());
     t.push_back(make_pool_cuda());
+    t.push_back(make_generic_cpu());
+    t.push_back(make_generic_cuda());
     return t;
   }();
   return table;
@@ -66,9 +70,12 @@ const family* find_family(std::string_view name, device_kind device) {
 }
 
 std::vector<const family*> covering_families(const workload_spec& spec, device_kind device) {
-  std::vector<const family*> out;
+  std::vector<const family*> out, fallbacks;
   for (auto& f : families())
-    if (f->device() == device && family_selected(spec, f->name()) && f->covers(spec, nullptr)) out.push_back(f.get());
+    if (f->device() == device && family_selected(spec, f->name()) && f->covers(spec, nullptr))
+      (f->fallback() ? fallbacks : out).push_back(f.get());
+  // With a search.families list, a selected fallback was named there.
+  if (out.empty() || !spec.search.families.empty()) out.insert(out.end(), fallbacks.begin(), fallbacks.end());
   return out;
 }
 

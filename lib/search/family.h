@@ -33,6 +33,9 @@ class family {
   // Bumped whenever emit's output changes for some knob values (CONTRIBUTING.md "Adding a kernel family"): a stored
   // winner records the version that emitted it, and tests/search/stored_winners_test.cpp re-emits it at this one.
   virtual int version() const = 0;
+  // A fallback family (the generic code generator) covers what no other family does: covering_families offers it
+  // only when no other family of the device covers the spec, or when the spec's search.families names it.
+  virtual bool fallback() const { return false; }
   // Whether this family implements the spec's graph; when not, `why_not` says what it lacks.
   virtual bool covers(const workload_spec& spec, std::string* why_not) const = 0;
   virtual std::vector<knob> knobs() const = 0;
@@ -52,7 +55,8 @@ class family {
 // The family table (lib/search/families.cpp): every family for every device.
 const std::vector<std::unique_ptr<family>>& families();
 const family* find_family(std::string_view name, device_kind device);
-// Every family of a device that covers the spec and that the spec's `search.families` selects.
+// Every family of a device that covers the spec and that the spec's `search.families` selects; the fallback
+// families (generic) only when none of the others does, or when search.families names them.
 std::vector<const family*> covering_families(const workload_spec& spec, device_kind device);
 
 // Whether the code emitted for `v` reads `name`: false when canonical_knobs fixes it (every value of the knob gives

@@ -51,6 +51,7 @@ std::vector<named_spec> variants() {
       {"rms_norm_gelu", row_norm_spec(true), "group_norm_cpu"},
       {"pool", pool_spec(), "pool_cpu"},
       {"pool_cl_bf16", pool_spec("channels_last", dtype::bfloat16), "pool_cpu"},
+      {"swiglu", swiglu_spec(), "generic_cpu"},  // no other family covers it: the fallback
   };
 }
 

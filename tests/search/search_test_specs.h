@@ -89,4 +89,16 @@ inline workload_spec pool_spec(std::string format = "contiguous", dtype in = dty
   return s;
 }
 
+// silu(gate) * up on [T, D] (a SwiGLU activation): elementwise with a binary op, which no reduction family covers.
+inline workload_spec swiglu_spec(dtype in = dtype::bfloat16) {
+  workload_spec s;
+  s.name = "test-swiglu";
+  s.inputs.push_back(tensor_input("gate", {sym("T"), lit(256)}, in));
+  s.inputs.push_back(tensor_input("up", {sym("T"), lit(256)}, in));
+  s.graph.push_back({"silu", {{"input", "gate"}}, {}});
+  s.graph.push_back({"mul", {{"other", "up"}}, {}});
+  s.cases = {make_case({{"T", 64}}, true), make_case({{"T", 3}}, false)};
+  return s;
+}
+
 }  // namespace kf::test

@@ -1,0 +1,74 @@
+#include "search/families/elementwise_emit.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "spec/ops.h"
+#include "util/error.h"
+
+namespace kf::ew {
+
+bool is_elementwise(std::string_view op) {
+  static const std::vector<std::string_view> k = {"scale", "softcap", "add_mask", "silu", "gelu", "cast", "sigmoid",
+                                                  "tanh", "relu", "exp", "rsqrt", "neg", "add", "sub", "mul", "div"};
+  for (auto o : k)
+    if (o == op) return true;
+  return false;
+}
+
+std::string operand_arg(const op_call& call) {
+  if (call.op == "add_mask") return "mask";
+  if (call.op == "add" || call.op == "sub" || call.op == "mul" || call.op == "div") return "other";
+  return "";
+}
+
+std::string literal(double v, const std::string& acc) {
+  if (std::isinf(v)) return v > 0 ? "INFINITY" : "-INFINITY";
+  KF_ASSERT(std::isfinite(v), "a NaN constant");
+  std::string s = fmt::format("{:.17g}", v);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return acc == "float" ? s + "f" : "(" + acc + ")" + s;
+}
+
+std::string abi_code(dtype t) {
+  switch (t) {
+    case dtype::float32: return "KF_FLOAT32";
+    case dtype::float16: return "KF_FLOAT16";
+    case dtype::bfloat16: return "KF_BFLOAT16";
+    case dtype::float64: return "KF_FLOAT64";
+    case dtype::int32: return "KF_INT32";
+    case dtype::int64: return "KF_INT64";
+    case dtype::uint8: return "KF_UINT8";
+  }
+  return "KF_FLOAT32";
+}
+
+std::string statement(const op_call& call, const std::string& v, const std::string& operand, dtype result,
+                      const std::string& acc, bool round_steps) {
+  const auto& a = call.args;
+  auto num = [&](const char* k) { return literal(a.at(k).get<double>(), acc); };
+  const std::string& op = call.op;
+  std::string s;
+  if (op == "scale") s = fmt::format("{0} = {0} * {1};", v, num("factor"));
+  else if (op == "softcap") s = fmt::format("{0} = kf_tanh({0} / {1}) * {1};", v, num("cap"));
+  else if (op == "add_mask" || op == "add") s = fmt::format("{0} = {0} + {1};", v, operand);
+  else if (op == "sub") s = fmt::format("{0} = {0} - {1};", v, operand);
+  else if (op == "mul") s = fmt::format("{0} = {0} * {1};", v, operand);
+  else if (op == "div") s = fmt::format("{0} = {0} / {1};", v, operand);
+  else if (op == "silu") s = fmt::format("{0} = {0} * kf_sigmoid({0});", v);
+  else if (op == "sigmoid") s = fmt::format("{0} = kf_sigmoid({0});", v);
+  else if (op == "gelu") s = fmt::format("{0} = {1}({0});", v, a.value("approximate", "none") == "tanh" ? "kf_gelu_tanh" : "kf_gelu");
+  else if (op == "tanh") s = fmt::format("{0} = kf_tanh({0});", v);
+  else if (op == "relu") s = fmt::format("{0} = kf_relu({0});", v);
+  else if (op == "exp") s = fmt::format("{0} = kf_exp({0});", v);
+  else if (op == "rsqrt") s = fmt::format("{0} = ({1})1 / kf_sqrt({0});", v, acc);
+  else if (op == "neg") s = fmt::format("{0} = -{0};", v);
+  else if (op == "cast") return fmt::format("{0} = kf_round({1}, {0});", v, abi_code(result));
+  else KF_ASSERT(false, "{} is not an elementwise op", op);
+  if (round_steps && (result == dtype::float16 || result == dtype::bfloat16))
+    s += fmt::format(" {0} = kf_round({1}, {0});", v, abi_code(result));
+  return s;
+}
+
+}  // namespace kf::ew

@@ -1,0 +1,34 @@
+// The one emitter of elementwise code (unary ops, binary ops, scale, softcap, masks, casts): each op of the spec
+// language that maps one value to one value, as a C++ statement on a running value. The generic code generator and
+// the pointwise family emit their passes with it; a family that fuses elementwise prologues or epilogues can too.
+//
+// The statements call functions that the emitting kernel's prelude defines for its value type: kf_exp, kf_tanh,
+// kf_erf, kf_sqrt, kf_sigmoid, kf_relu, kf_gelu, kf_gelu_tanh, and kf_round(KF_<dtype>, v) (the value rounded
+// through a stored type, kf_abi.h's dtype codes).
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "spec/spec.h"
+
+namespace kf::ew {
+
+// Whether an op maps each element to one element (with at most one tensor operand, broadcast).
+bool is_elementwise(std::string_view op);
+// The op's tensor operand ("other", "mask"), or "" when it has none.
+std::string operand_arg(const op_call& call);
+
+// A literal of the value type `acc` ("float" or "double") for v: "0.5f", "(double)0.5", "INFINITY".
+std::string literal(double v, const std::string& acc);
+
+// The statement that applies `call` to `v` (e.g. "v = v * o0;"): `operand` names the loaded operand's value when the
+// op has one. The value is then rounded through `result` when that is a 16-bit type, as eager's intermediate of that
+// type would be (round_steps false leaves it in the value type, as torch.compile does, except for casts).
+std::string statement(const op_call& call, const std::string& v, const std::string& operand, dtype result,
+                      const std::string& acc, bool round_steps = true);
+
+// The kf_abi.h code of a dtype ("KF_BFLOAT16").
+std::string abi_code(dtype t);
+
+}  // namespace kf::ew

@@ -1,0 +1,163 @@
+// The generic code generator (generic_cpu) through the whole verifier, in a real worker: a small spec for every op of
+// the op table in every floating dtype, generated here from the table, and the graphs that mix them (binary ops with
+// broadcast operands, a named intermediate returned as a second output, linear and matmul with vector operands).
+// Every spec that validates must get a correct root kernel.
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "exec/compile.h"
+#include "search/family.h"
+#include "spec/ops.h"
+#include "spec/spec_parse.h"
+#include "verify/check.h"
+
+namespace kf {
+namespace {
+
+namespace fs = std::filesystem;
+
+compiler& shared_compiler() {
+  static compiler c([] {
+    compile_options o;
+    o.cache_root = fs::path(KFORGE_BINARY_DIR) / "test-cache";  // reruns skip the compiles
+    return o;
+  }());
+  return c;
+}
+
+worker_client& shared_worker() {
+  static worker_client w([] {
+    worker_options wo;
+    wo.device = {device_kind::cpu, 0};
+    return wo;
+  }());
+  return w;
+}
+
+// A one-op spec for `op` in dtype `t`: x (and the op's tensor arguments) sized for the op.
+std::string one_op_spec(const std::string& op, const std::string& t) {
+  std::string x = "[3, 8, 6]", extra, args, init;
+  if (op == "softcap") args = "cap: 5.0";
+  else if (op == "scale") args = "factor: 0.5";
+  else if (op == "add_mask") args = "mask: m", extra = fmt::format("  m: {{shape: [8, 6], dtype: {}}}\n", t);
+  else if (op == "softmax") args = "dim: 1";
+  else if (op == "log_softmax") args = "dim: -1, dtype: float32";
+  else if (op == "topk") args = "k: 3, dim: 1";
+  else if (op == "group_norm") {
+    x = "[2, 4, 3, 5]", args = "num_groups: 2, weight: w, bias: b";
+    extra = fmt::format("  w: {{shape: [4], dtype: {0}}}\n  b: {{shape: [4], dtype: {0}}}\n", t);
+  } else if (op == "layer_norm") {
+    args = "normalized_shape: [8, 6], weight: w, bias: b";
+    extra = fmt::format("  w: {{shape: [8, 6], dtype: {0}}}\n  b: {{shape: [8, 6], dtype: {0}}}\n", t);
+  } else if (op == "rms_norm") {
+    args = "normalized_shape: [6], weight: w";
+    extra = fmt::format("  w: {{shape: [6], dtype: {0}}}\n", t);
+  } else if (op == "gelu") args = "approximate: tanh";
+  else if (op == "adaptive_avg_pool2d") x = "[2, 4, 5, 7]", args = "output_size: [2, 3]";
+  else if (op == "flatten") args = "start_dim: 1";
+  else if (op == "cast") args = fmt::format("dtype: {}", t == "float32" ? "bfloat16" : "float32");
+  else if (op == "linear") {
+    args = "weight: w, bias: b";
+    extra = fmt::format("  w: {{shape: [5, 6], dtype: {0}}}\n  b: {{shape: [5], dtype: {0}}}\n", t);
+  } else if (op == "matmul") args = "other: y", extra = fmt::format("  y: {{shape: [6, 4], dtype: {}}}\n", t);
+  else if (op == "rsqrt") init = ", init: {uniform: {low: 0.5, high: 2.0}}";
+  else if (op == "add" || op == "sub" || op == "mul") args = "other: y", extra = fmt::format("  y: {{shape: [8, 1], dtype: {}}}\n", t);
+  else if (op == "div") {
+    args = "other: y";
+    extra = fmt::format("  y: {{shape: [8, 1], dtype: {}, init: {{uniform: {{low: 0.5, high: 2.0}}}}}}\n", t);
+  }
+  return fmt::format("version: 1\nname: one-op\ninputs:\n  x: {{shape: {}, dtype: {}{}}}\n{}graph:\n  - {}: {{input: x{}}}\ncases: [{{gate: true}}]\n",
+                     x, t, init, extra, op, args.empty() ? "" : ", " + args);
+}
+
+workload_spec parse(const std::string& text) {
+  workload_spec s;
+  auto d = parse_spec_text(text, "", &s);
+  std::string all;
+  for (auto& e : d) all += "  " + e.str() + "\n";
+  EXPECT_TRUE(d.empty()) << text << all;
+  return s;
+}
+
+void expect_generic_passes(const workload_spec& spec, const std::string& label) {
+  SCOPED_TRACE(label);
+  const family* f = find_family("generic_cpu", device_kind::cpu);
+  ASSERT_NE(f, nullptr);
+  std::string why;
+  ASSERT_TRUE(f->covers(spec, &why)) << why;
+  const std::string source = f->emit(spec, f->default_variant(spec));
+  check_report r = check_candidate(spec, source, "generic.cpp", shared_compiler(), shared_worker(), {});
+  ASSERT_TRUE(r.compile.ok) << r.compile.log.substr(0, 3000);
+  EXPECT_TRUE(r.result.passed()) << r.result.text() << "\n" << source;
+}
+
+TEST(generic_verify, every_op_in_every_floating_dtype) {
+  std::set<std::string> tried;
+  for (const std::string& op : op_names())
+    for (const char* t : {"float32", "float16", "bfloat16", "float64"}) {
+      expect_generic_passes(parse(one_op_spec(op, t)), op + " " + t);
+      tried.insert(op);
+    }
+  EXPECT_EQ(tried.size(), op_table().size());
+}
+
+TEST(generic_verify, mixed_graphs_and_extra_outputs) {
+  const fs::path good = fs::path(KFORGE_SOURCE_DIR) / "tests" / "data" / "specs" / "good";
+  for (const char* f : {"elementwise-ops.yaml", "residual-rmsnorm.yaml", "mlp.yaml", "norms.yaml", "everything.yaml"})
+    expect_generic_passes(load_spec((good / f).string()), f);
+  // Vector operands of matmul and linear, a reduction in the middle of elementwise runs, a named reduction result.
+  expect_generic_passes(parse(R"(version: 1
+name: vectors
+inputs:
+  v: {shape: [6], dtype: float32}
+  m: {shape: [2, 6, 3], dtype: float32}
+  u: {shape: [3], dtype: float32}
+graph:
+  - matmul: {input: v, other: m}
+  - matmul: {other: u}
+cases: [{gate: true}]
+)"), "vector matmuls");
+  expect_generic_passes(parse(R"(version: 1
+name: middle
+inputs:
+  x: {shape: [B, 4, 10], dtype: bfloat16}
+  r: {shape: [B, 4, 10], dtype: bfloat16}
+  g: {shape: [10], dtype: bfloat16}
+graph:
+  - add: {input: x, other: r, as: h}
+  - scale: {factor: 2.0}
+  - softmax: {dim: -1, as: p}
+  - mul: {other: g}
+  - log_softmax: {dim: 1}
+outputs: [out, p, h]
+cases: [{B: 2, gate: true}, {B: 1}]
+)"), "reduction between elementwise runs");
+}
+
+TEST(generic_cpu, is_offered_only_where_no_family_covers) {
+  const workload_spec swiglu = parse(R"(version: 1
+name: swiglu
+inputs:
+  gate: {shape: [4, 64], dtype: bfloat16}
+  up: {shape: [4, 64], dtype: bfloat16}
+graph:
+  - silu: {input: gate}
+  - mul: {other: up}
+cases: [{gate: true}]
+)");
+  std::vector<std::string> names;
+  for (auto* f : covering_families(swiglu, device_kind::cpu)) names.push_back(f->name());
+  EXPECT_NE(std::find(names.begin(), names.end(), "generic_cpu"), names.end());
+  const workload_spec softmax = parse(one_op_spec("log_softmax", "float32"));  // over the last dim: row_softmax
+  for (auto* f : covering_families(softmax, device_kind::cpu)) EXPECT_NE(f->name(), "generic_cpu");
+  workload_spec named = softmax;
+  named.search.families = {"generic"};
+  ASSERT_EQ(covering_families(named, device_kind::cpu).size(), 1u);
+  EXPECT_EQ(covering_families(named, device_kind::cpu)[0]->name(), "generic_cpu");
+}
+
+}  // namespace
+}  // namespace kf
