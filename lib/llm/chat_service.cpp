@@ -81,7 +81,8 @@ reply chat_service::ask(const chat_request& r) {
     if (it == m_answers.end() || it->second.empty())
       throw user_error(fmt::format(
           "--replay-llm {}: no recorded answer for request {} of this search (key {}; {} user message begins \"{}\"): "
-          "the search asked what the recorded one did not (another --seed, spec, budget, prompt version or tree)",
+          "the search asked what the recorded one did not (another --seed, spec, --budget or --batch, a root kernel that "
+          "another kforge build emits differently, another prompt version)",
           m_options.replay.string(), m_requests, r.key.substr(0, 16), r.messages.size() > 2 ? "its repair" : "its",
           r.messages.empty() ? "" : opening(r.messages.back().content)));
     out.ok = true;

@@ -83,7 +83,7 @@ llm_proposer::llm_proposer(llm::chat_options options, uint64_t seed)
 }
 
 std::optional<int64_t> llm_proposer::next_node(const mcts_tree& tree) {
-  if (m_expansions >= static_cast<int>(m_replay_nodes.size())) return std::nullopt;
+  if (!m_follow || m_expansions >= static_cast<int>(m_replay_nodes.size())) return std::nullopt;
   const int64_t id = m_replay_nodes[static_cast<size_t>(m_expansions)];
   if (id < 1 || id > static_cast<int64_t>(tree.size())) return std::nullopt;  // the replay went another way
   const node& n = tree.at(id);

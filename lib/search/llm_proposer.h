@@ -30,6 +30,8 @@ class llm_proposer final : public proposer {
   // Replaying (--replay-llm): the node the recorded search expanded at this point (each request records the
   // node it was for and which expansion of the search it belonged to).
   std::optional<int64_t> next_node(const mcts_tree& tree) override;
+  // Whether next_node follows the record (a search replayed from its start); a resumed one matches keys only.
+  void follow_record(bool on) { m_follow = on; }
   // The failed node's conversation (candidate::conversation) goes on with prompts/repair.md and `why`; nullopt
   // for a node the model did not write, or when two answers bring no new code.
   std::optional<candidate> repair(const proposer_context& ctx, const failure_report& why, int number) override;
@@ -44,6 +46,7 @@ class llm_proposer final : public proposer {
   std::string m_abi_header;  // kf_abi.h, read once
   uint64_t m_seed;
   int m_expansions = 0;                // propose() calls so far
+  bool m_follow = true;
   std::vector<int64_t> m_replay_nodes;  // replay: the node of each recorded expansion, in order
 };
 

@@ -27,7 +27,9 @@ const std::vector<proposer_entry>& proposers() {
            co.live = llm::endpoint_from_env(&why);
            if (!co.live) throw user_error("--proposer llm: " + why + " (or answer from a record: --replay-llm FILE)");
          }
-         return std::make_unique<llm_proposer>(std::move(co), o.seed);
+         auto p = std::make_unique<llm_proposer>(std::move(co), o.seed);
+         if (!o.llm_replay_follow) p->follow_record(false);
+         return p;
        }},
   };
   return table;

@@ -33,6 +33,7 @@ struct proposer_options {
   std::string llm_record;       // --record-llm: write every request and answer here (JSON lines)
   bool llm_record_append = false;
   std::string llm_replay;       // --replay-llm: answer from this file instead of an endpoint
+  bool llm_replay_follow = true;  // ... and expand the nodes the recorded search expanded (not when resuming)
 };
 
 class proposer {

@@ -298,6 +298,7 @@ search_outcome search_driver::run(const std::vector<candidate>& roots,
   po.llm_record = m_options.llm_record;
   po.llm_record_append = m_options.resume;
   po.llm_replay = m_options.llm_replay;
+  po.llm_replay_follow = !m_options.resume;  // the record's first choices were the first session's
   m_proposer = make_proposer(m_options.proposer, po);
   std::string reason;
   for (;;) {
