@@ -93,8 +93,10 @@ std::vector<family_case> cases() {
   gn.push_back({row_norm_spec(false),
                 {{"strategy", "ring"}, {"ring_kb", "96"}, {"seg_kb", "16"}, {"team_l2", "50"}, {"team_kb", "48"}}});
   // The generic code generator: an elementwise pass, and each op's loop (softmax with a mask, top-k, norms, pooling).
-  out.push_back({"generic_cuda", swiglu_spec(), {softmax_spec(true, true), softmax_spec(false, false, 4, dtype::float16),
+  out.push_back({"generic_cuda", matmul_spec(), {swiglu_spec(), softmax_spec(true, true), softmax_spec(false, false, 4, dtype::float16),
                                                  pool_spec("channels_last", dtype::float64)}});
+  // The pointwise family: a binary chain, and one with row-broadcast and column operands of mixed types.
+  out.push_back({"pointwise_cuda", swiglu_spec(), {bias_gelu_spec(), swiglu_spec(dtype::float32)}});
   // Each seed workload's default joins its family's translation unit.
   for (auto& s : seeds())
     for (auto* f : covering_families(s, device_kind::cuda))
@@ -140,7 +142,8 @@ TEST(families_cuda, each_graph_is_covered_by_its_family) {
       {softmax_spec(false, false, 4), "row_softmax_cuda"}, {group_norm_spec(), "group_norm_cuda"},
       {row_norm_spec(false), "group_norm_cuda"},     {row_norm_spec(true), "group_norm_cuda"},
       {pool_spec(), "pool_cuda"},                    {pool_spec("channels_last", dtype::bfloat16), "pool_cuda"},
-      {swiglu_spec(), "generic_cuda"},  // no other family covers it: the fallback
+      {swiglu_spec(), "pointwise_cuda"},  {bias_gelu_spec(), "pointwise_cuda"},
+      {matmul_spec(), "generic_cuda"},  // no other family covers it: the fallback
   };
   std::set<std::string> named;
   for (auto& [spec, name] : expect) {

@@ -101,4 +101,30 @@ inline workload_spec swiglu_spec(dtype in = dtype::bfloat16) {
   return s;
 }
 
+// x @ y on float32 [M, 6] x [6, 3]: only the generic code generator covers it.
+inline workload_spec matmul_spec() {
+  workload_spec s;
+  s.name = "test-matmul";
+  s.inputs.push_back(tensor_input("x", {sym("M"), lit(6)}, dtype::float32));
+  s.inputs.push_back(tensor_input("y", {lit(6), lit(3)}, dtype::float32));
+  s.graph.push_back({"matmul", {{"input", "x"}, {"other", "y"}}, {}});
+  s.cases = {make_case({{"M", 5}}, true)};
+  return s;
+}
+
+// (x + bias) * scale -> gelu(tanh) -> cast: binary ops with a row-broadcast bias and a [T, 1] column operand.
+inline workload_spec bias_gelu_spec(dtype in = dtype::float16) {
+  workload_spec s;
+  s.name = "test-bias-gelu";
+  s.inputs.push_back(tensor_input("x", {sym("T"), lit(96)}, in));
+  s.inputs.push_back(tensor_input("bias", {lit(96)}, in));
+  s.inputs.push_back(tensor_input("col", {sym("T"), lit(1)}, dtype::float32));
+  s.graph.push_back({"add", {{"input", "x"}, {"other", "bias"}}, {}});
+  s.graph.push_back({"mul", {{"other", "col"}}, {}});
+  s.graph.push_back({"gelu", {{"approximate", "tanh"}}, {}});
+  s.graph.push_back({"cast", {{"dtype", "bfloat16"}}, {}});
+  s.cases = {make_case({{"T", 33}}, true)};
+  return s;
+}
+
 }  // namespace kf::test

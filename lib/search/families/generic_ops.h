@@ -70,13 +70,20 @@ KF_HD inline uint16_t kf_to_f16(float f) {
 // A float rounded through a type (what eager's intermediate result of that type holds).
 KF_HD inline kf_acc kf_round(int dtype, kf_acc v) {
   switch (dtype) {
-    case KF_FLOAT16: return (kf_acc)kf_from_f16(kf_to_f16((float)v));
-    case KF_BFLOAT16: return (kf_acc)kf_from_bf16(kf_to_bf16((float)v));
-    case KF_FLOAT32: return (kf_acc)(float)v;
-    case KF_INT32: return (kf_acc)(int32_t)v;
-    case KF_INT64: return (kf_acc)(int64_t)v;
-    case KF_UINT8: return (kf_acc)(uint8_t)v;
-    default: return v;
+    case KF_FLOAT16:
+      return (kf_acc)kf_from_f16(kf_to_f16((float)v));
+    case KF_BFLOAT16:
+      return (kf_acc)kf_from_bf16(kf_to_bf16((float)v));
+    case KF_FLOAT32:
+      return (kf_acc)(float)v;
+    case KF_INT32:
+      return (kf_acc)(int32_t)v;
+    case KF_INT64:
+      return (kf_acc)(int64_t)v;
+    case KF_UINT8:
+      return (kf_acc)(uint8_t)v;
+    default:
+      return v;
   }
 }
 
@@ -93,7 +100,9 @@ KF_HD inline float kf_sqrt(float x) { return sqrtf(x); }
 KF_HD inline double kf_sqrt(double x) { return sqrt(x); }
 KF_HD inline kf_acc kf_sigmoid(kf_acc x) { return (kf_acc)1 / ((kf_acc)1 + kf_exp(-x)); }
 KF_HD inline kf_acc kf_relu(kf_acc x) { return x != x ? x : (x > 0 ? x : (kf_acc)0); }  // NaN stays NaN
-KF_HD inline kf_acc kf_gelu(kf_acc x) { return (kf_acc)0.5 * x * ((kf_acc)1 + kf_erf(x * (kf_acc)0.70710678118654752)); }
+KF_HD inline kf_acc kf_gelu(kf_acc x) {
+  return (kf_acc)0.5 * x * ((kf_acc)1 + kf_erf(x * (kf_acc)0.70710678118654752));
+}
 KF_HD inline kf_acc kf_gelu_tanh(kf_acc x) {
   return (kf_acc)0.5 * x * ((kf_acc)1 + kf_tanh((kf_acc)0.79788456080286536 * (x + (kf_acc)0.044715 * x * x * x)));
 }
@@ -111,24 +120,45 @@ struct kf_view {
 
 KF_HD inline kf_acc kf_load(const kf_view& t, int64_t off) {
   switch (t.dtype) {
-    case KF_FLOAT32: return (kf_acc)((const float*)t.data)[off];
-    case KF_FLOAT16: return (kf_acc)kf_from_f16(((const uint16_t*)t.data)[off]);
-    case KF_BFLOAT16: return (kf_acc)kf_from_bf16(((const uint16_t*)t.data)[off]);
-    case KF_FLOAT64: return (kf_acc)((const double*)t.data)[off];
-    case KF_INT32: return (kf_acc)((const int32_t*)t.data)[off];
-    case KF_INT64: return (kf_acc)((const int64_t*)t.data)[off];
-    default: return (kf_acc)((const uint8_t*)t.data)[off];
+    case KF_FLOAT32:
+      return (kf_acc)((const float*)t.data)[off];
+    case KF_FLOAT16:
+      return (kf_acc)kf_from_f16(((const uint16_t*)t.data)[off]);
+    case KF_BFLOAT16:
+      return (kf_acc)kf_from_bf16(((const uint16_t*)t.data)[off]);
+    case KF_FLOAT64:
+      return (kf_acc)((const double*)t.data)[off];
+    case KF_INT32:
+      return (kf_acc)((const int32_t*)t.data)[off];
+    case KF_INT64:
+      return (kf_acc)((const int64_t*)t.data)[off];
+    default:
+      return (kf_acc)((const uint8_t*)t.data)[off];
   }
 }
 KF_HD inline void kf_store(const kf_view& t, int64_t off, kf_acc v) {
   switch (t.dtype) {
-    case KF_FLOAT32: ((float*)t.data)[off] = (float)v; break;
-    case KF_FLOAT16: ((uint16_t*)t.data)[off] = kf_to_f16((float)v); break;
-    case KF_BFLOAT16: ((uint16_t*)t.data)[off] = kf_to_bf16((float)v); break;
-    case KF_FLOAT64: ((double*)t.data)[off] = (double)v; break;
-    case KF_INT32: ((int32_t*)t.data)[off] = (int32_t)v; break;
-    case KF_INT64: ((int64_t*)t.data)[off] = (int64_t)v; break;
-    default: ((uint8_t*)t.data)[off] = (uint8_t)v; break;
+    case KF_FLOAT32:
+      ((float*)t.data)[off] = (float)v;
+      break;
+    case KF_FLOAT16:
+      ((uint16_t*)t.data)[off] = kf_to_f16((float)v);
+      break;
+    case KF_BFLOAT16:
+      ((uint16_t*)t.data)[off] = kf_to_bf16((float)v);
+      break;
+    case KF_FLOAT64:
+      ((double*)t.data)[off] = (double)v;
+      break;
+    case KF_INT32:
+      ((int32_t*)t.data)[off] = (int32_t)v;
+      break;
+    case KF_INT64:
+      ((int64_t*)t.data)[off] = (int64_t)v;
+      break;
+    default:
+      ((uint8_t*)t.data)[off] = (uint8_t)v;
+      break;
   }
 }
 
@@ -284,11 +314,13 @@ struct kf_softmax_item {
       if (v > m || v != v) m = v;
     }
     double s = 0;  // statistics in double: a root that is exact enough for every verifier rule
-    for (int64_t j = 0; j < n; ++j) s += m == -INFINITY ? kf_exp(kf_load(x, xo + j * xs)) : kf_exp(kf_load(x, xo + j * xs) - m);
+    for (int64_t j = 0; j < n; ++j)
+      s += m == -INFINITY ? kf_exp(kf_load(x, xo + j * xs)) : kf_exp(kf_load(x, xo + j * xs) - m);
     const kf_acc ls = (kf_acc)kf_log(s);
     for (int64_t j = 0; j < n; ++j) {
       kf_acc v = kf_load(x, xo + j * xs);
-      kf_acc r = m == -INFINITY ? (log ? v - ls : (kf_acc)(kf_exp(v) / s)) : (log ? v - m - ls : (kf_acc)(kf_exp(v - m) / s));
+      kf_acc r =
+          m == -INFINITY ? (log ? v - ls : (kf_acc)(kf_exp(v) / s)) : (log ? v - m - ls : (kf_acc)(kf_exp(v - m) / s));
       kf_store(y, yo + j * ys, r);
     }
   }
@@ -401,7 +433,8 @@ struct kf_topk_item {
     kf_unravel(i, shape, x.ndim, idx);
     const int64_t n = x.ndim ? x.shape[dim] : 1, xs = x.ndim ? x.stride[dim] : 0;
     const int64_t vs = values.ndim ? values.stride[dim] : 0, is = indices.ndim ? indices.stride[dim] : 0;
-    const int64_t xo = kf_offset(x, idx, x.ndim), vo = kf_offset(values, idx, x.ndim), io = kf_offset(indices, idx, x.ndim);
+    const int64_t xo = kf_offset(x, idx, x.ndim), vo = kf_offset(values, idx, x.ndim),
+                  io = kf_offset(indices, idx, x.ndim);
     kf_acc prev = 0;
     int64_t prev_i = -1;
     for (int64_t r = 0; r < k; ++r) {
@@ -429,7 +462,8 @@ struct kf_pool_item {
     kf_unravel(i, y.shape, r, idx);
     const int64_t H = x.shape[r - 2], W = x.shape[r - 1], OH = y.shape[r - 2], OW = y.shape[r - 1];
     const int64_t oh = idx[r - 2], ow = idx[r - 1];
-    const int64_t h0 = oh * H / OH, h1 = ((oh + 1) * H + OH - 1) / OH, w0 = ow * W / OW, w1 = ((ow + 1) * W + OW - 1) / OW;
+    const int64_t h0 = oh * H / OH, h1 = ((oh + 1) * H + OH - 1) / OH, w0 = ow * W / OW,
+                  w1 = ((ow + 1) * W + OW - 1) / OW;
     kf_acc s = 0;
     for (int64_t h = h0; h < h1; ++h)
       for (int64_t w = w0; w < w1; ++w) {

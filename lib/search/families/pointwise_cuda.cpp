@@ -1,0 +1,188 @@
+// pointwise_cuda: any chain of elementwise ops (unary, binary with broadcast operands, scale, softcap, masks, casts)
+// as one pass over the output: one read of each operand element, one write of each result, in float. The knobs
+// shape the memory access: elements per vector access (up to 16 bytes each; 32-byte vectors are two), vectors in
+// flight per thread, block size, one-shot versus persistent grids, streaming stores, and the math (libm or the
+// multi-function unit). The fixed code is pointwise_cuda.cuh; the statements come from elementwise_emit.h.
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "search/families/cuda_emit.h"
+#include "search/families/elementwise_emit.h"
+#include "search/family.h"
+#include "spec/ops.h"
+
+namespace kf {
+namespace {
+
+// The chain's operands: the first op's input, then each op's tensor operand, as input indices.
+struct chain {
+  std::vector<int> inputs;
+  std::vector<dtype> types;
+  dtype out = dtype::float32;
+  int out_rank = 0;
+  size_t widest = 2;  // bytes of the widest stored type
+};
+
+std::optional<chain> match_chain(const workload_spec& spec, std::string* why_not) {
+  auto fail = [&](std::string m) -> std::optional<chain> {
+    if (why_not) *why_not = std::move(m);
+    return std::nullopt;
+  };
+  graph_shapes g;
+  graph_error e;
+  try {
+    if (spec.cases.empty() || !try_infer_graph(spec, spec.cases.front(), &g, &e)) return fail("the graph does not infer");
+  } catch (const std::exception&) {
+    return fail("the graph does not infer");
+  }
+  if (has_extra_outputs(spec)) return fail("the spec returns intermediate results; pointwise writes the last op's only");
+  chain c;
+  for (size_t i = 0; i < spec.graph.size(); ++i) {
+    const op_call& call = spec.graph[i];
+    if (!ew::is_elementwise(call.op)) return fail(fmt::format("op {} ({}) is not elementwise", i + 1, call.op));
+    std::string name = i == 0 ? call.args.value("input", std::string()) : "";
+    if (const std::string arg = ew::operand_arg(call); !arg.empty()) name = call.args.value(arg, std::string());
+    if (i == 0 && !ew::operand_arg(call).empty()) {
+      c.inputs.push_back(input_index(spec, call.args.value("input", std::string())));
+      c.types.push_back(g.inputs[c.inputs.back()].type);
+    }
+    if (!name.empty()) {
+      c.inputs.push_back(input_index(spec, name));
+      c.types.push_back(g.inputs[c.inputs.back()].type);
+    }
+    if (!cuda_emit::storable(g.steps[i].front().type) || g.steps[i].front().type == dtype::float64)
+      return fail(fmt::format("op {} ({}) gives {}: pointwise computes in float32 and stores float16, bfloat16 or float32",
+                              i + 1, call.op, dtype_name(g.steps[i].front().type)));
+  }
+  for (dtype t : c.types) {
+    if (!cuda_emit::storable(t) || t == dtype::float64)
+      return fail(fmt::format("an operand is {}: pointwise reads float16, bfloat16 or float32", dtype_name(t)));
+    c.widest = std::max<size_t>(c.widest, dtype_size(t));
+  }
+  c.out = g.outputs().front().type;
+  c.out_rank = static_cast<int>(g.outputs().front().shape.size());
+  c.widest = std::max<size_t>(c.widest, dtype_size(c.out));
+  return c;
+}
+
+std::string math_functions(bool fast) {
+  std::string s =
+      "__device__ __forceinline__ float kf_sqrt(float x) { return sqrtf(x); }\n"
+      "__device__ __forceinline__ float kf_erf(float x) { return erff(x); }\n"
+      "__device__ __forceinline__ float kf_relu(float x) { return x != x ? x : fmaxf(x, 0.f); }\n"
+      "template <typename T> __device__ __forceinline__ float kf_round_to(float x) { return to_f(from_f<T>(x)); }\n"
+      "__device__ __forceinline__ float kf_round(int code, float x) {\n"
+      "  return code == KF_FLOAT16 ? kf_round_to<__half>(x) : code == KF_BFLOAT16 ? kf_round_to<__nv_bfloat16>(x)\n"
+      "       : code == KF_INT32 ? (float)(int32_t)x : code == KF_INT64 ? (float)(int64_t)x : code == KF_UINT8 ? (float)(uint8_t)x : x;\n"
+      "}\n";
+  if (fast)
+    s += "__device__ __forceinline__ float kf_exp(float x) { return exp_ftz(x); }\n"
+         "__device__ __forceinline__ float kf_tanh(float x) { return tanh_exp(x); }\n"
+         "__device__ __forceinline__ float kf_sigmoid(float x) { return rcp_ftz(1.f + ex2_ftz(-1.44269504088896341f * x)); }\n";
+  else
+    s += "__device__ __forceinline__ float kf_exp(float x) { return expf(x); }\n"
+         "__device__ __forceinline__ float kf_tanh(float x) { return tanhf(x); }\n"
+         "__device__ __forceinline__ float kf_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }\n";
+  s += "__device__ __forceinline__ float kf_gelu(float x) { return 0.5f * x * (1.f + kf_erf(x * 0.70710678118654752f)); }\n"
+       "__device__ __forceinline__ float kf_gelu_tanh(float x) {\n"
+       "  return 0.5f * x * (1.f + kf_tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));\n"
+       "}\n";
+  return s;
+}
+
+class pointwise_cuda final : public family {
+ public:
+  std::string name() const override { return "pointwise_cuda"; }
+  device_kind device() const override { return device_kind::cuda; }
+  int version() const override { return 1; }
+  bool covers(const workload_spec& spec, std::string* why_not) const override { return match_chain(spec, why_not).has_value(); }
+  std::vector<knob> knobs() const override {
+    return {
+        {"vec", {"1", "2", "4", "8", "16"}, "elements per vector access (16 bytes at most per load; 32 bytes as two)"},
+        {"loads", {"1", "2", "4"}, "independent vectors in flight per thread (all loaded before any math)"},
+        {"block", {"128", "256", "512", "1024"}, "threads per block"},
+        {"waves", {"0", "1", "2", "4", "8"}, "0: one-shot grid (one step per thread); k: persistent, k waves of resident blocks"},
+        {"store", {"default", "streaming"}, "streaming: evict-first stores (__stcs)"},
+        {"math", {"precise", "fast"}, "precise: libm exp/tanh; fast: ex2/rcp.approx (verify decides if that is enough)"},
+    };
+  }
+  knob_values default_variant(const workload_spec& spec) const override {
+    auto c = match_chain(spec, nullptr);
+    const size_t widest = c ? c->widest : 4;
+    return {{"vec", std::to_string(16 / widest)}, {"loads", "2"}, {"block", "256"}, {"waves", "0"},
+            {"store", "default"}, {"math", "precise"}};
+  }
+  bool valid(const knob_values& v, const workload_spec& spec, std::string* why_not) const override {
+    if (!knobs_in_range(*this, v, why_not)) return false;
+    auto c = match_chain(spec, why_not);
+    if (!c) return false;
+    if (knob_int(v, "vec") * c->widest > 32) {
+      if (why_not) *why_not = fmt::format("vec={} of {}-byte values is more than 32 bytes", v.at("vec"), c->widest);
+      return false;
+    }
+    return true;
+  }
+  std::string emit(const workload_spec& spec, const knob_values& v) const override {
+    const chain c = *match_chain(spec, nullptr);
+    std::vector<std::string> ops;
+    for (auto& call : spec.graph) ops.push_back(call.op);
+    std::string src = cuda_emit::prelude(*this, spec, v, fmt::format("{} (one pass)", fmt::join(ops, " -> ")));
+    const int vec = knob_int(v, "vec");
+    std::string vars = fmt::format("using out_t = {};\n", cuda_emit::c_type(c.out));
+    std::vector<std::string> idx, codes, aligns;
+    for (size_t k = 0; k < c.inputs.size(); ++k) {
+      vars += fmt::format("using t{} = {};\n", k, cuda_emit::c_type(c.types[k]));
+      idx.push_back(std::to_string(c.inputs[k]));
+      codes.push_back(ew::abi_code(c.types[k]));
+      aligns.push_back(std::to_string(std::min<size_t>(16, vec * dtype_size(c.types[k]))));
+    }
+    vars += fmt::format(
+        "constexpr int V = {};\nconstexpr int LOADS = {};\nconstexpr int BLOCK = {};\nconstexpr int WAVES = {};\n"
+        "constexpr bool STREAM = {};\nconstexpr int NOPND = {};\nconstexpr int KF_N_INPUTS = {};\nconstexpr int KF_OUT_RANK = {};\n"
+        "constexpr int kf_operand_input[NOPND] = {{{}}};\nconstexpr int kf_operand_dtype[NOPND] = {{{}}};\n"
+        "constexpr int kf_operand_align[NOPND] = {{{}}};\n\n",
+        vec, v.at("loads"), v.at("block"), v.at("waves"), v.at("store") == "streaming" ? "true" : "false", c.inputs.size(),
+        spec.inputs.size(), c.out_rank, fmt::join(idx, ", "), fmt::join(codes, ", "), fmt::join(aligns, ", "));
+    vars += math_functions(v.at("math") == "fast");
+    vars += "\nstruct pw_args;\n__device__ __forceinline__ void kf_vec(const pw_args& a, int64_t i, float* y);\n"
+            "__device__ __forceinline__ float kf_one(const pw_args& a, int64_t i);\n";
+    src += cuda_emit::variant(vars);
+    src += cuda_emit::fixed_file("search/families/pointwise_cuda.cuh");
+    // The chain's statements, on `v`; operand k > 0 is `o<k-1>` (operand 0 is the chain's input, v's start).
+    std::string body;
+    graph_shapes g;
+    graph_error e;
+    try_infer_graph(spec, spec.cases.front(), &g, &e);
+    size_t k = 1;
+    for (size_t i = 0; i < spec.graph.size(); ++i) {
+      const op_call& call = spec.graph[i];
+      std::string operand;
+      if (!ew::operand_arg(call).empty()) operand = fmt::format("x{}[e]", k++);
+      body += "    " + ew::statement(call, "v", operand, g.steps[i].front().type, "float", false) + "\n";
+    }
+    std::string loads_vec, loads_one, one_body;
+    for (size_t j = 0; j < c.inputs.size(); ++j)
+      loads_vec += fmt::format("  float x{0}[V];\n  pw_load_vec<t{0}>(a.o[{0}], i, x{0});\n", j);
+    std::string scalar = body;
+    for (size_t j = 1; j < c.inputs.size(); ++j) {
+      const std::string from = fmt::format("x{}[e]", j), to = fmt::format("pw_load_one<t{}>(a.o[{}], a, i)", j, j);
+      for (size_t at = scalar.find(from); at != std::string::npos; at = scalar.find(from, at + to.size())) scalar.replace(at, from.size(), to);
+    }
+    src += cuda_emit::variant(fmt::format(
+        "__device__ __forceinline__ void kf_vec(const pw_args& a, int64_t i, float* y) {{\n{}"
+        "#pragma unroll\n  for (int e = 0; e < V; ++e) {{\n    float v = x0[e];\n{}    y[e] = v;\n  }}\n}}\n"
+        "__device__ __forceinline__ float kf_one(const pw_args& a, int64_t i) {{\n  float v = pw_load_one<t0>(a.o[0], a, i);\n{}"
+        "  return v;\n}}\n",
+        loads_vec, body, scalar));
+    src += cuda_emit::epilogue();
+    return src;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<family> make_pointwise_cuda() { return std::make_unique<pointwise_cuda>(); }
+
+}  // namespace kf

@@ -1,0 +1,169 @@
+// pointwise_cuda.cuh: the fixed code of the pointwise family (pointwise_cuda.cpp): any chain of elementwise ops in
+// one pass, one read of each operand element and one write of each result. Emitted before it (namespace kfk):
+//   V, LOADS, BLOCK, WAVES, STREAM, NOPND  the variant's knobs and the operand count
+//   out_t, t0 .. t<NOPND-1>                the stored types; operand 0 is the chain's input
+//   kf_vec(const pw_args&, int64_t i, float* y)   V results from the V elements at i (every operand full or row)
+//   kf_one(const pw_args&, int64_t i)             one result from element i, any layout (broadcast, strided)
+// declared there and defined after this file (they read pw_args).
+// Two paths, chosen at launch: vectors (every operand is the output's shape or a row of its trailing dims,
+// contiguous and aligned; LOADS independent vectors in flight per thread) and, for anything else, one element a
+// thread with its offsets computed from the strides. The tail past the last whole vector takes the scalar path.
+#ifndef KF_EMITTED
+#include "pointwise_cuda_stub.cuh"
+#endif  // KF_EMITTED
+
+namespace kfk {
+
+// An operand as the launch classified it: full (the output's shape, contiguous), row (a contiguous block of the
+// output's trailing dims, broadcast over the leading ones: element i reads i % inner) or general.
+enum { pw_full = 0, pw_row = 1, pw_general = 2 };
+struct pw_opnd {
+  const void* p;
+  int kind;
+  int64_t inner;
+  int ndim;
+  int64_t shape[KF_MAX_DIMS], stride[KF_MAX_DIMS];
+};
+struct pw_args {
+  pw_opnd o[NOPND];
+  out_t* y;
+  int64_t n;
+  int ndim;  // the output's shape (the general path unravels element indices over it)
+  int64_t shape[KF_MAX_DIMS], stride[KF_MAX_DIMS];
+};
+
+// The offset of element i (row-major over the output's shape) in an operand, broadcast dims read once.
+__device__ __forceinline__ int64_t pw_offset(const pw_opnd& t, const pw_args& a, int64_t i) {
+  if (t.kind == pw_full) return i;
+  if (t.kind == pw_row) return i % t.inner;
+  int64_t off = 0;
+  const int lead = a.ndim - t.ndim;
+  for (int d = a.ndim - 1; d >= 0; --d) {
+    const int64_t idx = i % a.shape[d];
+    i /= a.shape[d];
+    const int td = d - lead;
+    if (td >= 0 && t.shape[td] != 1) off += idx * t.stride[td];
+  }
+  return off;
+}
+__device__ __forceinline__ int64_t pw_out_offset(const pw_args& a, int64_t i) {
+  int64_t off = 0;
+  for (int d = a.ndim - 1; d >= 0; --d) {
+    off += (i % a.shape[d]) * a.stride[d];
+    i /= a.shape[d];
+  }
+  return off;
+}
+
+template <typename T>
+__device__ __forceinline__ float pw_load_one(const pw_opnd& t, const pw_args& a, int64_t i) {
+  return to_f(static_cast<const T*>(t.p)[pw_offset(t, a, i)]);
+}
+template <typename T>
+__device__ __forceinline__ void pw_load_vec(const pw_opnd& t, int64_t i, float* x) {
+  load_vec<T, V>(static_cast<const T*>(t.p) + (t.kind == pw_row ? i % t.inner : i), x);
+}
+
+// Vector path: each thread takes LOADS vectors of V elements a step, BLOCK threads apart (coalesced), all loads
+// issued before any math; then the scalar tail [tail_start, n).
+// (Templates, so that kf_vec and kf_one, which the emitter defines after this file, are needed only where kf_launch
+// instantiates them.)
+template <int = 0>
+__global__ void __launch_bounds__(BLOCK) pw_vec_kernel(pw_args a, int64_t nvec, int64_t tail_start) {
+  const int64_t step = (int64_t)gridDim.x * BLOCK * LOADS;
+  for (int64_t base = (int64_t)blockIdx.x * BLOCK * LOADS + threadIdx.x; base < nvec; base += step) {
+    float y[LOADS][V];
+#pragma unroll
+    for (int l = 0; l < LOADS; ++l) {
+      const int64_t j = base + (int64_t)l * BLOCK;
+      if (j < nvec) kf_vec(a, j * V, y[l]);
+    }
+#pragma unroll
+    for (int l = 0; l < LOADS; ++l) {
+      const int64_t j = base + (int64_t)l * BLOCK;
+      if (j < nvec) store_vec<out_t, V, STREAM>(a.y + j * V, y[l]);
+    }
+  }
+  for (int64_t i = tail_start + (int64_t)blockIdx.x * BLOCK + threadIdx.x; i < a.n; i += (int64_t)gridDim.x * BLOCK)
+    a.y[i] = from_f<out_t>(kf_one(a, i));
+}
+
+// General path: one element a thread, grid-stride.
+template <int = 0>
+__global__ void __launch_bounds__(BLOCK) pw_one_kernel(pw_args a) {
+  for (int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x; i < a.n; i += (int64_t)gridDim.x * BLOCK)
+    a.y[pw_out_offset(a, i)] = from_f<out_t>(kf_one(a, i));
+}
+
+// Blocks for `items` thread-items: enough for one item each (WAVES 0), or WAVES waves of resident blocks.
+inline int64_t pw_grid(int64_t items) {
+  int64_t need = (items + BLOCK - 1) / BLOCK;
+  if (need < 1) need = 1;
+  if (WAVES == 0) return need < 2147483647 ? need : 2147483647;
+  static int sms = 0;
+  if (!sms) {
+    int dev = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (sms <= 0) sms = 132;
+  }
+  const int64_t resident = (int64_t)sms * (2048 / BLOCK) * WAVES;
+  return need < resident ? need : resident;
+}
+
+// Classifies an operand against the output's shape (right-aligned, as broadcasting reads it).
+inline pw_opnd pw_classify(const kf_tensor& t, const kf_tensor& y) {
+  pw_opnd o;
+  o.p = t.data;
+  o.ndim = t.ndim;
+  for (int d = 0; d < KF_MAX_DIMS; ++d) {
+    o.shape[d] = d < t.ndim ? t.shape[d] : 1;
+    o.stride[d] = d < t.ndim ? t.stride[d] : 0;
+  }
+  o.kind = pw_general;
+  o.inner = 1;
+  if (!contiguous(t)) return o;
+  const int lead = y.ndim - t.ndim;
+  int first = t.ndim;  // the first dim of t's trailing block that matches y's
+  for (int d = t.ndim - 1; d >= 0 && t.shape[d] == y.shape[d + lead]; --d) first = d;
+  for (int d = 0; d < first; ++d)
+    if (t.shape[d] != 1) return o;
+  for (int d = first; d < t.ndim; ++d) o.inner *= t.shape[d];
+  o.kind = first == 0 && lead == 0 ? pw_full : pw_row;
+  return o;
+}
+
+template <int = 0>
+inline int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_t s) {
+  if (n_in != KF_N_INPUTS || n_out != 1) return 1;
+  const kf_tensor& y = out[0];
+  if (y.dtype != dtype_code<out_t>::value || y.ndim != KF_OUT_RANK) return 1;
+  pw_args a;
+  a.y = static_cast<out_t*>(y.data);
+  a.n = numel(y);
+  a.ndim = y.ndim;
+  for (int d = 0; d < KF_MAX_DIMS; ++d) {
+    a.shape[d] = d < y.ndim ? y.shape[d] : 1;
+    a.stride[d] = d < y.ndim ? y.stride[d] : 0;
+  }
+  bool vec = contiguous(y) && reinterpret_cast<uintptr_t>(y.data) % vec_align<out_t, V>() == 0;
+  for (int k = 0; k < NOPND; ++k) {
+    const kf_tensor& t = in[kf_operand_input[k]];
+    if (t.dtype != kf_operand_dtype[k] || t.ndim > y.ndim) return 1;
+    for (int d = 0; d < t.ndim; ++d)
+      if (t.shape[d] != 1 && t.shape[d] != y.shape[d + y.ndim - t.ndim]) return 1;
+    a.o[k] = pw_classify(t, y);
+    vec = vec && a.o[k].kind != pw_general && (a.o[k].kind == pw_full || a.o[k].inner % V == 0) &&
+          reinterpret_cast<uintptr_t>(t.data) % kf_operand_align[k] == 0;
+  }
+  if (a.n == 0) return 0;
+  if (vec) {
+    const int64_t nvec = a.n / V;
+    pw_vec_kernel<><<<(unsigned)pw_grid((nvec + LOADS - 1) / LOADS), BLOCK, 0, s>>>(a, nvec, nvec * V);
+  } else {
+    pw_one_kernel<><<<(unsigned)pw_grid(a.n), BLOCK, 0, s>>>(a);
+  }
+  return cudaGetLastError() == cudaSuccess ? 0 : 3;
+}
+
+}  // namespace kfk
