@@ -28,14 +28,24 @@ compiler& shared_compiler() {
   return c;
 }
 
-worker_client& shared_worker() {
-  static worker_client w([] {
+worker_client& shared_worker(device_kind d) {
+  static worker_client cpu([] {
     worker_options wo;
     wo.device = {device_kind::cpu, 0};
     return wo;
   }());
-  return w;
+  if (d == device_kind::cpu) return cpu;
+  static worker_client cuda([] {
+    worker_options wo;
+    wo.device = {device_kind::cuda, 0};
+    return wo;
+  }());
+  return cuda;
 }
+
+bool have_gpu() { return fs::exists("/dev/nvidiactl"); }
+#define REQUIRE_GPU() \
+  if (!have_gpu()) GTEST_SKIP() << "no GPU: the CUDA kernels are verified on the GPU machine"
 
 // A one-op spec for `op` in dtype `t`: x (and the op's tensor arguments) sized for the op.
 std::string one_op_spec(const std::string& op, const std::string& t) {
@@ -82,32 +92,83 @@ workload_spec parse(const std::string& text) {
   return s;
 }
 
-void expect_generic_passes(const workload_spec& spec, const std::string& label) {
-  SCOPED_TRACE(label);
-  const family* f = find_family("generic_cpu", device_kind::cpu);
+// The family's kernel for `spec` (its default, with `changes`) passes the whole verifier on `device`.
+void expect_passes(const workload_spec& spec, const std::string& label, const std::string& family_name,
+                   device_kind device, const knob_values& changes = {}) {
+  SCOPED_TRACE(label + " (" + family_name + ")");
+  const family* f = find_family(family_name, device);
   ASSERT_NE(f, nullptr);
   std::string why;
   ASSERT_TRUE(f->covers(spec, &why)) << why;
-  const std::string source = f->emit(spec, f->default_variant(spec));
-  check_report r = check_candidate(spec, source, "generic.cpp", shared_compiler(), shared_worker(), {});
+  knob_values k = f->default_variant(spec);
+  for (auto& [name, value] : changes) k[name] = value;
+  ASSERT_TRUE(f->valid(k, spec, &why)) << why;
+  const std::string source = f->emit(spec, k);
+  const std::string file = device == device_kind::cuda ? "candidate.cu" : "candidate.cpp";
+  check_report r = check_candidate(spec, source, file, shared_compiler(), shared_worker(device), {});
   ASSERT_TRUE(r.compile.ok) << r.compile.log.substr(0, 3000);
   EXPECT_TRUE(r.result.passed()) << r.result.text() << "\n" << source;
 }
 
-TEST(generic_verify, every_op_in_every_floating_dtype) {
+void expect_generic_passes(const workload_spec& spec, const std::string& label, device_kind device = device_kind::cpu) {
+  expect_passes(spec, label, device == device_kind::cuda ? "generic_cuda" : "generic_cpu", device);
+}
+
+// Compiles the sources together (a pool of threads), so that the checks after find them in the compile cache.
+void warm(const std::vector<workload_spec>& specs, device_kind device) {
+  const family* f = find_family(device == device_kind::cuda ? "generic_cuda" : "generic_cpu", device);
+  std::vector<compile_request> reqs;
+  for (auto& s : specs) reqs.push_back({f->emit(s, f->default_variant(s)), device, "sm_90a", {}, s.name});
+  shared_compiler().compile_batch(reqs);
+}
+
+void every_op(device_kind device) {
+  std::vector<std::pair<std::string, workload_spec>> specs;
   std::set<std::string> tried;
   for (const std::string& op : op_names())
     for (const char* t : {"float32", "float16", "bfloat16", "float64"}) {
-      expect_generic_passes(parse(one_op_spec(op, t)), op + " " + t);
+      specs.emplace_back(op + " " + t, parse(one_op_spec(op, t)));
       tried.insert(op);
     }
+  std::vector<workload_spec> all;
+  for (auto& [_, s] : specs) all.push_back(s);
+  warm(all, device);
+  for (auto& [label, s] : specs) expect_generic_passes(s, label, device);
   EXPECT_EQ(tried.size(), op_table().size());
 }
 
-TEST(generic_verify, mixed_graphs_and_extra_outputs) {
-  const fs::path good = fs::path(KFORGE_SOURCE_DIR) / "tests" / "data" / "specs" / "good";
+TEST(generic_verify, every_op_in_every_floating_dtype) { every_op(device_kind::cpu); }
+
+TEST(generic_verify_cuda, every_op_in_every_floating_dtype) {
+  REQUIRE_GPU();
+  every_op(device_kind::cuda);
+}
+
+const fs::path k_good = fs::path(KFORGE_SOURCE_DIR) / "tests" / "data" / "specs" / "good";
+
+TEST(generic_verify_cuda, mixed_graphs_extra_outputs_and_the_pointwise_family) {
+  REQUIRE_GPU();
   for (const char* f : {"elementwise-ops.yaml", "residual-rmsnorm.yaml", "mlp.yaml", "norms.yaml", "everything.yaml"})
-    expect_generic_passes(load_spec((good / f).string()), f);
+    expect_generic_passes(load_spec((k_good / f).string()), f, device_kind::cuda);
+  // pointwise_cuda on chains of every kind of operand, in each of its paths.
+  const fs::path work = fs::path(KFORGE_SOURCE_DIR) / "workloads";
+  for (const char* w : {"llama3-8b-swiglu.yaml", "gemma2-2b-geglu.yaml", "gpt2-gelu-tanh.yaml"}) {
+    const workload_spec s = load_spec((work / w).string());
+    expect_passes(s, w, "pointwise_cuda", device_kind::cuda);
+    expect_passes(s, w, "pointwise_cuda", device_kind::cuda,
+                  {{"vec", "16"}, {"loads", "4"}, {"waves", "2"}, {"store", "streaming"}, {"math", "fast"}});
+    expect_passes(s, w, "pointwise_cuda", device_kind::cuda, {{"vec", "1"}, {"loads", "1"}, {"block", "1024"}});
+  }
+  workload_spec chain = load_spec((k_good / "elementwise-ops.yaml").string());
+  chain.outputs.clear();  // the last op's result only: pointwise writes that
+  chain.graph[5].as.clear();
+  expect_passes(chain, "every elementwise op, broadcast operands", "pointwise_cuda", device_kind::cuda);
+  expect_passes(chain, "every elementwise op, broadcast operands", "pointwise_cuda", device_kind::cuda, {{"vec", "2"}});
+}
+
+TEST(generic_verify, mixed_graphs_and_extra_outputs) {
+  for (const char* f : {"elementwise-ops.yaml", "residual-rmsnorm.yaml", "mlp.yaml", "norms.yaml", "everything.yaml"})
+    expect_generic_passes(load_spec((k_good / f).string()), f);
   // Vector operands of matmul and linear, a reduction in the middle of elementwise runs, a named reduction result.
   expect_generic_passes(parse(R"(version: 1
 name: vectors
