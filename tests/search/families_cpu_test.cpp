@@ -51,7 +51,9 @@ std::vector<named_spec> variants() {
       {"rms_norm_gelu", row_norm_spec(true), "group_norm_cpu"},
       {"pool", pool_spec(), "pool_cpu"},
       {"pool_cl_bf16", pool_spec("channels_last", dtype::bfloat16), "pool_cpu"},
-      {"swiglu", swiglu_spec(), "generic_cpu"},  // no other family covers it: the fallback
+      {"swiglu", swiglu_spec(), "pointwise_cpu"},
+      {"bias_gelu", bias_gelu_spec(), "pointwise_cpu"},
+      {"matmul", matmul_spec(), "generic_cpu"},  // no other family covers it: the fallback
   };
 }
 
@@ -117,6 +119,140 @@ TEST(families_cpu, valid_rejects_unknown_and_out_of_range_knobs) {
   bad["vector_width"] = "16";
   bad["unroll"] = "4";
   EXPECT_FALSE(f->valid(bad, spec, &why));
+}
+
+TEST(families_cpu, pointwise_covers_elementwise_chains_only) {
+  auto* f = find_family("pointwise_cpu", device_kind::cpu);
+  ASSERT_NE(f, nullptr);
+  std::string why;
+  EXPECT_FALSE(f->covers(test::matmul_spec(), &why));
+  EXPECT_NE(why.find("op 1 (matmul) is not elementwise"), std::string::npos) << why;
+  EXPECT_FALSE(f->covers(test::swiglu_spec(dtype::float64), &why));
+  EXPECT_NE(why.find("float64"), std::string::npos) << why;
+  // The bias [96] and the column [T, 1] are not the output's shape: their loops are compiled (operands 1 and 2).
+  auto spec = test::bias_gelu_spec();
+  auto v = f->default_variant(spec);
+  const std::string src = f->emit(spec, v);
+  EXPECT_NE(src.find("constexpr int kf_const_set = 6;"), std::string::npos) << src.substr(0, 4000);
+  EXPECT_NE(src.find("constexpr int kf_opnd_dtype[kf_n_opnd] = {KF_FLOAT16, KF_FLOAT16, KF_FLOAT32};"), std::string::npos);
+  EXPECT_NE(src.find("// computes: add -> mul -> gelu -> cast (one pass)"), std::string::npos) << src.substr(0, 600);
+  // One thread deals no tasks: the schedule is not read.
+  v["threads"] = "1";
+  auto w = v;
+  w["schedule"] = "dynamic";
+  EXPECT_EQ(f->emit(spec, v), f->emit(spec, w));
+  EXPECT_FALSE(knob_read(*f, spec, w, "schedule"));
+  EXPECT_TRUE(knob_read(*f, spec, w, "math"));
+  // A chain without exp, tanh or erf reads no math knob.
+  auto plain = test::swiglu_spec();
+  plain.graph[0].op = "relu";
+  EXPECT_FALSE(knob_read(*f, plain, f->default_variant(plain), "math"));
+}
+
+// pointwise_cpu's kernel compiled as kforge compiles it and run on layouts that no spec expresses (a strided output,
+// a transposed input, a strided or expanded operand) and on the broadcasts that pick its vectorized loops (a [D] row,
+// a [T, 1] column, a [1] operand where D = 1): (x + b) * c in float32 against a double computation.
+TEST(families_cpu, pointwise_runs_every_layout) {
+  workload_spec spec;
+  spec.name = "test-pointwise-layouts";
+  spec.inputs = {test::tensor_input("x", {test::sym("T"), test::sym("D")}, dtype::float32),
+                 test::tensor_input("b", {test::sym("D")}, dtype::float32),
+                 test::tensor_input("c", {test::sym("T"), test::lit(1)}, dtype::float32)};
+  spec.graph.push_back({"add", {{"input", "x"}, {"other", "b"}}, {}});
+  spec.graph.push_back({"mul", {{"other", "c"}}, {}});
+  spec.cases = {test::make_case({{"T", 5}, {"D", 37}}, true)};
+  auto* f = find_family("pointwise_cpu", device_kind::cpu);
+  ASSERT_NE(f, nullptr);
+  ASSERT_TRUE(f->covers(spec, nullptr));
+
+  // A float32 tensor over `buffer` (which the test sizes), with the given strides.
+  struct view {
+    std::vector<int64_t> shape, stride;
+    std::vector<float> buffer;
+    float& at(const std::vector<int64_t>& idx) {
+      int64_t off = 0;
+      for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * stride[d];
+      return buffer[static_cast<size_t>(off)];
+    }
+    kf_tensor abi(int32_t dtype = KF_FLOAT32) {
+      kf_tensor t{};
+      t.data = buffer.data();
+      t.dtype = dtype;
+      t.ndim = static_cast<int32_t>(shape.size());
+      for (size_t d = 0; d < shape.size(); ++d) t.shape[d] = shape[d], t.stride[d] = stride[d];
+      return t;
+    }
+  };
+  auto make = [](std::vector<int64_t> shape, std::vector<int64_t> stride, size_t elements) {
+    return view{std::move(shape), std::move(stride), std::vector<float>(elements, -7.0f)};
+  };
+  struct layout {
+    std::string label;
+    int64_t T, D;
+    view x, b, c, y;
+  };
+  std::vector<layout> layouts;
+  for (auto [T, D] : {std::pair<int64_t, int64_t>{5, 37}, {50, 101}, {1, 37}, {6, 1}, {1, 1}})
+    layouts.push_back({fmt::format("contiguous T={} D={}", T, D), T, D, make({T, D}, {D, 1}, T * D),
+                       make({D}, {1}, D), make({T, 1}, {1, 1}, T), make({T, D}, {D, 1}, T * D)});
+  const int64_t T = 7, D = 33;
+  layouts.push_back({"output rows 40 apart", T, D, make({T, D}, {D, 1}, T * D), make({D}, {1}, D),
+                     make({T, 1}, {1, 1}, T), make({T, D}, {40, 1}, T * 40)});
+  layouts.push_back({"transposed x", T, D, make({T, D}, {1, T}, T * D), make({D}, {1}, D), make({T, 1}, {1, 1}, T),
+                     make({T, D}, {D, 1}, T * D)});
+  layouts.push_back({"b every other float", T, D, make({T, D}, {D, 1}, T * D), make({D}, {2}, 2 * D),
+                     make({T, 1}, {1, 1}, T), make({T, D}, {D, 1}, T * D)});
+  layouts.push_back({"c expanded to [T, D]", T, D, make({T, D}, {D, 1}, T * D), make({D}, {1}, D),
+                     make({T, D}, {1, 0}, T), make({T, D}, {D, 1}, T * D)});
+  std::mt19937 gen(7);
+  std::normal_distribution<float> normal(0.f, 2.f);
+  for (auto& l : layouts) {
+    for (int64_t t = 0; t < l.T; ++t)
+      for (int64_t d = 0; d < l.D; ++d) l.x.at({t, d}) = normal(gen);
+    for (int64_t d = 0; d < l.D; ++d) l.b.at({d}) = normal(gen);
+    for (int64_t t = 0; t < l.T; ++t) l.c.at({t, 0}) = normal(gen);
+  }
+
+  temp_dir dir("kf-pointwise-run");
+  int n = 0;
+  for (const knob_values& changes : std::vector<knob_values>{{}, {{"chunk", "1024"}, {"threads", "2"}, {"schedule", "dynamic"}}}) {
+    auto v = f->default_variant(spec);
+    for (auto& [k, x] : changes) v[k] = x;
+    ASSERT_TRUE(f->valid(v, spec, nullptr));
+    const auto src = dir.path() / fmt::format("pw{}.cpp", n), so = dir.path() / fmt::format("pw{}.so", n++);
+    write_file_atomic(src, f->emit(spec, v));
+    // As kforge compiles a cpu candidate (exec/compile.cpp): the vectorized loops are what runs.
+    auto r = run_process({KFORGE_CXX_COMPILER, "-O3", "-march=native", "-fopenmp", "-std=c++17", "-shared", "-fPIC",
+                          "-I" KFORGE_SOURCE_DIR "/lib/exec", "-o", so.string(), src.string()});
+    ASSERT_TRUE(r.ok()) << r.err.substr(0, 3000);
+    void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(h, nullptr) << dlerror();
+    auto launch = reinterpret_cast<kf_launch_fn>(dlsym(h, "kf_launch"));
+    ASSERT_NE(launch, nullptr);
+    for (auto l : layouts) {
+      SCOPED_TRACE(l.label + (changes.empty() ? "" : " chunk=1024 threads=2 dynamic"));
+      std::vector<kf_tensor> in = {l.x.abi(), l.b.abi(), l.c.abi()};
+      kf_tensor out = l.y.abi();
+      ASSERT_EQ(launch(in.data(), 3, &out, 1, nullptr), 0);
+      for (int64_t t = 0; t < l.T; ++t)
+        for (int64_t d = 0; d < l.D; ++d) {
+          const double want = (static_cast<double>(l.x.at({t, d})) + l.b.at({d})) * l.c.at({t, 0});
+          ASSERT_NEAR(l.y.at({t, d}), want, 1e-6 + 1e-6 * std::fabs(want)) << "t=" << t << " d=" << d;
+        }
+      int64_t untouched = 0;  // the output's gaps stay as they were
+      for (float e : l.y.buffer) untouched += e == -7.0f;
+      EXPECT_EQ(untouched, static_cast<int64_t>(l.y.buffer.size()) - l.T * l.D);
+      // Arguments that do not match the spec: a wrong dtype, a b that does not broadcast, an input missing.
+      in[1].dtype = KF_BFLOAT16;
+      EXPECT_EQ(launch(in.data(), 3, &out, 1, nullptr), 1);
+      in[1] = l.b.abi();
+      in[1].shape[0] = l.D + 1;
+      EXPECT_EQ(launch(in.data(), 3, &out, 1, nullptr), 1);
+      in[1] = l.b.abi();
+      EXPECT_EQ(launch(in.data(), 2, &out, 1, nullptr), 1);
+    }
+    // not dlclose'd: the OpenMP runtime it pulled in may still have threads parked
+  }
 }
 
 TEST(graph_match, explains_what_does_not_fit) {

@@ -2,7 +2,10 @@
 // real worker), on specs that no bundled workload resembles: float32 log_softmax (max + log(sum) rounds), a masked
 // and scaled one, float16 RMSNorm without eps, float32 LayerNorm / GroupNorm whose all-equal rows magnify an
 // inexact mean by 1/sqrt(eps), and the tanh GELU's negative tail. A new user's first run found each of these
-// failing the tool's own kernels; a kernel the family emits for a spec it covers must pass.
+// failing the tool's own kernels; a kernel the family emits for a spec it covers must pass. pointwise_cpu's chains too:
+// the MLP activations (SwiGLU, GeGLU, GELU) over odd sizes, broadcast operands of other dtypes (a row bias, a [T, 1]
+// column, a channel, a scalar) that its vectorized loops read, a channels_last input that its general path reads, and
+// every other elementwise op.
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -77,6 +80,33 @@ TEST(families_cpu_verify, float32_group_norm_of_uneven_groups_passes) {
 
 TEST(families_cpu_verify, tanh_gelu_passes_on_its_negative_tail_with_either_math) {
   expect_family_passes("group-norm-gelu-tanh-f32-cl.yaml", "group_norm_cpu", {{{"math", "libm"}}, {{"math", "poly"}}});
+}
+
+TEST(families_cpu_verify, pointwise_swiglu_bf16_passes) {
+  expect_family_passes("swiglu-bf16.yaml", "pointwise_cpu",
+                       {{{"threads", "1"}}, {{"chunk", "1024"}, {"schedule", "dynamic"}}, {{"math", "libm"}}});
+}
+
+TEST(families_cpu_verify, pointwise_geglu_tanh_bf16_passes) {
+  expect_family_passes("geglu-tanh-bf16.yaml", "pointwise_cpu", {{{"math", "libm"}}, {{"chunk", "1024"}, {"threads", "2"}}});
+}
+
+TEST(families_cpu_verify, pointwise_gelu_f16_passes) {
+  expect_family_passes("gelu-f16.yaml", "pointwise_cpu", {{{"math", "libm"}}});
+}
+
+TEST(families_cpu_verify, pointwise_row_bias_and_float32_column_pass_to_float32_tolerance) {
+  expect_family_passes("bias-col-gelu-f32.yaml", "pointwise_cpu",
+                       {{{"math", "libm"}}, {{"chunk", "1024"}, {"threads", "1"}}});
+}
+
+TEST(families_cpu_verify, pointwise_channels_last_input_passes_through_the_general_path) {
+  expect_family_passes("channels-last-bias-silu-bf16.yaml", "pointwise_cpu",
+                       {{{"threads", "1"}}, {{"chunk", "1024"}, {"schedule", "dynamic"}}});
+}
+
+TEST(families_cpu_verify, pointwise_every_other_op_passes) {
+  expect_family_passes("unary-chain-f32.yaml", "pointwise_cpu", {{{"math", "libm"}}});
 }
 
 }  // namespace
