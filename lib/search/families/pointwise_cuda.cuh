@@ -1,6 +1,6 @@
 // pointwise_cuda.cuh: the fixed code of the pointwise family (pointwise_cuda.cpp): any chain of elementwise ops in
 // one pass, one read of each operand element and one write of each result. Emitted before it (namespace kfk):
-//   V, LOADS, BLOCK, WAVES, STREAM, NOPND  the variant's knobs and the operand count
+//   V, LOADS, BLOCK, WAVES, STREAM, PDL, NOPND  the variant's knobs and the operand count
 //   out_t, t0 .. t<NOPND-1>                the stored types; operand 0 is the chain's input
 //   kf_vec(const pw_args&, int64_t i, float* y)   V results from the V elements at i (every operand full or row)
 //   kf_one(const pw_args&, int64_t i)             one result from element i, any layout (broadcast, strided)
@@ -70,6 +70,7 @@ __device__ __forceinline__ void pw_load_vec(const pw_opnd& t, int64_t i, float* 
 // instantiates them.)
 template <int = 0>
 __global__ void __launch_bounds__(BLOCK) pw_vec_kernel(pw_args a, int64_t nvec, int64_t tail_start) {
+  wait_prior_grid<PDL>();
   const int64_t step = (int64_t)gridDim.x * BLOCK * LOADS;
   for (int64_t base = (int64_t)blockIdx.x * BLOCK * LOADS + threadIdx.x; base < nvec; base += step) {
     float y[LOADS][V];
@@ -91,6 +92,7 @@ __global__ void __launch_bounds__(BLOCK) pw_vec_kernel(pw_args a, int64_t nvec, 
 // General path: one element a thread, grid-stride.
 template <int = 0>
 __global__ void __launch_bounds__(BLOCK) pw_one_kernel(pw_args a) {
+  wait_prior_grid<PDL>();
   for (int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x; i < a.n; i += (int64_t)gridDim.x * BLOCK)
     a.y[pw_out_offset(a, i)] = from_f<out_t>(kf_one(a, i));
 }
@@ -159,11 +161,10 @@ inline int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cuda
   if (a.n == 0) return 0;
   if (vec) {
     const int64_t nvec = a.n / V;
-    pw_vec_kernel<><<<(unsigned)pw_grid((nvec + LOADS - 1) / LOADS), BLOCK, 0, s>>>(a, nvec, nvec * V);
-  } else {
-    pw_one_kernel<><<<(unsigned)pw_grid(a.n), BLOCK, 0, s>>>(a);
+    return launch_kernel<PDL>(pw_vec_kernel<>, dim3((unsigned)pw_grid((nvec + LOADS - 1) / LOADS)), BLOCK, 0, s, a,
+                              nvec, nvec * V);
   }
-  return cudaGetLastError() == cudaSuccess ? 0 : 3;
+  return launch_kernel<PDL>(pw_one_kernel<>, dim3((unsigned)pw_grid(a.n)), BLOCK, 0, s, a);
 }
 
 }  // namespace kfk

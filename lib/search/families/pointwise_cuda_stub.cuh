@@ -14,6 +14,7 @@ constexpr int LOADS = 2;
 constexpr int BLOCK = 256;
 constexpr int WAVES = 0;
 constexpr bool STREAM = false;
+constexpr bool PDL = true;
 constexpr int NOPND = 2;
 constexpr int KF_N_INPUTS = 2;
 constexpr int KF_OUT_RANK = 2;
