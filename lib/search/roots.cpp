@@ -25,8 +25,9 @@ std::string family_kind(const std::string& name) {
 
 namespace {
 
-// A stored winner's knobs for the family as it is now: knobs the family gained since are set to its defaults
-// for this spec, knobs it dropped are removed. `changes` says which, for the root's origin. Knobs that share
+// A stored winner's knobs for the family as it is now: a knob the family gained since is set to the value whose
+// code the winner already had (knob::before, as `kforge reemit` does), or to the family's default for this spec
+// when the knob came with new code; knobs it dropped are removed. `changes` says which, for the root's origin. Knobs that share
 // no name with the family's are returned unchanged (nothing of the winner would be left).
 knob_values current_knobs(const family& f, const workload_spec& spec, knob_values knobs, std::string* changes) {
   changes->clear();
@@ -36,7 +37,7 @@ knob_values current_knobs(const family& f, const workload_spec& spec, knob_value
   std::vector<std::string> said;
   for (auto& k : f.knobs())
     if (!knobs.count(k.name)) {
-      knobs[k.name] = defaults.at(k.name);
+      knobs[k.name] = k.before.empty() ? defaults.at(k.name) : k.before;
       said.push_back(k.name + "=" + knobs[k.name]);
     }
   for (auto it = knobs.begin(); it != knobs.end();) {

@@ -300,8 +300,10 @@ evaluator::beside_baselines worker_evaluator::time_beside_baselines(const candid
   q.cases = m_gated;
   q.impls.push_back(pipeline::impl_request::kernel("kernel", w.so_path));
   std::vector<std::string> names = {"kernel"}, compared;
+  bool with_stored = false;  // the stored kernel compiled and is timed beside the winner
   if (stored) {
     compile_result s = build(*stored, "stored");
+    with_stored = s.ok;
     if (s.ok) q.impls.push_back(pipeline::impl_request::kernel("stored", s.so_path)), names.push_back("stored");
   }
   for (auto& impl : baseline_impls(&compared)) q.impls.push_back(impl);
@@ -316,7 +318,7 @@ evaluator::beside_baselines worker_evaluator::time_beside_baselines(const candid
   q.stopping.race = nullptr;
   q.stopping.cold_follows_hot = false;
   q.stopping.questions = gate_questions(compared, false, 0);
-  if (names.size() > 1 && names[1] == "stored")
+  if (with_stored)
     q.stopping.questions.push_back({{"a", "kernel"}, {"b", "stored"}, {"threshold", 1.0}});
   auto call = pipeline::call_measure(*m_worker, q, m_options.measure_timeout);
   if (!call.ok()) {
