@@ -138,4 +138,10 @@ std::string without_provenance(std::string_view stored) {
   return std::string(stored.substr(0, begin)) + std::string(stored.substr(end));
 }
 
+std::string without_kernel_header(std::string_view source) {
+  const size_t end = header_end(source);
+  if (end == std::string_view::npos) return std::string(source);
+  return std::string(source.substr(end));
+}
+
 }  // namespace kf

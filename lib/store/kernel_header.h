@@ -26,6 +26,10 @@ std::string format_kernel_header(const kernel_header& h);
 // source does not open with one (a proposer's rewrite, a winner stored before families had versions).
 std::optional<kernel_header> parse_kernel_header(std::string_view source, std::string* why_not = nullptr);
 
+// `source` without the kernel header it opens with (unchanged when it opens with none): a proposer's rewrite that
+// kept its parent's header would claim the parent's family and knobs.
+std::string without_kernel_header(std::string_view source);
+
 // The first line of a stored winner's provenance starts with this ("// kforge winner: W on KEY").
 inline constexpr std::string_view k_winner_line = "// kforge winner: ";
 

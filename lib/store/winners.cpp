@@ -81,7 +81,16 @@ stored_kernel write_winner(const fs::path& dir, std::string_view gpu_key, const 
   fs::path source = dir / (std::string(gpu_key) + kernel_extension(gpu_key));
   std::vector<std::string> lines{fmt::format("{}{} on {}", k_winner_line.substr(3), w.workload, gpu_key)};
   lines.insert(lines.end(), w.provenance.begin(), w.provenance.end());
-  std::string text = with_provenance(w.source, lines);
+  // A winner whose metadata says it has no family (a proposer's rewrite) keeps no family header: a header its parent had would claim
+  // the parent's family and knobs, which the .json does not.
+  std::string source_text = w.source;
+  if (w.metadata.contains("family") && w.metadata.value("family", std::string()).empty())
+    if (auto h = parse_kernel_header(source_text)) {
+      source_text = without_kernel_header(source_text);
+      lines.push_back(fmt::format("rewritten from: a {} version {} kernel (its header removed: this one has no family)",
+                                  h->family, h->version));
+    }
+  std::string text = with_provenance(source_text, lines);
   if (!text.empty() && text.back() != '\n') text += '\n';
   write_file_atomic(source, text);
   nlohmann::json meta = w.metadata;

@@ -102,5 +102,22 @@ TEST(winners, provenance_follows_the_kernel_header) {
   EXPECT_EQ(parse_kernel_header(text)->version, 3);
 }
 
+// A proposer's rewrite that kept its parent's kernel header is stored without it: its .json names no family, and
+// the header would claim one (with the parent's knobs).
+TEST(winners, a_familyless_rewrite_drops_the_header_it_kept) {
+  temp_dir d("kf-winners-rewrite");
+  winner_write w;
+  w.workload = "w";
+  w.source = "// kforge kernel: family row_softmax_cpu, version 3\n// knobs: threads=all\n// computes: x -> softmax\n"
+             "\n#include \"kf_abi.h\"\n";
+  w.provenance = {"found: by `kforge search` (llm proposer)"};
+  w.metadata = {{"family", ""}};
+  const std::string text = read_file(write_winner(d.path(), "cpu-x86-64", w).source);
+  EXPECT_FALSE(parse_kernel_header(text).has_value()) << text;
+  EXPECT_THAT(text, ::testing::StartsWith("// kforge winner: w on cpu-x86-64\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("// rewritten from: a row_softmax_cpu version 3 kernel"));
+  EXPECT_THAT(text, ::testing::HasSubstr("#include \"kf_abi.h\""));
+}
+
 }  // namespace
 }  // namespace kf
