@@ -169,6 +169,17 @@ TEST(generic_verify_cuda, mixed_graphs_extra_outputs_and_the_pointwise_family) {
 TEST(generic_verify, mixed_graphs_and_extra_outputs) {
   for (const char* f : {"elementwise-ops.yaml", "residual-rmsnorm.yaml", "mlp.yaml", "norms.yaml", "everything.yaml"})
     expect_generic_passes(load_spec((k_good / f).string()), f);
+  // A linear layer with a long inner dim in float32 (a float sum over K=512 drifts past float32's tolerance).
+  expect_generic_passes(parse(R"(version: 1
+name: long-k
+inputs:
+  x: {shape: [T, 512], dtype: float32}
+  w: {shape: [96, 512], dtype: float32}
+  b: {shape: [96], dtype: float32}
+graph:
+  - linear: {input: x, weight: w, bias: b}
+cases: [{T: 33, gate: true}, {T: 3}]
+)"), "linear over K=512");
   // Vector operands of matmul and linear, a reduction in the middle of elementwise runs, a named reduction result.
   expect_generic_passes(parse(R"(version: 1
 name: vectors

@@ -280,7 +280,7 @@ template <typename Item>
 inline int kf_items(int64_t n, const Item& item, void* stream, int threads) {
   (void)stream;
   if (threads <= 0) threads = omp_get_max_threads();
-#pragma omp parallel for schedule(static) num_threads(threads) if (n > 4096)
+#pragma omp parallel for schedule(dynamic, 1 + n / (8 * threads)) num_threads(threads) if (n > 1)
   for (int64_t i = 0; i < n; ++i) item(i);
   return 0;
 }
@@ -503,12 +503,12 @@ struct kf_matmul_item {
     idx[r - 1] = n;
     const int64_t bo = kf_offset(b, idx, r);
     const int64_t as = a.stride[a.ndim - 1], bs = b.stride[b.ndim - 2];
-    kf_acc s = 0;
-    for (int64_t k = 0; k < K; ++k) s += kf_load(a, ao + k * as) * kf_load(b, bo + k * bs);
-    if (bias.data) s += kf_load(bias, n * bias.stride[0]);
+    double s = 0;  // in double: a float sum over a long K drifts past float32's tolerance
+    for (int64_t k = 0; k < K; ++k) s += (double)kf_load(a, ao + k * as) * (double)kf_load(b, bo + k * bs);
+    if (bias.data) s += (double)kf_load(bias, n * bias.stride[0]);
     idx[r - 2] = m;
     idx[r - 1] = n;
-    kf_store(y, kf_offset(y, idx, r), s);
+    kf_store(y, kf_offset(y, idx, r), (kf_acc)s);
   }
 };
 
