@@ -1,8 +1,12 @@
 #include "search/graph_match.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "search/families/elementwise_emit.h"
+#include "search/family.h"
 #include "spec/ops.h"
 
 namespace kf {
@@ -299,6 +303,47 @@ std::optional<pool_graph> match_pool(const workload_spec& spec, std::string* why
   if (!w.done()) { w.fail(fmt::format("{}: nothing may follow the pooling epilogue", w.where())); return std::nullopt; }
   g.out_type = w.type;
   return g;
+}
+
+std::optional<pointwise_graph> match_pointwise(const workload_spec& spec, std::string* why_not) {
+  auto fail = [&](std::string m) -> std::optional<pointwise_graph> {
+    if (why_not) *why_not = std::move(m);
+    return std::nullopt;
+  };
+  auto storable = [](dtype t) { return t == dtype::float32 || t == dtype::float16 || t == dtype::bfloat16; };
+  graph_shapes g;
+  graph_error e;
+  try {
+    if (spec.cases.empty() || !try_infer_graph(spec, spec.cases.front(), &g, &e)) return fail("the graph does not infer");
+  } catch (const std::exception&) {  // a spec built in code with arguments of the wrong kind
+    return fail("the graph does not infer");
+  }
+  if (has_extra_outputs(spec)) return fail("the spec returns intermediate results; pointwise writes the last op's only");
+  pointwise_graph c;
+  auto operand = [&](const std::string& name) {
+    c.inputs.push_back(input_index(spec, name));
+    c.types.push_back(g.inputs[c.inputs.back()].type);
+  };
+  for (size_t i = 0; i < spec.graph.size(); ++i) {
+    const op_call& call = spec.graph[i];
+    if (!ew::is_elementwise(call.op)) return fail(fmt::format("op {} ({}) is not elementwise", i + 1, call.op));
+    if (i == 0) operand(call.args.value("input", std::string()));
+    if (const std::string arg = ew::operand_arg(call); !arg.empty()) operand(call.args.value(arg, std::string()));
+    const dtype step = g.steps[i].front().type;
+    if (!storable(step))
+      return fail(fmt::format("op {} ({}) gives {}: pointwise computes in float32 and stores float16, bfloat16 or float32",
+                              i + 1, call.op, dtype_name(step)));
+    static const std::vector<std::string> math = {"silu", "sigmoid", "gelu", "tanh", "exp", "softcap"};
+    c.transcendental = c.transcendental || std::find(math.begin(), math.end(), call.op) != math.end();
+  }
+  for (dtype t : c.types) {
+    if (!storable(t)) return fail(fmt::format("an operand is {}: pointwise reads float16, bfloat16 or float32", dtype_name(t)));
+    c.widest = std::max<size_t>(c.widest, dtype_size(t));
+  }
+  c.out = g.outputs().front().type;
+  c.out_rank = static_cast<int>(g.outputs().front().shape.size());
+  c.widest = std::max<size_t>(c.widest, dtype_size(c.out));
+  return c;
 }
 
 bool family_selected(const workload_spec& spec, const std::string& family_name) {

@@ -69,7 +69,20 @@ struct pool_graph {
   std::string describe() const;
 };
 
+// A chain of elementwise ops (families/elementwise_emit.h) computed in float and stored as float16, bfloat16 or
+// float32, one pass over the output, which is the last op's only result. The operands in the order the chain reads
+// them: the first op's input, then each op's tensor operand (input indices), with their stored types.
+struct pointwise_graph {
+  std::vector<int> inputs;
+  std::vector<dtype> types;
+  dtype out = dtype::float32;
+  int out_rank = 0;
+  size_t widest = 2;            // bytes of the widest stored type (operands and result)
+  bool transcendental = false;  // some op calls exp, tanh or erf (a math knob matters)
+};
+
 // Each returns the match, or nullopt with `why_not` saying which op (by index and name) did not fit.
+std::optional<pointwise_graph> match_pointwise(const workload_spec& spec, std::string* why_not);
 std::optional<softmax_graph> match_softmax(const workload_spec& spec, std::string* why_not);
 std::optional<norm_graph> match_norm(const workload_spec& spec, std::string* why_not);
 std::optional<pool_graph> match_pool(const workload_spec& spec, std::string* why_not);

@@ -12,6 +12,7 @@
 #include "search/families/cpu_emit.h"
 #include "search/families/elementwise_emit.h"
 #include "search/family.h"
+#include "search/graph_match.h"
 #include "spec/ops.h"
 #include "util/error.h"
 
@@ -21,55 +22,15 @@ namespace {
 constexpr size_t k_max_operands = 16;   // kf_elem's operand masks are ints
 constexpr int k_max_const_operands = 4;  // 2^4 vectorized loops at most, one per set of operands constant along runs
 
-// The chain's operands: the first op's input, then each op's tensor operand, as input indices.
-struct chain {
-  std::vector<int> inputs;
-  std::vector<dtype> types;
-  dtype out = dtype::float32;
-  int out_rank = 0;
-  bool transcendental = false;  // some op reads the math knob (exp, tanh, erfc)
-};
+using chain = pointwise_graph;
 
-bool storable(dtype t) { return t == dtype::float32 || t == dtype::float16 || t == dtype::bfloat16; }
-
+// match_pointwise, with at most k_max_operands tensor operands.
 std::optional<chain> match_chain(const workload_spec& spec, std::string* why_not) {
-  auto fail = [&](std::string m) -> std::optional<chain> {
-    if (why_not) *why_not = std::move(m);
+  auto c = match_pointwise(spec, why_not);
+  if (c && c->inputs.size() > k_max_operands) {
+    if (why_not) *why_not = fmt::format("{} tensor operands: pointwise_cpu reads {} at most", c->inputs.size(), k_max_operands);
     return std::nullopt;
-  };
-  graph_shapes g;
-  graph_error e;
-  try {
-    if (spec.cases.empty() || !try_infer_graph(spec, spec.cases.front(), &g, &e)) return fail("the graph does not infer");
-  } catch (const std::exception&) {
-    return fail("the graph does not infer");
   }
-  if (has_extra_outputs(spec)) return fail("the spec returns intermediate results; pointwise writes the last op's only");
-  chain c;
-  for (size_t i = 0; i < spec.graph.size(); ++i) {
-    const op_call& call = spec.graph[i];
-    if (!ew::is_elementwise(call.op)) return fail(fmt::format("op {} ({}) is not elementwise", i + 1, call.op));
-    if (i == 0) {
-      c.inputs.push_back(input_index(spec, call.args.value("input", std::string())));
-      c.types.push_back(g.inputs[c.inputs.back()].type);
-    }
-    if (const std::string arg = ew::operand_arg(call); !arg.empty()) {
-      c.inputs.push_back(input_index(spec, call.args.value(arg, std::string())));
-      c.types.push_back(g.inputs[c.inputs.back()].type);
-    }
-    const dtype step = g.steps[i].front().type;
-    if (!storable(step))
-      return fail(fmt::format("op {} ({}) gives {}: pointwise computes in float32 and stores float16, bfloat16 or float32",
-                              i + 1, call.op, dtype_name(step)));
-    static const std::vector<std::string> math = {"silu", "sigmoid", "gelu", "tanh", "exp", "softcap"};
-    c.transcendental = c.transcendental || std::find(math.begin(), math.end(), call.op) != math.end();
-  }
-  for (dtype t : c.types)
-    if (!storable(t)) return fail(fmt::format("an operand is {}: pointwise reads float16, bfloat16 or float32", dtype_name(t)));
-  if (c.inputs.size() > k_max_operands)
-    return fail(fmt::format("{} tensor operands: pointwise_cpu reads {} at most", c.inputs.size(), k_max_operands));
-  c.out = g.outputs().front().type;
-  c.out_rank = static_cast<int>(g.outputs().front().shape.size());
   return c;
 }
 

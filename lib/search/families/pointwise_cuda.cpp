@@ -11,61 +11,15 @@
 #include "search/families/cuda_emit.h"
 #include "search/families/elementwise_emit.h"
 #include "search/family.h"
+#include "search/graph_match.h"
 #include "spec/ops.h"
 
 namespace kf {
 namespace {
 
-// The chain's operands: the first op's input, then each op's tensor operand, as input indices.
-struct chain {
-  std::vector<int> inputs;
-  std::vector<dtype> types;
-  dtype out = dtype::float32;
-  int out_rank = 0;
-  size_t widest = 2;  // bytes of the widest stored type
-};
+using chain = pointwise_graph;
 
-std::optional<chain> match_chain(const workload_spec& spec, std::string* why_not) {
-  auto fail = [&](std::string m) -> std::optional<chain> {
-    if (why_not) *why_not = std::move(m);
-    return std::nullopt;
-  };
-  graph_shapes g;
-  graph_error e;
-  try {
-    if (spec.cases.empty() || !try_infer_graph(spec, spec.cases.front(), &g, &e)) return fail("the graph does not infer");
-  } catch (const std::exception&) {
-    return fail("the graph does not infer");
-  }
-  if (has_extra_outputs(spec)) return fail("the spec returns intermediate results; pointwise writes the last op's only");
-  chain c;
-  for (size_t i = 0; i < spec.graph.size(); ++i) {
-    const op_call& call = spec.graph[i];
-    if (!ew::is_elementwise(call.op)) return fail(fmt::format("op {} ({}) is not elementwise", i + 1, call.op));
-    std::string name = i == 0 ? call.args.value("input", std::string()) : "";
-    if (const std::string arg = ew::operand_arg(call); !arg.empty()) name = call.args.value(arg, std::string());
-    if (i == 0 && !ew::operand_arg(call).empty()) {
-      c.inputs.push_back(input_index(spec, call.args.value("input", std::string())));
-      c.types.push_back(g.inputs[c.inputs.back()].type);
-    }
-    if (!name.empty()) {
-      c.inputs.push_back(input_index(spec, name));
-      c.types.push_back(g.inputs[c.inputs.back()].type);
-    }
-    if (!cuda_emit::storable(g.steps[i].front().type) || g.steps[i].front().type == dtype::float64)
-      return fail(fmt::format("op {} ({}) gives {}: pointwise computes in float32 and stores float16, bfloat16 or float32",
-                              i + 1, call.op, dtype_name(g.steps[i].front().type)));
-  }
-  for (dtype t : c.types) {
-    if (!cuda_emit::storable(t) || t == dtype::float64)
-      return fail(fmt::format("an operand is {}: pointwise reads float16, bfloat16 or float32", dtype_name(t)));
-    c.widest = std::max<size_t>(c.widest, dtype_size(t));
-  }
-  c.out = g.outputs().front().type;
-  c.out_rank = static_cast<int>(g.outputs().front().shape.size());
-  c.widest = std::max<size_t>(c.widest, dtype_size(c.out));
-  return c;
-}
+std::optional<chain> match_chain(const workload_spec& spec, std::string* why_not) { return match_pointwise(spec, why_not); }
 
 std::string math_functions(bool fast) {
   std::string s =
