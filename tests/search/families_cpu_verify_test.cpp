@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/test_compiler.h"
 #include "exec/compile.h"
 #include "search/family.h"
 #include "spec/spec_parse.h"
@@ -21,14 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path k_specs = fs::path(KFORGE_SOURCE_DIR) / "tests" / "data" / "specs" / "families";
 
-compiler& shared_compiler() {
-  static compiler c([] {
-    compile_options o;
-    o.cache_root = fs::path(KFORGE_BINARY_DIR) / "test-cache";  // reruns skip the compiles
-    return o;
-  }());
-  return c;
-}
+using test::shared_compiler;
 
 // The family's default for the spec, then the default with each of `variants`' knobs changed: each must pass.
 void expect_family_passes(const std::string& spec_file, const std::string& family_name,

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "../support/test_compiler.h"
 #include "exec/compile.h"
 #include "search/family.h"
 #include "spec/ops.h"
@@ -19,14 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-compiler& shared_compiler() {
-  static compiler c([] {
-    compile_options o;
-    o.cache_root = fs::path(KFORGE_BINARY_DIR) / "test-cache";  // reruns skip the compiles
-    return o;
-  }());
-  return c;
-}
+using test::shared_compiler;
 
 worker_client& shared_worker(device_kind d) {
   static worker_client cpu([] {

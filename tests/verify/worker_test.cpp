@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/test_compiler.h"
 #include "exec/device.h"
 #include "spec/spec_parse.h"
 #include "util/fs.h"
@@ -22,14 +23,7 @@ const std::string k_odd = "R=5,C=33";
 
 workload_spec test_spec() { return load_spec((k_data / "specs" / "softmax-small.yaml").string()); }
 
-compiler& shared_compiler() {
-  static compiler c([] {
-    compile_options o;
-    o.cache_root = fs::path(KFORGE_BINARY_DIR) / "test-cache";  // reruns skip the compiles
-    return o;
-  }());
-  return c;
-}
+using test::shared_compiler;
 
 check_report check_file(const std::string& rel, worker_client& w, check_options o = {}) {
   fs::path p = k_data / "kernels" / rel;
