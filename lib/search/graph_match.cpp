@@ -330,6 +330,7 @@ std::optional<pointwise_graph> match_pointwise(const workload_spec& spec, std::s
     if (i == 0) operand(call.args.value("input", std::string()));
     if (const std::string arg = ew::operand_arg(call); !arg.empty()) operand(call.args.value(arg, std::string()));
     const dtype step = g.steps[i].front().type;
+    c.step_types.push_back(step);
     if (!storable(step))
       return fail(fmt::format("op {} ({}) gives {}: pointwise computes in float32 and stores float16, bfloat16 or float32",
                               i + 1, call.op, dtype_name(step)));

@@ -77,6 +77,7 @@ struct pointwise_graph {
   std::vector<dtype> types;
   dtype out = dtype::float32;
   int out_rank = 0;
+  std::vector<dtype> step_types;  // each op's result type
   size_t widest = 2;            // bytes of the widest stored type (operands and result)
   bool transcendental = false;  // some op calls exp, tanh or erf (a math knob matters)
 };

@@ -71,4 +71,16 @@ std::string statement(const op_call& call, const std::string& v, const std::stri
   return s;
 }
 
+std::string chain_statements(const workload_spec& spec, const std::vector<dtype>& types,
+                             const std::function<std::string(size_t)>& operand, const std::string& indent) {
+  std::string body;
+  size_t k = 1;
+  for (size_t i = 0; i < spec.graph.size(); ++i) {
+    const op_call& call = spec.graph[i];
+    const std::string x = operand_arg(call).empty() ? "" : operand(k++);
+    body += indent + statement(call, "v", x, types.at(i), "float", false) + "\n";
+  }
+  return body;
+}
+
 }  // namespace kf::ew

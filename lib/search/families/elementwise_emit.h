@@ -6,6 +6,7 @@
 // kf_erf, kf_sqrt, kf_sigmoid, kf_relu, kf_gelu, kf_gelu_tanh, and kf_round(KF_<dtype>, v) (the value rounded
 // through a stored type, kf_abi.h's dtype codes).
 #pragma once
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,13 @@ std::string literal(double v, const std::string& acc);
 // type would be (round_steps false leaves it in the value type, as torch.compile does, except for casts).
 std::string statement(const op_call& call, const std::string& v, const std::string& operand, dtype result,
                       const std::string& acc, bool round_steps = true);
+
+// The statements of a whole chain of elementwise ops (every op of spec.graph, as match_pointwise checked), one a
+// line after `indent`, on `v` in float, rounded only where the graph casts (as torch.compile computes): the k-th
+// tensor operand the ops read (k from 1; operand 0 is the chain's input, v's start) is the expression operand(k);
+// `types` holds each op's result type.
+std::string chain_statements(const workload_spec& spec, const std::vector<dtype>& types,
+                             const std::function<std::string(size_t)>& operand, const std::string& indent);
 
 // The kf_abi.h code of a dtype ("KF_BFLOAT16").
 std::string abi_code(dtype t);

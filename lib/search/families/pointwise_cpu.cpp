@@ -104,18 +104,9 @@ class pointwise_cpu final : public family {
         v.at("math") == "poly" ? "true" : "false", v.at("chunk"), spec.inputs.size(), c.out_rank,
         cpu_emit::abi_dtype(c.out), c.inputs.size(), fmt::join(idx, ", "), fmt::join(codes, ", "), const_set(spec, c));
     // The chain's statements on `v`, in float (rounded only where the graph casts, as torch.compile computes).
-    graph_shapes g;
-    graph_error e;
-    try_infer_graph(spec, spec.cases.front(), &g, &e);
     std::string body = "  float v = kf_ld<0, M>(p, j);\n";
     for (size_t k = 1; k < c.inputs.size(); ++k) body += fmt::format("  const float x{0} = kf_ld<{0}, M>(p, j);\n", k);
-    size_t k = 1;
-    for (size_t i = 0; i < spec.graph.size(); ++i) {
-      const op_call& call = spec.graph[i];
-      std::string operand;
-      if (!ew::operand_arg(call).empty()) operand = fmt::format("x{}", k++);
-      body += "  " + ew::statement(call, "v", operand, g.steps[i].front().type, "float", false) + "\n";
-    }
+    body += ew::chain_statements(spec, c.step_types, [](size_t k) { return fmt::format("x{}", k); }, "  ");
     const std::string chain_fn = fmt::format(
         "// The chain: the result for element j of a run (operand k read by kf_ld<k, M>).\n"
         "template <int M>\nstatic inline float kf_elem(const void* const* p, int64_t j) {{\n{}  return v;\n}}\n",

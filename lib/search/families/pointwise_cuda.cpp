@@ -109,26 +109,14 @@ class pointwise_cuda final : public family {
             "__device__ __forceinline__ float kf_one(const pw_args& a, int64_t i);\n";
     src += cuda_emit::variant(vars);
     src += cuda_emit::fixed_file("search/families/pointwise_cuda.cuh");
-    // The chain's statements, on `v`; operand k > 0 is `o<k-1>` (operand 0 is the chain's input, v's start).
-    std::string body;
-    graph_shapes g;
-    graph_error e;
-    try_infer_graph(spec, spec.cases.front(), &g, &e);
-    size_t k = 1;
-    for (size_t i = 0; i < spec.graph.size(); ++i) {
-      const op_call& call = spec.graph[i];
-      std::string operand;
-      if (!ew::operand_arg(call).empty()) operand = fmt::format("x{}[e]", k++);
-      body += "    " + ew::statement(call, "v", operand, g.steps[i].front().type, "float", false) + "\n";
-    }
-    std::string loads_vec, loads_one, one_body;
+    // The chain's statements twice: on element e of the loaded vectors, and on element i read on its own.
+    const std::string body =
+        ew::chain_statements(spec, c.step_types, [](size_t k) { return fmt::format("x{}[e]", k); }, "    ");
+    const std::string scalar = ew::chain_statements(
+        spec, c.step_types, [](size_t k) { return fmt::format("pw_load_one<t{0}>(a.o[{0}], a, i)", k); }, "    ");
+    std::string loads_vec;
     for (size_t j = 0; j < c.inputs.size(); ++j)
       loads_vec += fmt::format("  float x{0}[V];\n  pw_load_vec<t{0}>(a.o[{0}], i, x{0});\n", j);
-    std::string scalar = body;
-    for (size_t j = 1; j < c.inputs.size(); ++j) {
-      const std::string from = fmt::format("x{}[e]", j), to = fmt::format("pw_load_one<t{}>(a.o[{}], a, i)", j, j);
-      for (size_t at = scalar.find(from); at != std::string::npos; at = scalar.find(from, at + to.size())) scalar.replace(at, from.size(), to);
-    }
     src += cuda_emit::variant(fmt::format(
         "__device__ __forceinline__ void kf_vec(const pw_args& a, int64_t i, float* y) {{\n{}"
         "#pragma unroll\n  for (int e = 0; e < V; ++e) {{\n    float v = x0[e];\n{}    y[e] = v;\n  }}\n}}\n"
