@@ -119,6 +119,9 @@ struct output_ref {
   size_t index = 0;
   std::string name;
 };
+// Every result `outputs` may name: the last op's (named by its `as`, else by the op: "out", or "values", "indices"),
+// then each earlier op's with an `as`, in graph order.
+std::vector<output_ref> named_results(const workload_spec& spec);
 // The spec's outputs in the ABI's order: `outputs` resolved against the ops' `as` names and the last op's own
 // output names ("out", or "values", "indices" for topk); without `outputs`, the last op's results. A name that
 // resolves to nothing is skipped (the parser reports it).

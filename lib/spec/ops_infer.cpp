@@ -69,24 +69,35 @@ std::vector<tensor_desc> input_descs(const workload_spec& spec, const case_spec&
   return v;
 }
 
-std::vector<output_ref> output_refs(const workload_spec& spec) {
+std::vector<output_ref> named_results(const workload_spec& spec) {
   if (spec.graph.empty()) return {};
   const size_t last = spec.graph.size() - 1;
-  const op_def* op = find_op(spec.graph.back().op);
-  KF_ASSERT(op, "unknown op {}", spec.graph.back().op);
-  std::vector<output_ref> finals;
-  if (!spec.graph.back().as.empty()) finals.push_back({last, 0, spec.graph.back().as});
-  else
-    for (size_t k = 0; k < op->output_names.size(); ++k) finals.push_back({last, k, op->output_names[k]});
-  if (spec.outputs.empty()) return finals;
   std::vector<output_ref> out;
-  for (const std::string& name : spec.outputs) {
-    bool found = false;
-    for (auto& f : finals)
-      if (f.name == name) out.push_back(f), found = true;
-    for (size_t i = 0; !found && i < last; ++i)
-      if (spec.graph[i].as == name) out.push_back({i, 0, name}), found = true;
+  if (!spec.graph.back().as.empty()) {
+    out.push_back({last, 0, spec.graph.back().as});
+  } else {
+    const op_def* op = find_op(spec.graph.back().op);
+    KF_ASSERT(op, "unknown op {}", spec.graph.back().op);
+    for (size_t k = 0; k < op->output_names.size(); ++k) out.push_back({last, k, op->output_names[k]});
   }
+  for (size_t i = 0; i < last; ++i)
+    if (!spec.graph[i].as.empty()) out.push_back({i, 0, spec.graph[i].as});
+  return out;
+}
+
+std::vector<output_ref> output_refs(const workload_spec& spec) {
+  std::vector<output_ref> named = named_results(spec);
+  if (spec.outputs.empty()) {  // the last op's results
+    std::erase_if(named, [&](const output_ref& r) { return r.step + 1 != spec.graph.size(); });
+    return named;
+  }
+  std::vector<output_ref> out;
+  for (const std::string& name : spec.outputs)
+    for (auto& r : named)
+      if (r.name == name) {
+        out.push_back(r);
+        break;
+      }
   return out;
 }
 

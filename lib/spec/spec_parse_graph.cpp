@@ -169,13 +169,11 @@ void parse_outputs(yaml_reader& r, const YAML::Node& n, workload_spec* out) {
   }
   if (out->graph.empty()) return;  // the graph's own errors say why
   // The names a result can be listed by: the last op's own (or its `as`), then each earlier op's `as`.
-  const op_call& last = out->graph.back();
-  const op_def* last_op = find_op(last.op);
-  std::vector<std::string> finals = !last.as.empty() ? std::vector<std::string>{last.as}
-                                    : last_op ? last_op->output_names : std::vector<std::string>{};
-  std::vector<std::string> names = finals;
-  for (size_t i = 0; i + 1 < out->graph.size(); ++i)
-    if (!out->graph[i].as.empty()) names.push_back(out->graph[i].as);
+  std::vector<std::string> finals, names;
+  for (const output_ref& r : named_results(*out)) {
+    names.push_back(r.name);
+    if (r.step + 1 == out->graph.size()) finals.push_back(r.name);
+  }
   std::vector<std::string> listed;
   bool ok = true;
   for (size_t i = 0; i < n.size(); ++i) {
