@@ -58,6 +58,19 @@ std::string knobs_text(const knob_values& v) {
   return s;
 }
 
+// One line per family of the device (the fallbacks too, or not) that does not cover the spec, saying why.
+std::string why_not_covered(const workload_spec& spec, device_kind kind, bool with_fallbacks) {
+  std::string why;
+  for (auto& f : families()) {
+    if (f->device() != kind || (f->fallback() && !with_fallbacks)) continue;
+    std::string w;
+    if (!family_selected(spec, f->name())) w = "not in the spec's search.families";
+    else if (f->covers(spec, &w)) continue;
+    why += fmt::format("\n  {}: {}", f->name(), w);
+  }
+  return why;
+}
+
 std::string describe(const node_row& n) {
   if (n.cand.family.empty()) return n.cand.origin;
   return fmt::format("{} [{}] ({})", n.cand.family, knobs_text(n.cand.knobs), n.cand.origin);
@@ -80,24 +93,11 @@ session_result run_search_session(const workload_spec& spec, const session_setti
   session_result res;
   device_kind kind = st.device.kind;
   auto fams = covering_families(spec, kind);
-  if (fams.empty()) {
-    std::string why;
-    for (auto& f : families()) {
-      if (f->device() != kind) continue;
-      std::string w;
-      if (!family_selected(spec, f->name())) w = "not in the spec's search.families";
-      else f->covers(spec, &w);
-      why += fmt::format("\n  {}: {}", f->name(), w);
-    }
-    throw user_error(source_loc{spec.path, 0, 0},
-                     fmt::format("no kernel family covers {} on the {} device:{}", spec.name, device_kind_name(kind), why));
-  }
+  if (fams.empty())
+    throw user_error(source_loc{spec.path, 0, 0}, fmt::format("no kernel family covers {} on the {} device:{}", spec.name,
+                                                              device_kind_name(kind), why_not_covered(spec, kind, true)));
   if (std::all_of(fams.begin(), fams.end(), [](const family* f) { return f->fallback(); }) && spec.search.families.empty()) {
-    std::string why;
-    for (auto& f : families()) {
-      std::string w;
-      if (f->device() == kind && !f->fallback() && !f->covers(spec, &w)) why += fmt::format("\n  {}: {}", f->name(), w);
-    }
+    const std::string why = why_not_covered(spec, kind, false);
     term::say("no kernel family covers {} on the {} device; the search starts from the generic code generator ({}: "
               "correct on any graph, not tuned), which the proposers rewrite:{}",
               spec.name, device_kind_name(kind), fams.front()->name(), term::dim(why));
