@@ -29,19 +29,6 @@ std::string storage_type(dtype t) {
   }
 }
 
-std::string abi_dtype(dtype t) {
-  switch (t) {
-    case dtype::float32: return "KF_FLOAT32";
-    case dtype::float16: return "KF_FLOAT16";
-    case dtype::bfloat16: return "KF_BFLOAT16";
-    case dtype::float64: return "KF_FLOAT64";
-    case dtype::int32: return "KF_INT32";
-    case dtype::int64: return "KF_INT64";
-    case dtype::uint8: return "KF_UINT8";
-  }
-  KF_ASSERT(false, "no kf_abi.h code for dtype {}", static_cast<int>(t));
-}
-
 std::string load(dtype t, const std::string& e) {
   switch (t) {
     case dtype::float32: return e;

@@ -25,8 +25,6 @@ std::string fixed_file(std::string_view path);
 
 // The storage type of a dtype in emitted code ("float", "uint16_t", "double").
 std::string storage_type(dtype t);
-// kf_abi.h's name for a dtype's code ("KF_BFLOAT16").
-std::string abi_dtype(dtype t);
 // An expression turning a stored value into float, a float into the stored value, and a float rounded
 // through a type (what eager's intermediate result of that type would hold).
 std::string load(dtype t, const std::string& expr);

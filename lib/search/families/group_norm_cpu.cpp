@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "search/families/cpu_emit.h"
+#include "search/families/elementwise_emit.h"
 #include "search/family.h"
 #include "search/graph_match.h"
 
@@ -102,9 +103,9 @@ std::string group_norm_cpu::emit(const workload_spec& spec, const knob_values& v
       "constexpr int kf_groups = {}, kf_norm_dims = {};\n"
       "constexpr double kf_eps = {:.17g};\n",
       knob_int(v, "vector_width") * knob_int(v, "unroll"), stats, v.at("cache_unit") == "1" ? "true" : "false",
-      spec.inputs.size(), input_index(spec, g->input), g->rank, cpu_emit::abi_dtype(g->in_type),
-      cpu_emit::abi_dtype(g->out_type), has_w ? input_index(spec, g->weight) : -1, cpu_emit::abi_dtype(wt),
-      has_b ? input_index(spec, g->bias) : -1, cpu_emit::abi_dtype(bt),
+      spec.inputs.size(), input_index(spec, g->input), g->rank, ew::abi_code(g->in_type),
+      ew::abi_code(g->out_type), has_w ? input_index(spec, g->weight) : -1, ew::abi_code(wt),
+      has_b ? input_index(spec, g->bias) : -1, ew::abi_code(bt),
       g->what == norm_graph::kind::group_norm ? "true" : "false", g->num_groups, g->normalized_dims, g->eps);
   code += fmt::format(
       "\n// x's element i as the norm sees it: loaded and rounded through the casts before the norm.\n"

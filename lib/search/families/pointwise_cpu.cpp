@@ -90,7 +90,7 @@ class pointwise_cpu final : public family {
     for (auto& call : spec.graph) ops.push_back(call.op);
     for (size_t k = 0; k < c.inputs.size(); ++k) {
       idx.push_back(std::to_string(c.inputs[k]));
-      codes.push_back(cpu_emit::abi_dtype(c.types[k]));
+      codes.push_back(ew::abi_code(c.types[k]));
     }
     std::string code = cpu_emit::omp_macros(v.at("threads"), v.at("schedule"));
     code += fmt::format(
@@ -102,7 +102,7 @@ class pointwise_cpu final : public family {
         "constexpr int kf_opnd_dtype[kf_n_opnd] = {{{}}};\n"
         "constexpr int kf_const_set = {};  // operands that may be constant along runs (a vectorized loop per subset)\n",
         v.at("math") == "poly" ? "true" : "false", v.at("chunk"), spec.inputs.size(), c.out_rank,
-        cpu_emit::abi_dtype(c.out), c.inputs.size(), fmt::join(idx, ", "), fmt::join(codes, ", "), const_set(spec, c));
+        ew::abi_code(c.out), c.inputs.size(), fmt::join(idx, ", "), fmt::join(codes, ", "), const_set(spec, c));
     // The chain's statements on `v`, in float (rounded only where the graph casts, as torch.compile computes).
     std::string body = "  float v = kf_ld<0, M>(p, j);\n";
     for (size_t k = 1; k < c.inputs.size(); ++k) body += fmt::format("  const float x{0} = kf_ld<{0}, M>(p, j);\n", k);

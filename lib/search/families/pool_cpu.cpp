@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "search/families/cpu_emit.h"
+#include "search/families/elementwise_emit.h"
 #include "search/family.h"
 #include "search/graph_match.h"
 
@@ -61,7 +62,7 @@ class pool_cpu final : public family {
         "constexpr int kf_n_inputs = {}, kf_x_input = {}, kf_rank = {};\n"
         "constexpr int kf_x_dtype = {}, kf_out_dtype = {};\n",
         v.at("vector_width"), v.at("channel_block"), v.at("planes_per_chunk"), spec.inputs.size(),
-        input_index(spec, g->input), g->rank, cpu_emit::abi_dtype(g->in_type), cpu_emit::abi_dtype(g->out_type));
+        input_index(spec, g->input), g->rank, ew::abi_code(g->in_type), ew::abi_code(g->out_type));
     code += fmt::format(
         "\n// An element of x as a float (kf_load), the mean on its way out, rounded through x's type and each later\n"
         "// cast (kf_fin), and stored as the output's type (kf_store).\n"

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "search/families/cpu_emit.h"
+#include "search/families/elementwise_emit.h"
 #include "search/family.h"
 #include "search/graph_match.h"
 
@@ -85,7 +86,7 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
         const char* sep = nm ? ", " : "";
         mask_types += fmt::format("typedef {} kf_m{}_t;\n", cpu_emit::storage_type(mt), nm);
         mask_inputs += fmt::format("{}{}", sep, input_index(spec, st.mask));
-        mask_dtypes += sep + cpu_emit::abi_dtype(mt);
+        mask_dtypes += sep + ew::abi_code(mt);
         mask_bytes += fmt::format("{}sizeof(kf_m{}_t)", sep, nm);
         line = fmt::format("v = v + {};",
                            cpu_emit::load(mt, fmt::format("((const kf_m{0}_t*)mrow[{0}])[j * mstep[{0}]]", nm)));
@@ -118,7 +119,7 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
       "constexpr int64_t kf_mask_bytes[] = {{{}}};\n",
       knob_int(v, "vector_width") * knob_int(v, "unroll"), v.at("rows_per_chunk"), flag(v.at("passes") == "online"),
       flag(v.at("cache_row") == "1"), flag(keep), flag(g->log), g->topk, spec.inputs.size(),
-      input_index(spec, g->input), g->rank, cpu_emit::abi_dtype(g->in_type), cpu_emit::abi_dtype(g->out_type), nm,
+      input_index(spec, g->input), g->rank, ew::abi_code(g->in_type), ew::abi_code(g->out_type), nm,
       nm ? mask_inputs : "-1", nm ? mask_dtypes : "-1", nm ? mask_bytes : "0");
   code += fmt::format(
       "\n// x[j] after the fused prologue: what the reduction sees (mask k's row at mrow[k], its j-th value at\n"
