@@ -347,6 +347,121 @@ std::optional<pointwise_graph> match_pointwise(const workload_spec& spec, std::s
   return c;
 }
 
+std::string row_norm_graph::describe() const {
+  return fmt::format("{} prologue op(s) -> {}(dims={}, eps={}){} -> {} epilogue op(s){}", norm_op, norm_kind_name(what),
+                     normalized_dims, eps, weight.empty() ? "" : bias.empty() ? " * w" : " * w + b",
+                     step_types.size() - norm_op - 1, writes_input ? ", returns the norm's input too" : "");
+}
+
+std::optional<row_norm_graph> match_row_norm(const workload_spec& spec, std::string* why_not) {
+  auto fail = [&](std::string m) -> std::optional<row_norm_graph> {
+    if (why_not) *why_not = std::move(m);
+    return std::nullopt;
+  };
+  auto storable = [](dtype t) { return t == dtype::float32 || t == dtype::float16 || t == dtype::bfloat16; };
+  row_norm_graph r;
+  size_t norms = 0;
+  for (size_t i = 0; i < spec.graph.size(); ++i) {
+    const op_call& call = spec.graph[i];
+    if (call.op == "layer_norm" || call.op == "rms_norm") {
+      r.norm_op = i;
+      r.what = call.op == "layer_norm" ? norm_graph::kind::layer_norm : norm_graph::kind::rms_norm;
+      ++norms;
+    } else if (!ew::is_elementwise(call.op)) {
+      return fail(fmt::format("op {} ({}) is neither elementwise nor layer_norm / rms_norm", i + 1, call.op));
+    }
+  }
+  if (norms != 1) return fail("row_norm needs exactly one layer_norm or rms_norm");
+  for (size_t i = 1; i < spec.graph.size(); ++i)
+    if (spec.graph[i].args.contains("input"))
+      return fail(fmt::format("op {} ({}) names its input: row_norm fuses a chain where each op reads the one before", i + 1,
+                              spec.graph[i].op));
+  graph_shapes g;
+  graph_error e;
+  try {
+    if (spec.cases.empty() || !try_infer_graph(spec, spec.cases.front(), &g, &e)) return fail("the graph does not infer: " + e.message);
+  } catch (const std::exception& ex) {
+    return fail(std::string("the graph does not infer: ") + ex.what());
+  }
+  // What the kernel writes: the result, and perhaps the norm's input.
+  const auto refs = output_refs(spec);
+  const size_t last = spec.graph.size() - 1;
+  for (size_t k = 0; k < refs.size(); ++k) {
+    if (refs[k].step == last) continue;
+    if (r.norm_op == 0 || refs[k].step != r.norm_op - 1 || r.writes_input)
+      return fail(fmt::format("output '{}' is neither the result nor the norm's input", refs[k].name));
+    r.writes_input = true;
+    r.input_output = static_cast<int>(k);
+  }
+  if (refs.size() != (r.writes_input ? 2u : 1u)) return fail("row_norm writes the result and at most the norm's input");
+
+  const op_call& norm = spec.graph[r.norm_op];
+  const auto& a = norm.args;
+  auto tensor = [&](const char* key, std::string* name, dtype* type) {
+    if (!a.contains(key) || a[key].is_null()) return true;
+    if (!a[key].is_string() || !spec.find_input(a[key].get<std::string>())) return false;
+    *name = a[key].get<std::string>();
+    *type = spec.find_input(*name)->type;
+    return storable(*type);
+  };
+  if (!tensor("weight", &r.weight, &r.weight_type) || !tensor("bias", &r.bias, &r.bias_type))
+    return fail(fmt::format("op {} ({}): weight and bias must be float32, float16 or bfloat16 inputs", r.norm_op + 1, norm.op));
+  const auto& value = r.norm_op == 0 ? g.inputs[input_index(spec, spec.graph[0].args.value("input", std::string()))]
+                                     : g.steps[r.norm_op - 1].front();
+  r.rank = static_cast<int>(value.shape.size());
+  r.norm_in = value.type;
+  auto ns = a.contains("normalized_shape") ? a["normalized_shape"] : nlohmann::json();
+  r.normalized_dims = ns.is_array() ? static_cast<int>(ns.size()) : ns.is_number() ? 1 : 0;
+  if (r.normalized_dims < 1 || r.normalized_dims > r.rank)
+    return fail(fmt::format("op {} ({}): normalized_shape must name 1..{} trailing dims", r.norm_op + 1, norm.op, r.rank));
+  if (auto eps = number_arg(a, "eps")) r.eps = *eps;
+  else if (r.what == norm_graph::kind::rms_norm) r.eps = rms_norm_default_eps(r.norm_in);
+
+  // The elementwise operands: full, or a row of the normalized dims; checked on every case's shapes.
+  auto operand = [&](const std::string& name) {
+    r.inputs.push_back(input_index(spec, name));
+    r.types.push_back(g.inputs[r.inputs.back()].type);
+  };
+  operand(spec.graph[0].args.value("input", std::string()));
+  for (size_t i = 0; i < spec.graph.size(); ++i) {
+    const op_call& call = spec.graph[i];
+    if (i == r.norm_op) r.prologue_operands = r.inputs.size();
+    if (const std::string arg = ew::operand_arg(call); !arg.empty()) operand(call.args.value(arg, std::string()));
+    r.step_types.push_back(g.steps[i].front().type);
+    if (!storable(r.step_types.back()))
+      return fail(fmt::format("op {} ({}) gives {}: row_norm computes in float32 and stores float16, bfloat16 or float32",
+                              i + 1, call.op, dtype_name(r.step_types.back())));
+  }
+  for (dtype t : r.types)
+    if (!storable(t)) return fail(fmt::format("an operand is {}: row_norm reads float16, bfloat16 or float32", dtype_name(t)));
+  r.out = r.step_types.back();
+  for (auto& c : spec.cases) {
+    graph_shapes cg;
+    try {
+      if (!try_infer_graph(spec, c, &cg, &e)) return fail(fmt::format("case {}: the graph does not infer", c.name));
+    } catch (const std::exception&) {
+      return fail("the graph does not infer");
+    }
+    const auto& full = r.norm_op == 0 ? cg.inputs[r.inputs[0]].shape : cg.steps[r.norm_op - 1].front().shape;
+    if (cg.steps.back().front().shape != full) return fail(fmt::format("case {}: the result's shape is not the norm's", c.name));
+    const size_t lead = full.size() - static_cast<size_t>(r.normalized_dims);
+    for (size_t k = 0; k < r.inputs.size(); ++k) {
+      const auto& s = cg.inputs[r.inputs[k]].shape;
+      if (s == full) continue;
+      // A row: right-aligned, every dim before the normalized ones is 1, the normalized ones match.
+      bool row = k > 0 && s.size() <= full.size();
+      for (size_t d = 0; row && d < s.size(); ++d) {
+        const size_t fd = d + full.size() - s.size();
+        row = fd < lead ? s[d] == 1 : s[d] == full[fd];
+      }
+      if (!row)
+        return fail(fmt::format("case {}: operand '{}' is neither the value's shape nor a row of its normalized dims",
+                                c.name, spec.inputs[r.inputs[k]].name));
+    }
+  }
+  return r;
+}
+
 bool family_selected(const workload_spec& spec, const std::string& family_name) {
   if (spec.search.families.empty()) return true;
   for (auto& f : spec.search.families) {

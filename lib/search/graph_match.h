@@ -57,6 +57,30 @@ struct norm_graph {
   std::string describe() const;
 };
 
+// An elementwise prologue, a layer_norm or rms_norm over the trailing dims, and an elementwise epilogue:
+//   [elementwise op]*  (layer_norm | rms_norm)  [elementwise op]*
+// Every tensor operand of the elementwise ops is either the value's full shape (contiguous) or a row of the
+// normalized dims broadcast over the rows (a per-channel scale, say). Besides the result, the spec may return the
+// norm's input (the sum of a residual add, say): `writes_input`.
+struct row_norm_graph {
+  norm_graph::kind what = norm_graph::kind::rms_norm;  // layer_norm or rms_norm
+  size_t norm_op = 0;                 // the norm's index in spec.graph; ops before it are the prologue
+  std::vector<int> inputs;            // elementwise operands in the order the ops read them (0: op 1's input)
+  std::vector<dtype> types;           // their stored types
+  size_t prologue_operands = 1;       // operands [0, prologue_operands) are read before the norm, the rest after
+  std::vector<dtype> step_types;      // each op's result type, the norm's included
+  int rank = 0;                       // the value's rank
+  int normalized_dims = 1;            // how many trailing dims are normalized
+  std::string weight, bias;           // input names; empty when absent
+  dtype weight_type = dtype::float32, bias_type = dtype::float32;
+  double eps = 1e-5;
+  dtype norm_in = dtype::float32;     // the norm's input type (what writes_input stores)
+  dtype out = dtype::float32;         // the result's stored type
+  bool writes_input = false;          // the spec returns the norm's input too
+  int input_output = 1;               // its index among the outputs (the result is the other)
+  std::string describe() const;
+};
+
 // adaptive_avg_pool2d to 1x1 (global average pooling) [flatten(start_dim=1)] [cast]*, NCHW or channels_last.
 struct pool_graph {
   std::string input;
@@ -87,6 +111,7 @@ std::optional<pointwise_graph> match_pointwise(const workload_spec& spec, std::s
 std::optional<softmax_graph> match_softmax(const workload_spec& spec, std::string* why_not);
 std::optional<norm_graph> match_norm(const workload_spec& spec, std::string* why_not);
 std::optional<pool_graph> match_pool(const workload_spec& spec, std::string* why_not);
+std::optional<row_norm_graph> match_row_norm(const workload_spec& spec, std::string* why_not);
 
 // Whether a spec's `search.families` selects a family ("row_softmax" selects row_softmax_cpu and row_softmax_cuda; the full name selects just that one;
 // an empty list selects every family).

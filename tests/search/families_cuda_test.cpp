@@ -59,7 +59,7 @@ std::vector<family_case> cases() {
   using namespace test;
   std::vector<family_case> out = {
       {"row_softmax_cuda", softmax_spec(true, true), {softmax_spec(), softmax_spec(false, false, 4, dtype::float16)}},
-      {"group_norm_cuda", group_norm_spec(), {row_norm_spec(false), row_norm_spec(true), group_norm_spec(false, dtype::float32)}},
+      {"group_norm_cuda", group_norm_spec(), {group_norm_spec(false, dtype::float32)}},
       {"pool_cuda", pool_spec(), {pool_spec("channels_last", dtype::bfloat16)}},
   };
   // pool_cuda's flat small-batch reads in every dtype it stores (their vectors hold 2, 4 or 8 elements).
@@ -77,21 +77,28 @@ std::vector<family_case> cases() {
   // group_norm_cuda's stream strategy on further graphs and item sizes.
   auto& gn = out[1].extra;
   gn.push_back({group_norm_spec(), {{"strategy", "stream"}, {"seg_kb", "8"}, {"lag_mb", "16"}, {"stats", "sumsq"}}});
-  gn.push_back({row_norm_spec(true), {{"strategy", "stream"}, {"seg_kb", "64"}, {"lag_mb", "1"}, {"threads", "1024"}}});
+  gn.push_back({group_norm_spec(false), {{"strategy", "stream"}, {"seg_kb", "64"}, {"lag_mb", "1"}, {"threads", "1024"}}});
   gn.push_back({group_norm_spec(false, dtype::float32), {{"strategy", "stream"}, {"seg_kb", "16"}, {"vec", "1"}}});
-  gn.push_back({row_norm_spec(false), {{"strategy", "stream"}, {"team_l2", "50"}, {"team_kb", "48"}}});
+  gn.push_back({group_norm_spec(false, dtype::float32), {{"strategy", "stream"}, {"team_l2", "50"}, {"team_kb", "48"}}});
   gn.push_back({group_norm_spec(), {{"strategy", "stream"}, {"sm_blocks", "1"}, {"threads", "1024"}, {"lag_mb", "0"},
                                     {"l2_hint", "1"}}});
-  gn.push_back({row_norm_spec(true), {{"strategy", "stream"}, {"publish", "tagged"}, {"stages", "4"}, {"seg_kb", "16"}}});
+  gn.push_back({group_norm_spec(false), {{"strategy", "stream"}, {"publish", "tagged"}, {"stages", "4"}, {"seg_kb", "16"}}});
   gn.push_back({group_norm_spec(false, dtype::float32),
                 {{"strategy", "stream"}, {"publish", "tagged"}, {"stages", "3"}, {"vec", "1"}}});
   // ... and its ring strategy (16-byte vectors of every element size it stores; the fewest and most slots).
   gn.push_back({group_norm_spec(), {{"strategy", "ring"}, {"ring_kb", "64"}, {"seg_kb", "8"}, {"ahead", "4"}}});
   gn.push_back({group_norm_spec(false, dtype::float32),
                 {{"strategy", "ring"}, {"vec", "4"}, {"ring_kb", "128"}, {"ahead", "1"}, {"stats", "sumsq"}}});
-  gn.push_back({row_norm_spec(true), {{"strategy", "ring"}, {"ring_kb", "224"}, {"seg_kb", "16"}, {"ahead", "3"}}});
-  gn.push_back({row_norm_spec(false),
+  gn.push_back({group_norm_spec(false), {{"strategy", "ring"}, {"ring_kb", "224"}, {"seg_kb", "16"}, {"ahead", "3"}}});
+  gn.push_back({group_norm_spec(true, dtype::float32),
                 {{"strategy", "ring"}, {"ring_kb", "96"}, {"seg_kb", "16"}, {"team_l2", "50"}, {"team_kb", "48"}}});
+  // The row-norm family: LayerNorm and RMSNorm, a residual add returning its sum (in either output order), an
+  // activation after the norm; each strategy, persistent grids with weights in registers, one-pass LayerNorm.
+  out.push_back({"row_norm_cuda", residual_rms_norm_spec(), {row_norm_spec(false), row_norm_spec(true, dtype::float32),
+                                                          residual_rms_norm_spec(true, true)}});
+  out.back().extra.push_back({row_norm_spec(false), {{"strategy", "team"}, {"team", "8"}, {"onepass", "1"}, {"waves", "2"}, {"wregs", "1"}}});
+  out.back().extra.push_back({row_norm_spec(false, dtype::bfloat16), {{"strategy", "cluster"}, {"cluster", "4"}, {"block", "256"}}});
+  out.back().extra.push_back({residual_rms_norm_spec(), {{"strategy", "block"}, {"block", "1024"}, {"waves", "1"}, {"wregs", "1"}}});
   // The generic code generator: an elementwise pass, and each op's loop (softmax with a mask, top-k, norms, pooling).
   out.push_back({"generic_cuda", matmul_spec(), {swiglu_spec(), softmax_spec(true, true), softmax_spec(false, false, 4, dtype::float16),
                                                  pool_spec("channels_last", dtype::float64)}});
@@ -140,7 +147,8 @@ TEST(families_cuda, each_graph_is_covered_by_its_family) {
   const std::vector<std::pair<workload_spec, std::string>> expect = {
       {softmax_spec(), "row_softmax_cuda"},          {softmax_spec(true, true, 0, dtype::float32), "row_softmax_cuda"},
       {softmax_spec(false, false, 4), "row_softmax_cuda"}, {group_norm_spec(), "group_norm_cuda"},
-      {row_norm_spec(false), "group_norm_cuda"},     {row_norm_spec(true), "group_norm_cuda"},
+      {row_norm_spec(false), "row_norm_cuda"},     {row_norm_spec(true), "row_norm_cuda"},
+      {residual_rms_norm_spec(), "row_norm_cuda"},
       {pool_spec(), "pool_cuda"},                    {pool_spec("channels_last", dtype::bfloat16), "pool_cuda"},
       {swiglu_spec(), "pointwise_cuda"},  {bias_gelu_spec(), "pointwise_cuda"},
       {matmul_spec(), "generic_cuda"},  // no other family covers it: the fallback

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "../support/family_verify.h"
 #include "../support/test_compiler.h"
 #include "exec/compile.h"
 #include "search/family.h"
@@ -20,26 +21,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using test::expect_passes;
+using test::parse;
 using test::shared_compiler;
+using test::shared_worker;
 
-worker_client& shared_worker(device_kind d) {
-  static worker_client cpu([] {
-    worker_options wo;
-    wo.device = {device_kind::cpu, 0};
-    return wo;
-  }());
-  if (d == device_kind::cpu) return cpu;
-  static worker_client cuda([] {
-    worker_options wo;
-    wo.device = {device_kind::cuda, 0};
-    return wo;
-  }());
-  return cuda;
-}
-
-bool have_gpu() { return fs::exists("/dev/nvidiactl"); }
-#define REQUIRE_GPU() \
-  if (!have_gpu()) GTEST_SKIP() << "no GPU: the CUDA kernels are verified on the GPU machine"
+#define REQUIRE_GPU() KF_REQUIRE_GPU()
 
 // A one-op spec for `op` in dtype `t`: x (and the op's tensor arguments) sized for the op.
 std::string one_op_spec(const std::string& op, const std::string& t) {
@@ -75,33 +62,6 @@ std::string one_op_spec(const std::string& op, const std::string& t) {
   }
   return fmt::format("version: 1\nname: one-op\ninputs:\n  x: {{shape: {}, dtype: {}{}}}\n{}graph:\n  - {}: {{input: x{}}}\ncases: [{{gate: true}}]\n",
                      x, t, init, extra, op, args.empty() ? "" : ", " + args);
-}
-
-workload_spec parse(const std::string& text) {
-  workload_spec s;
-  auto d = parse_spec_text(text, "", &s);
-  std::string all;
-  for (auto& e : d) all += "  " + e.str() + "\n";
-  EXPECT_TRUE(d.empty()) << text << all;
-  return s;
-}
-
-// The family's kernel for `spec` (its default, with `changes`) passes the whole verifier on `device`.
-void expect_passes(const workload_spec& spec, const std::string& label, const std::string& family_name,
-                   device_kind device, const knob_values& changes = {}) {
-  SCOPED_TRACE(label + " (" + family_name + ")");
-  const family* f = find_family(family_name, device);
-  ASSERT_NE(f, nullptr);
-  std::string why;
-  ASSERT_TRUE(f->covers(spec, &why)) << why;
-  knob_values k = f->default_variant(spec);
-  for (auto& [name, value] : changes) k[name] = value;
-  ASSERT_TRUE(f->valid(k, spec, &why)) << why;
-  const std::string source = f->emit(spec, k);
-  const std::string file = device == device_kind::cuda ? "candidate.cu" : "candidate.cpp";
-  check_report r = check_candidate(spec, source, file, shared_compiler(), shared_worker(device), {});
-  ASSERT_TRUE(r.compile.ok) << r.compile.log.substr(0, 3000);
-  EXPECT_TRUE(r.result.passed()) << r.result.text() << "\n" << source;
 }
 
 void expect_generic_passes(const workload_spec& spec, const std::string& label, device_kind device = device_kind::cpu) {

@@ -65,16 +65,35 @@ inline workload_spec group_norm_spec(bool silu = true, dtype in = dtype::bfloat1
 inline workload_spec row_norm_spec(bool rms, dtype in = dtype::float16) {
   workload_spec s;
   s.name = rms ? "test-rmsnorm" : "test-layernorm";
-  s.inputs.push_back(tensor_input("x", {sym("R"), sym("D")}, in));
-  s.inputs.push_back(tensor_input("w", {sym("D")}, in));
-  nlohmann::json args = {{"input", "x"}, {"normalized_shape", {"D"}}, {"weight", "w"}, {"eps", 1e-5}};
+  s.inputs.push_back(tensor_input("x", {sym("R"), lit(100)}, in));
+  s.inputs.push_back(tensor_input("w", {lit(100)}, in));
+  nlohmann::json args = {{"input", "x"}, {"normalized_shape", {100}}, {"weight", "w"}, {"eps", 1e-5}};
   if (!rms) {
-    s.inputs.push_back(tensor_input("b", {sym("D")}, in));
+    s.inputs.push_back(tensor_input("b", {lit(100)}, in));
     args["bias"] = "b";
   }
   s.graph.push_back({rms ? "rms_norm" : "layer_norm", args, {}});
   s.graph.push_back({"gelu", {{"approximate", "tanh"}}, {}});
-  s.cases = {make_case({{"R", 7}, {"D", 100}}, true)};
+  s.cases = {make_case({{"R", 7}}, true)};
+  return s;
+}
+
+// h = x + r; y = rms_norm(h) * w -> silu (optional), returning y and h (h first when `h_first`): a residual add
+// whose sum is an extra output, over rows of 1000 elements in bfloat16.
+inline workload_spec residual_rms_norm_spec(bool silu = false, bool h_first = false) {
+  workload_spec s;
+  s.name = "test-residual-rmsnorm";
+  s.inputs.push_back(tensor_input("x", {sym("T"), lit(1000)}, dtype::bfloat16));
+  s.inputs.push_back(tensor_input("r", {sym("T"), lit(1000)}, dtype::bfloat16));
+  s.inputs.push_back(tensor_input("w", {lit(1000)}, dtype::bfloat16));
+  s.graph.push_back({"add", {{"input", "x"}, {"other", "r"}}, {}, "h"});
+  s.graph.push_back({"rms_norm", {{"normalized_shape", {1000}}, {"weight", "w"}, {"eps", 1e-6}}, {}, "y"});
+  if (silu) {
+    s.graph.back().as = "";
+    s.graph.push_back({"silu", nlohmann::json::object(), {}, "y"});
+  }
+  s.outputs = h_first ? std::vector<std::string>{"h", "y"} : std::vector<std::string>{"y", "h"};
+  s.cases = {make_case({{"T", 5}}, true), make_case({{"T", 1}}, false)};
   return s;
 }
 

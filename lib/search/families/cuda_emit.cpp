@@ -80,6 +80,31 @@ std::string variant(const std::string& code) {
 
 std::string fixed_file(std::string_view path) { return "\n" + std::string(embedded_file(path)); }
 
+std::string math_functions(bool fast) {
+  std::string s =
+      "__device__ __forceinline__ float kf_sqrt(float x) { return sqrtf(x); }\n"
+      "__device__ __forceinline__ float kf_erf(float x) { return erff(x); }\n"
+      "__device__ __forceinline__ float kf_relu(float x) { return x != x ? x : fmaxf(x, 0.f); }\n"
+      "template <typename T> __device__ __forceinline__ float kf_round_to(float x) { return to_f(from_f<T>(x)); }\n"
+      "__device__ __forceinline__ float kf_round(int code, float x) {\n"
+      "  return code == KF_FLOAT16 ? kf_round_to<__half>(x) : code == KF_BFLOAT16 ? kf_round_to<__nv_bfloat16>(x)\n"
+      "       : code == KF_INT32 ? (float)(int32_t)x : code == KF_INT64 ? (float)(int64_t)x : code == KF_UINT8 ? (float)(uint8_t)x : x;\n"
+      "}\n";
+  if (fast)
+    s += "__device__ __forceinline__ float kf_exp(float x) { return exp_ftz(x); }\n"
+         "__device__ __forceinline__ float kf_tanh(float x) { return tanh_exp(x); }\n"
+         "__device__ __forceinline__ float kf_sigmoid(float x) { return rcp_ftz(1.f + ex2_ftz(-1.44269504088896341f * x)); }\n";
+  else
+    s += "__device__ __forceinline__ float kf_exp(float x) { return expf(x); }\n"
+         "__device__ __forceinline__ float kf_tanh(float x) { return tanhf(x); }\n"
+         "__device__ __forceinline__ float kf_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }\n";
+  s += "__device__ __forceinline__ float kf_gelu(float x) { return 0.5f * x * (1.f + kf_erf(x * 0.70710678118654752f)); }\n"
+       "__device__ __forceinline__ float kf_gelu_tanh(float x) {\n"
+       "  return 0.5f * x * (1.f + kf_tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));\n"
+       "}\n";
+  return s;
+}
+
 std::string epilogue() {
   return "\nextern \"C\" int kf_launch(const kf_tensor* inputs, int n_inputs, kf_tensor* outputs, int n_outputs, "
          "void* stream) {\n  return kfk::launch(inputs, n_inputs, outputs, n_outputs, static_cast<cudaStream_t>(stream));\n}\n";

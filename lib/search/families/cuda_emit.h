@@ -32,6 +32,10 @@ std::string fixed_file(std::string_view path);
 // Exports kf_launch (forwarding to kfk::launch).
 std::string epilogue();
 
+// The functions elementwise_emit's statements call (kf_exp, kf_tanh, kf_sigmoid, kf_gelu, kf_round, ...), in float:
+// libm's, or (fast) the multi-function unit's exp2 and reciprocal.
+std::string math_functions(bool fast);
+
 // A float literal that round-trips (e.g. "0.02f", "-inff" never: callers pass finite values).
 std::string float_literal(double v);
 // Statements applying the prologue steps to `float x`, one mask value per add_mask step in `m0`, `m1`...

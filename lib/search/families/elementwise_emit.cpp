@@ -1,5 +1,6 @@
 #include "search/families/elementwise_emit.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -72,10 +73,11 @@ std::string statement(const op_call& call, const std::string& v, const std::stri
 }
 
 std::string chain_statements(const workload_spec& spec, const std::vector<dtype>& types,
-                             const std::function<std::string(size_t)>& operand, const std::string& indent) {
+                             const std::function<std::string(size_t)>& operand, const std::string& indent,
+                             size_t first, size_t last, size_t first_operand) {
   std::string body;
-  size_t k = 1;
-  for (size_t i = 0; i < spec.graph.size(); ++i) {
+  size_t k = first_operand;
+  for (size_t i = first; i < std::min(last, spec.graph.size()); ++i) {
     const op_call& call = spec.graph[i];
     const std::string x = operand_arg(call).empty() ? "" : operand(k++);
     body += indent + statement(call, "v", x, types.at(i), "float", false) + "\n";

@@ -6,6 +6,7 @@
 // kf_erf, kf_sqrt, kf_sigmoid, kf_relu, kf_gelu, kf_gelu_tanh, and kf_round(KF_<dtype>, v) (the value rounded
 // through a stored type, kf_abi.h's dtype codes).
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -33,8 +34,11 @@ std::string statement(const op_call& call, const std::string& v, const std::stri
 // line after `indent`, on `v` in float, rounded only where the graph casts (as torch.compile computes): the k-th
 // tensor operand the ops read (k from 1; operand 0 is the chain's input, v's start) is the expression operand(k);
 // `types` holds each op's result type.
+// `first`, `last`, `first_operand`: only the ops [first, last) of the graph (a prologue or epilogue around a
+// reduction), whose first tensor operand is operand(first_operand).
 std::string chain_statements(const workload_spec& spec, const std::vector<dtype>& types,
-                             const std::function<std::string(size_t)>& operand, const std::string& indent);
+                             const std::function<std::string(size_t)>& operand, const std::string& indent,
+                             size_t first = 0, size_t last = SIZE_MAX, size_t first_operand = 1);
 
 // The kf_abi.h code of a dtype ("KF_BFLOAT16").
 std::string abi_code(dtype t);

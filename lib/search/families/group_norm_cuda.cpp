@@ -36,6 +36,10 @@ class group_norm_cuda final : public family {
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_norm(spec, why_not);
     if (!g) return false;
+    if (g->what != norm_graph::kind::group_norm) {  // row_norm_cuda's strategies are built for rows
+      if (why_not) *why_not = "group_norm_cuda leaves layer_norm and rms_norm to row_norm_cuda";
+      return false;
+    }
     bool ok = cuda_emit::storable(g->in_type) && cuda_emit::storable(g->out_type) &&
               (g->weight.empty() || cuda_emit::storable(g->weight_type)) &&
               (g->bias.empty() || cuda_emit::storable(g->bias_type));

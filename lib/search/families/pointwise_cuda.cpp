@@ -21,31 +21,6 @@ using chain = pointwise_graph;
 
 std::optional<chain> match_chain(const workload_spec& spec, std::string* why_not) { return match_pointwise(spec, why_not); }
 
-std::string math_functions(bool fast) {
-  std::string s =
-      "__device__ __forceinline__ float kf_sqrt(float x) { return sqrtf(x); }\n"
-      "__device__ __forceinline__ float kf_erf(float x) { return erff(x); }\n"
-      "__device__ __forceinline__ float kf_relu(float x) { return x != x ? x : fmaxf(x, 0.f); }\n"
-      "template <typename T> __device__ __forceinline__ float kf_round_to(float x) { return to_f(from_f<T>(x)); }\n"
-      "__device__ __forceinline__ float kf_round(int code, float x) {\n"
-      "  return code == KF_FLOAT16 ? kf_round_to<__half>(x) : code == KF_BFLOAT16 ? kf_round_to<__nv_bfloat16>(x)\n"
-      "       : code == KF_INT32 ? (float)(int32_t)x : code == KF_INT64 ? (float)(int64_t)x : code == KF_UINT8 ? (float)(uint8_t)x : x;\n"
-      "}\n";
-  if (fast)
-    s += "__device__ __forceinline__ float kf_exp(float x) { return exp_ftz(x); }\n"
-         "__device__ __forceinline__ float kf_tanh(float x) { return tanh_exp(x); }\n"
-         "__device__ __forceinline__ float kf_sigmoid(float x) { return rcp_ftz(1.f + ex2_ftz(-1.44269504088896341f * x)); }\n";
-  else
-    s += "__device__ __forceinline__ float kf_exp(float x) { return expf(x); }\n"
-         "__device__ __forceinline__ float kf_tanh(float x) { return tanhf(x); }\n"
-         "__device__ __forceinline__ float kf_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }\n";
-  s += "__device__ __forceinline__ float kf_gelu(float x) { return 0.5f * x * (1.f + kf_erf(x * 0.70710678118654752f)); }\n"
-       "__device__ __forceinline__ float kf_gelu_tanh(float x) {\n"
-       "  return 0.5f * x * (1.f + kf_tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));\n"
-       "}\n";
-  return s;
-}
-
 class pointwise_cuda final : public family {
  public:
   std::string name() const override { return "pointwise_cuda"; }
@@ -104,7 +79,7 @@ class pointwise_cuda final : public family {
         vec, v.at("loads"), v.at("block"), v.at("waves"), v.at("store") == "streaming" ? "true" : "false",
         v.at("pdl") == "1" ? "true" : "false", c.inputs.size(),
         spec.inputs.size(), c.out_rank, fmt::join(idx, ", "), fmt::join(codes, ", "), fmt::join(aligns, ", "));
-    vars += math_functions(v.at("math") == "fast");
+    vars += cuda_emit::math_functions(v.at("math") == "fast");
     vars += "\nstruct pw_args;\n__device__ __forceinline__ void kf_vec(const pw_args& a, int64_t i, float* y);\n"
             "__device__ __forceinline__ float kf_one(const pw_args& a, int64_t i);\n";
     src += cuda_emit::variant(vars);

@@ -1,0 +1,283 @@
+// row_norm_cuda.cuh: the fixed code of the row_norm family (row_norm_cuda.cpp): LayerNorm or RMSNorm over each row
+// of the trailing dims, with a fused elementwise prologue (whose result the kernel may also store: a residual add's
+// sum) and epilogue. Emitted before it (namespace kfk):
+//   STRAT, TEAM, BLOCK, CL, V, CHUNKS, WAVES, WREGS, ONEPASS, STREAM, PDL   the variant's knobs
+//   k_layer, k_has_w, k_has_b, k_eps, k_write_h, k_y_output, k_h_output     what the graph computes and returns
+//   NOPND, NPRO, kf_operand_input, kf_operand_dtype, k_w_input, k_b_input  the operands (0 is x; [0, NPRO) are read
+//                                                                           before the norm, the rest after)
+//   out_t, h_t (the norm's input type), w_t, b_t, t0 .. t<NOPND-1>
+//   kf_pro<VV>(const rn_args&, row, col, float* x)   VV prologue results at (row, col), rounded through h_t
+//   kf_epi<VV>(const rn_args&, row, col, float* y)   the epilogue on VV normalized values at (row, col)
+// declared there and defined after this file (they read rn_args).
+// Strategies: a team of TEAM threads per row (several rows a warp, or a warp a row), a block per row, or a cluster of
+// CL blocks per row reducing through distributed shared memory. A row that fits in the threads' registers (CHUNKS
+// vectors of V elements a thread) is read once; a longer one is read again for each statistic and for the write.
+#ifndef KF_EMITTED
+#include "row_norm_cuda_stub.cuh"
+#endif  // KF_EMITTED
+
+namespace kfk {
+
+struct rn_args {
+  const void* o[NOPND];
+  int64_t ors[NOPND];  // an operand's row stride: n (one value per element) or 0 (one row, broadcast)
+  const w_t* w;
+  const b_t* b;
+  out_t* y;
+  h_t* h;
+  int64_t rows, n;
+  float inv_n;
+};
+
+constexpr int k_cta_threads = STRAT == 0 ? TEAM : BLOCK;  // a CTA's threads on one row
+constexpr int k_row_threads = k_cta_threads * (STRAT == 2 ? CL : 1);
+constexpr int k_rows_per_cta = STRAT == 0 ? BLOCK / TEAM : 1;
+
+// The sum of (a, b) over the threads that share a row; every one of them gets it.
+__device__ __forceinline__ f2 row_sum(f2 v, f2* scratch, f2* slot) {
+  auto add = [](f2 p, f2 q) { return f2{p.a + q.a, p.b + q.b}; };
+  if constexpr (STRAT == 0) {
+#pragma unroll
+    for (int o = TEAM / 2; o > 0; o >>= 1) v = add(v, shfl_xor(v, o));
+    return v;
+  } else if constexpr (STRAT == 1) {
+    return block_reduce<BLOCK>(v, add, scratch);
+  } else {
+    return cluster_reduce<BLOCK, CL>(v, add, scratch, slot);
+  }
+}
+
+// This thread's index among the row's threads.
+__device__ __forceinline__ int row_lane() {
+  if constexpr (STRAT == 0) return threadIdx.x % TEAM;
+  else if constexpr (STRAT == 1) return threadIdx.x;
+  else return (int)cg::this_cluster().block_rank() * BLOCK + threadIdx.x;
+}
+
+template <int VV>
+__device__ __forceinline__ void load_affine(const rn_args& a, int64_t col, float* w, float* b) {
+#pragma unroll
+  for (int e = 0; e < VV; ++e) {
+    w[e] = 1.f;
+    b[e] = 0.f;
+  }
+  if constexpr (k_has_w) load_vec<w_t, VV>(a.w + col, w);
+  if constexpr (k_has_b) load_vec<b_t, VV>(a.b + col, b);
+}
+
+// y = (x - mean) * rstd * w + b (LayerNorm) or x * rstd * w (RMSNorm), the epilogue, the store.
+template <int VV>
+__device__ __forceinline__ void finish(const rn_args& a, int64_t row, int64_t col, const float* x, const float* w,
+                                       const float* b, float mean, float rstd) {
+  float y[VV];
+#pragma unroll
+  for (int e = 0; e < VV; ++e) {
+    if constexpr (k_layer) y[e] = (x[e] - mean) * rstd * w[e] + b[e];
+    else y[e] = x[e] * rstd * w[e];
+  }
+  kf_epi<VV>(a, row, col, y);
+  store_vec<out_t, VV, STREAM>(a.y + row * a.n + col, y);
+}
+
+template <int VV>
+__device__ __forceinline__ void prologue(const rn_args& a, int64_t row, int64_t col, float* x) {
+  kf_pro<VV>(a, row, col, x);
+  if constexpr (k_write_h) store_vec<h_t, VV, false>(a.h + row * a.n + col, x);
+}
+
+// A row longer than the registers hold: one pass for each statistic, one for the write (the prologue is
+// recomputed each time; h is written once).
+template <int VV>
+__device__ void row_streamed(const rn_args& a, int64_t row, bool active, f2* scratch, f2* slot) {
+  const int lane = row_lane();
+  constexpr int step = k_row_threads * VV;
+  f2 s{0.f, 0.f};
+  for (int64_t col = (int64_t)lane * VV; active && col < a.n; col += step) {
+    float x[VV];
+    prologue<VV>(a, row, col, x);
+#pragma unroll
+    for (int e = 0; e < VV; ++e) s.a += k_layer ? x[e] : x[e] * x[e];
+  }
+  s = row_sum(s, scratch, slot);
+  float mean = 0.f, rstd;
+  if constexpr (k_layer) {
+    mean = s.a * a.inv_n;
+    f2 q{0.f, 0.f};
+    for (int64_t col = (int64_t)lane * VV; active && col < a.n; col += step) {
+      float x[VV];
+      kf_pro<VV>(a, row, col, x);
+#pragma unroll
+      for (int e = 0; e < VV; ++e) q.a += (x[e] - mean) * (x[e] - mean);
+    }
+    q = row_sum(q, scratch, slot);
+    rstd = rsqrtf(q.a * a.inv_n + k_eps);
+  } else {
+    rstd = rsqrtf(s.a * a.inv_n + k_eps);
+  }
+  for (int64_t col = (int64_t)lane * VV; active && col < a.n; col += step) {
+    float x[VV], w[VV], b[VV];
+    kf_pro<VV>(a, row, col, x);
+    load_affine<VV>(a, col, w, b);
+    finish<VV>(a, row, col, x, w, b, mean, rstd);
+  }
+}
+
+// One kernel for every strategy: each CTA (cluster) takes k_rows_per_cta rows a step, grid-stride over the rows.
+// Every thread runs every step (the reductions need the whole team, block or cluster); `active` guards the memory.
+template <int VV, int CH>
+__global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
+  __shared__ f2 scratch[BLOCK / 32 > 0 ? BLOCK / 32 : 1];
+  __shared__ f2 slot;
+  wait_prior_grid<PDL>();
+  const int lane = row_lane();
+  const int64_t group = STRAT == 2 ? blockIdx.x / CL : blockIdx.x;
+  const int64_t groups = STRAT == 2 ? gridDim.x / CL : gridDim.x;
+  const int sub = STRAT == 0 ? threadIdx.x / TEAM : 0;
+  const bool fits = a.n <= (int64_t)CH * k_row_threads * VV;
+  // Weights held across rows (persistent grids): loaded once, before the first row.
+  constexpr bool hold = WREGS && WAVES > 0;
+  float wr[hold ? CH : 1][VV], br[hold ? CH : 1][VV];
+  if constexpr (hold) {
+#pragma unroll
+    for (int c = 0; c < CH; ++c) {
+      const int64_t col = ((int64_t)c * k_row_threads + lane) * VV;
+      if (fits && col < a.n) load_affine<VV>(a, col, wr[c], br[c]);
+    }
+  }
+  for (int64_t base = group * k_rows_per_cta; base < a.rows; base += groups * k_rows_per_cta) {
+    const int64_t row = base + sub;
+    const bool active = row < a.rows;
+    if (!fits) {
+      row_streamed<VV>(a, row, active, scratch, &slot);
+      continue;
+    }
+    float x[CH][VV];
+    f2 s{0.f, 0.f};
+#pragma unroll
+    for (int c = 0; c < CH; ++c) {
+      const int64_t col = ((int64_t)c * k_row_threads + lane) * VV;
+      if (active && col < a.n) {
+        prologue<VV>(a, row, col, x[c]);
+#pragma unroll
+        for (int e = 0; e < VV; ++e) {
+          s.a += x[c][e];
+          s.b += x[c][e] * x[c][e];
+        }
+      }
+    }
+    float mean = 0.f, rstd;
+    if constexpr (!k_layer) {
+      s.a = s.b;  // RMSNorm: the sum of squares
+      s.b = 0.f;
+      s = row_sum(s, scratch, &slot);
+      rstd = rsqrtf(s.a * a.inv_n + k_eps);
+    } else if constexpr (ONEPASS) {
+      s = row_sum(s, scratch, &slot);
+      mean = s.a * a.inv_n;
+      rstd = rsqrtf(fmaxf(s.b * a.inv_n - mean * mean, 0.f) + k_eps);
+    } else {
+      s.b = 0.f;
+      s = row_sum(s, scratch, &slot);
+      mean = s.a * a.inv_n;
+      f2 q{0.f, 0.f};
+#pragma unroll
+      for (int c = 0; c < CH; ++c) {
+        const int64_t col = ((int64_t)c * k_row_threads + lane) * VV;
+        if (active && col < a.n) {
+#pragma unroll
+          for (int e = 0; e < VV; ++e) q.a += (x[c][e] - mean) * (x[c][e] - mean);
+        }
+      }
+      q = row_sum(q, scratch, &slot);
+      rstd = rsqrtf(q.a * a.inv_n + k_eps);
+    }
+#pragma unroll
+    for (int c = 0; c < CH; ++c) {
+      const int64_t col = ((int64_t)c * k_row_threads + lane) * VV;
+      if (active && col < a.n) {
+        if constexpr (hold) {
+          finish<VV>(a, row, col, x[c], wr[c], br[c], mean, rstd);
+        } else {
+          float w[VV], b[VV];
+          load_affine<VV>(a, col, w, b);
+          finish<VV>(a, row, col, x[c], w, b, mean, rstd);
+        }
+      }
+    }
+  }
+}
+
+// CTAs for `groups` row groups: one a group (WAVES 0), or WAVES waves of resident CTAs (clusters).
+template <typename K>
+inline int64_t rn_grid(K kernel, int64_t groups) {
+  if (WAVES == 0) return groups;
+  int dev = 0, sms = 0, per_sm = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, BLOCK, 0) != cudaSuccess || per_sm < 1) per_sm = 1;
+  int64_t resident = (int64_t)(sms > 0 ? sms : 132) * per_sm * WAVES / (STRAT == 2 ? CL : 1);
+  if (resident < 1) resident = 1;
+  return groups < resident ? groups : resident;
+}
+
+template <int VV, int CH>
+inline int rn_launch(const rn_args& a, cudaStream_t s) {
+  auto kernel = rn_kernel<VV, CH>;
+  const int64_t groups = rn_grid(kernel, (a.rows + k_rows_per_cta - 1) / k_rows_per_cta);
+  if (STRAT == 2) return launch_clusters<PDL>(kernel, CL, dim3((unsigned)(groups * CL)), BLOCK, 0, s, a);
+  return launch_kernel<PDL>(kernel, dim3((unsigned)groups), BLOCK, 0, s, a);
+}
+
+template <typename T>
+inline bool rn_aligned(const void* p) {
+  return p == nullptr || aligned(p, vec_align<T, V>());
+}
+
+template <int = 0>
+inline int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_t s) {
+  if (n_in != KF_N_INPUTS || n_out != (k_write_h ? 2 : 1)) return 1;
+  const kf_tensor& x = in[kf_operand_input[0]];
+  if (x.dtype != kf_operand_dtype[0] || x.ndim < KF_NORM_DIMS || !contiguous(x)) return 1;
+  rn_args a = {};
+  a.n = 1;
+  for (int d = x.ndim - KF_NORM_DIMS; d < x.ndim; ++d) a.n *= x.shape[d];
+  a.rows = a.n > 0 ? numel(x) / a.n : 0;
+  a.inv_n = a.n > 0 ? 1.f / (float)a.n : 0.f;
+  auto bind = [&](const kf_tensor& t, int dtype, int64_t count) {
+    return t.dtype == dtype && contiguous(t) && numel(t) == count;
+  };
+  const kf_tensor& y = out[k_y_output];
+  if (!bind(y, dtype_code<out_t>::value, a.rows * a.n)) return 1;
+  a.y = static_cast<out_t*>(y.data);
+  bool vec = a.n % V == 0 && rn_aligned<out_t>(a.y);
+  if constexpr (k_write_h) {
+    if (!bind(out[k_h_output], dtype_code<h_t>::value, a.rows * a.n)) return 1;
+    a.h = static_cast<h_t*>(out[k_h_output].data);
+    vec = vec && rn_aligned<h_t>(a.h);
+  }
+  if constexpr (k_has_w) {
+    if (!bind(in[k_w_input], dtype_code<w_t>::value, a.n)) return 1;
+    a.w = static_cast<const w_t*>(in[k_w_input].data);
+    vec = vec && rn_aligned<w_t>(a.w);
+  }
+  if constexpr (k_has_b) {
+    if (!bind(in[k_b_input], dtype_code<b_t>::value, a.n)) return 1;
+    a.b = static_cast<const b_t*>(in[k_b_input].data);
+    vec = vec && rn_aligned<b_t>(a.b);
+  }
+  for (int k = 0; k < NOPND; ++k) {
+    const kf_tensor& t = in[kf_operand_input[k]];
+    if (t.dtype != kf_operand_dtype[k] || !contiguous(t)) return 1;
+    const int64_t count = numel(t);
+    if (count == a.rows * a.n) a.ors[k] = a.n;
+    else if (k > 0 && count == a.n) a.ors[k] = 0;
+    else return 1;
+    a.o[k] = t.data;
+    vec = vec && aligned(t.data, kf_operand_align[k]);
+  }
+  if (a.rows == 0 || a.n == 0) return 0;
+  if (vec) return rn_launch<V, CHUNKS>(a, s);
+  return rn_launch<1, (CHUNKS * V < 32 ? CHUNKS * V : 32)>(a, s);
+}
+
+}  // namespace kfk
