@@ -18,6 +18,7 @@
 #include "store/kernel_header.h"
 #include "util/fs.h"
 #include "util/subprocess.h"
+#include "verify/static_scan.h"
 
 namespace kf {
 namespace {
@@ -468,6 +469,15 @@ TEST(families_cuda, every_knob_value_reaches_an_emitted_source) {
       for (auto& val : k.values)
         EXPECT_TRUE(values.count(k.name + "=" + val)) << name << ": " << k.name << "=" << val
                                                       << " reaches no compiled source's code";
+}
+
+// The static scan (the verifier's first stage) passes every source a family emits: a family whose code trips a rule
+// (a helper named like a socket call, say) would fail every candidate on the GPU.
+TEST(families_cuda, every_emitted_source_passes_the_static_scan) {
+  for (auto& c : cases())
+    for (auto& e : sources_of(c))
+      for (auto& f : static_scan(e.source, {device_kind::cuda, {}}))
+        ADD_FAILURE() << c.family << ": " << f.rule << " line " << f.line << ": " << f.token << " (" << f.detail << ")";
 }
 
 TEST(families_cuda, sources_compile_for_every_knob_value) {

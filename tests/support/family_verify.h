@@ -64,7 +64,7 @@ inline void expect_passes(const workload_spec& spec, const std::string& label, c
   const std::string source = f->emit(spec, k);
   const std::string file = device == device_kind::cuda ? "candidate.cu" : "candidate.cpp";
   check_report r = check_candidate(spec, source, file, shared_compiler(), shared_worker(device), {});
-  ASSERT_TRUE(r.compile.ok) << r.compile.log.substr(0, 3000);
+  ASSERT_TRUE(r.compile.ok) << r.result.text() << r.compile.log.substr(0, 3000);
   EXPECT_TRUE(r.result.passed()) << r.result.text() << "\n" << source;
 }
 

@@ -243,25 +243,25 @@ inline int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cuda
   for (int d = x.ndim - KF_NORM_DIMS; d < x.ndim; ++d) a.n *= x.shape[d];
   a.rows = a.n > 0 ? numel(x) / a.n : 0;
   a.inv_n = a.n > 0 ? 1.f / (float)a.n : 0.f;
-  auto bind = [&](const kf_tensor& t, int dtype, int64_t count) {
+  auto matches = [&](const kf_tensor& t, int dtype, int64_t count) {
     return t.dtype == dtype && contiguous(t) && numel(t) == count;
   };
   const kf_tensor& y = out[k_y_output];
-  if (!bind(y, dtype_code<out_t>::value, a.rows * a.n)) return 1;
+  if (!matches(y, dtype_code<out_t>::value, a.rows * a.n)) return 1;
   a.y = static_cast<out_t*>(y.data);
   bool vec = a.n % V == 0 && rn_aligned<out_t>(a.y);
   if constexpr (k_write_h) {
-    if (!bind(out[k_h_output], dtype_code<h_t>::value, a.rows * a.n)) return 1;
+    if (!matches(out[k_h_output], dtype_code<h_t>::value, a.rows * a.n)) return 1;
     a.h = static_cast<h_t*>(out[k_h_output].data);
     vec = vec && rn_aligned<h_t>(a.h);
   }
   if constexpr (k_has_w) {
-    if (!bind(in[k_w_input], dtype_code<w_t>::value, a.n)) return 1;
+    if (!matches(in[k_w_input], dtype_code<w_t>::value, a.n)) return 1;
     a.w = static_cast<const w_t*>(in[k_w_input].data);
     vec = vec && rn_aligned<w_t>(a.w);
   }
   if constexpr (k_has_b) {
-    if (!bind(in[k_b_input], dtype_code<b_t>::value, a.n)) return 1;
+    if (!matches(in[k_b_input], dtype_code<b_t>::value, a.n)) return 1;
     a.b = static_cast<const b_t*>(in[k_b_input].data);
     vec = vec && rn_aligned<b_t>(a.b);
   }
