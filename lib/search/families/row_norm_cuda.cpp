@@ -85,7 +85,7 @@ class row_norm_cuda final : public family {
         {"chunks", {"1", "2", "3", "4", "5", "6", "8", "12", "16"},
          "vectors per thread held in registers: rows up to chunks x vec x the row's threads are read once"},
         {"waves", {"0", "1", "2", "4"}, "0: a CTA (cluster) per row step; k: persistent, k waves of resident CTAs"},
-        {"wregs", {"0", "1"}, "persistent grids: weights and bias held in registers across rows"},
+        {"wregs", {"0", "1"}, "persistent grids: weights and bias loaded into registers once, not with each row"},
         {"onepass", {"0", "1"}, "LayerNorm: sum and sum of squares in one reduction instead of mean then deviations"},
         {"store", {"default", "streaming"}, "streaming: evict-first stores of the result"},
         {"math", {"precise", "fast"}, "the epilogue's exp/tanh: libm, or the multi-function unit's (verify decides)"},

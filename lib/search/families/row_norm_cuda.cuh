@@ -124,6 +124,8 @@ __device__ void row_streamed(const rn_args& a, int64_t row, bool active, f2* scr
 
 // One kernel for every strategy: each CTA (cluster) takes k_rows_per_cta rows a step, grid-stride over the rows.
 // Every thread runs every step (the reductions need the whole team, block or cluster); `active` guards the memory.
+// A row that fits is read whole before anything is stored, with the weights beside it: a store between two loads
+// would keep the next load waiting for it (the pointers may alias), one memory latency per vector.
 template <int VV, int CH>
 __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
   __shared__ f2 scratch[BLOCK / 32 > 0 ? BLOCK / 32 : 1];
@@ -134,16 +136,17 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
   const int64_t groups = STRAT == 2 ? gridDim.x / CL : gridDim.x;
   const int sub = STRAT == 0 ? threadIdx.x / TEAM : 0;
   const bool fits = a.n <= (int64_t)CH * k_row_threads * VV;
-  // Weights held across rows (persistent grids): loaded once, before the first row.
-  constexpr bool hold = WREGS && WAVES > 0;
-  float wr[hold ? CH : 1][VV], br[hold ? CH : 1][VV];
-  if constexpr (hold) {
+  // The weights and bias of this thread's columns: loaded once before the first row when WREGS (persistent grids
+  // reuse them), else with each row.
+  float wr[CH][VV], br[CH][VV];
+  auto load_weights = [&] {
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
       const int64_t col = ((int64_t)c * k_row_threads + lane) * VV;
-      if (fits && col < a.n) load_affine<VV>(a, col, wr[c], br[c]);
+      if (col < a.n) load_affine<VV>(a, col, wr[c], br[c]);
     }
-  }
+  };
+  if (WREGS && fits) load_weights();
   for (int64_t base = group * k_rows_per_cta; base < a.rows; base += groups * k_rows_per_cta) {
     const int64_t row = base + sub;
     const bool active = row < a.rows;
@@ -152,12 +155,18 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
       continue;
     }
     float x[CH][VV];
+#pragma unroll
+    for (int c = 0; c < CH; ++c) {
+      const int64_t col = ((int64_t)c * k_row_threads + lane) * VV;
+      if (active && col < a.n) kf_pro<VV>(a, row, col, x[c]);
+    }
+    if (!WREGS && active) load_weights();
     f2 s{0.f, 0.f};
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
       const int64_t col = ((int64_t)c * k_row_threads + lane) * VV;
       if (active && col < a.n) {
-        prologue<VV>(a, row, col, x[c]);
+        if constexpr (k_write_h) store_vec<h_t, VV, false>(a.h + row * a.n + col, x[c]);
 #pragma unroll
         for (int e = 0; e < VV; ++e) {
           s.a += x[c][e];
@@ -194,15 +203,7 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
       const int64_t col = ((int64_t)c * k_row_threads + lane) * VV;
-      if (active && col < a.n) {
-        if constexpr (hold) {
-          finish<VV>(a, row, col, x[c], wr[c], br[c], mean, rstd);
-        } else {
-          float w[VV], b[VV];
-          load_affine<VV>(a, col, w, b);
-          finish<VV>(a, row, col, x[c], w, b, mean, rstd);
-        }
-      }
+      if (active && col < a.n) finish<VV>(a, row, col, x[c], wr[c], br[c], mean, rstd);
     }
   }
 }
