@@ -23,6 +23,7 @@ std::unique_ptr<family> make_pool_cuda();
 std::unique_ptr<family> make_pointwise_cuda();
 std::unique_ptr<family> make_row_norm_cuda();
 std::unique_ptr<family> make_pointwise_cpu();
+std::unique_ptr<family> make_row_norm_cpu();
 std::unique_ptr<family> make_generic_cpu();
 std::unique_ptr<family> make_generic_cuda();
 
@@ -38,6 +39,7 @@ const std::vector<std::unique_ptr<family>>& families() {
     t.push_back(make_pointwise_cuda());
     t.push_back(make_row_norm_cuda());
     t.push_back(make_pointwise_cpu());
+    t.push_back(make_row_norm_cpu());
     t.push_back(make_generic_cpu());
     t.push_back(make_generic_cuda());
     return t;

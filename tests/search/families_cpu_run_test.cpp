@@ -195,7 +195,7 @@ TEST(families_cpu_run, rms_norm_gelu_matches_reference) {
   host_tensor x(dtype::float16, {R, D}), w(dtype::float16, {D}), y(dtype::float16, {R, D});
   fill(x, 6);
   fill(w, 7);
-  ASSERT_EQ(run_family("group_norm_cpu", spec, {{"math", "poly"}}, {&x, &w}, {&y}), 0);
+  ASSERT_EQ(run_family("row_norm_cpu", spec, {{"math", "poly"}}, {&x, &w}, {&y}), 0);
   for (int64_t r = 0; r < R; ++r) {
     double s2 = 0;
     for (int64_t j = 0; j < D; ++j) s2 += std::pow(x.at(r * D + j), 2);

@@ -60,11 +60,11 @@ TEST(families_cpu_verify, masked_scaled_log_softmax_passes) {
 }
 
 TEST(families_cpu_verify, float16_rms_norm_without_eps_takes_aten_s_epsilon) {
-  expect_family_passes("rms-norm-f16-default-eps.yaml", "group_norm_cpu", {{{"math", "libm"}}});
+  expect_family_passes("rms-norm-f16-default-eps.yaml", "row_norm_cpu", {{{"cache_row", "1"}}});
 }
 
 TEST(families_cpu_verify, float32_layer_norm_rows_of_one_value_are_exact) {
-  expect_family_passes("layer-norm-gelu-f32.yaml", "group_norm_cpu", {{{"stats", "one_pass"}}});
+  expect_family_passes("layer-norm-gelu-f32.yaml", "row_norm_cpu", {{{"math", "libm"}, {"cache_row", "1"}}});
 }
 
 TEST(families_cpu_verify, float32_group_norm_of_uneven_groups_passes) {

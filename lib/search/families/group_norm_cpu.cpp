@@ -1,4 +1,5 @@
-// group_norm_cpu: GroupNorm / LayerNorm / RMSNorm on the cpu with a fused SiLU / GELU and casts. A "unit" is
+// group_norm_cpu: GroupNorm on the cpu with a fused SiLU / GELU and casts (LayerNorm / RMSNorm are row_norm_cpu's;
+// the fixed code keeps its rows path: removing it would change every source it emits). A "unit" is
 // what is normalized together (a sample's group, or a row); units are OpenMP tasks. Each unit is read as
 // segments of contiguous elements (channels of a group in NCHW, pixels in channels_last, one row otherwise). This file
 // emits the variant's part (its types, constants, knob-selected macros, the fused casts and activation); the fixed code
@@ -20,7 +21,16 @@ class group_norm_cpu final : public family {
   int version() const override { return 2; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
-    if (!match_norm(spec, why_not)) return false;
+    auto g = match_norm(spec, why_not);
+    if (!g) return false;
+    // Rows of the trailing dims are row_norm_cpu's: it fuses any elementwise prologue and epilogue and a returned
+    // norm input, which this family's casts and one activation do not.
+    if (g->what != norm_graph::kind::group_norm) {
+      if (why_not)
+        *why_not = fmt::format("{} over the trailing dims is row_norm_cpu's; group_norm_cpu takes group_norm",
+                               norm_kind_name(g->what));
+      return false;
+    }
     for (auto& in : spec.inputs)
       if (in.type == dtype::float64 || !is_floating(in.type)) {
         if (why_not) *why_not = fmt::format("input {} is {}: the cpu norm takes float32/16 and bfloat16", in.name, dtype_name(in.type));
