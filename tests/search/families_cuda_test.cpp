@@ -182,7 +182,18 @@ TEST(families_cuda, defaults_are_valid_and_follow_the_shape) {
   vocab.cases = {test::make_case({}, true)};
   auto v = cuda_family("row_softmax_cuda").default_variant(vocab);
   EXPECT_EQ(v.at("strategy"), "cluster");
-  EXPECT_EQ(v.at("cluster"), "8");
+  EXPECT_EQ(v.at("cluster"), "16");  // 4 vectors a thread: 8 took 97 registers (one CTA an SM)
+  EXPECT_EQ(v.at("chunks"), "4");
+  // Row norms: teams for short rows, a block for rows of thousands, a cluster for few very long rows.
+  const family& rn = cuda_family("row_norm_cuda");
+  EXPECT_EQ(rn.default_variant(test::row_norm_spec(false)).at("strategy"), "team");
+  EXPECT_EQ(rn.default_variant(test::residual_rms_norm_spec()).at("strategy"), "team");  // rows of 1000
+  EXPECT_EQ(rn.default_variant(load_spec(KFORGE_SOURCE_DIR "/workloads/qwen25-7b-rmsnorm.yaml")).at("strategy"), "block");
+  auto wide = test::row_norm_spec(true, dtype::float32);
+  wide.inputs[0].shape = {test::sym("R"), test::lit(262144)};
+  wide.inputs[1].shape = {test::lit(262144)};
+  wide.graph[0].args["normalized_shape"] = {262144};
+  EXPECT_EQ(rn.default_variant(wide).at("strategy"), "cluster");
   EXPECT_EQ(cuda_family("row_softmax_cuda").default_variant(test::softmax_spec(false, false, 4)).at("strategy"), "warp");
   // A GroupNorm of 32 big groups (SD3.5 VAE) streams segments of them, the apply step trailing the statistics.
   auto gn = test::group_norm_spec();

@@ -61,7 +61,7 @@ class row_norm_cuda final : public family {
  public:
   std::string name() const override { return "row_norm_cuda"; }
   device_kind device() const override { return device_kind::cuda; }
-  int version() const override { return 1; }
+  int version() const override { return 2; }  // 2: the wload knob (1 read the weights with the row)
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_row_norm(spec, why_not);
@@ -86,6 +86,10 @@ class row_norm_cuda final : public family {
          "vectors per thread held in registers: rows up to chunks x vec x the row's threads are read once"},
         {"waves", {"0", "1", "2", "4"}, "0: a CTA (cluster) per row step; k: persistent, k waves of resident CTAs"},
         {"wregs", {"0", "1"}, "persistent grids: weights and bias loaded into registers once, not with each row"},
+        {"wload", {"auto", "row", "late"},
+         "when the weights are read: with the row, into registers (one memory latency: few rows), as each vector is "
+         "written (fewer registers: many rows), or auto: with the row when the rows fit in one wave of CTAs",
+         "row"},
         {"onepass", {"0", "1"}, "LayerNorm: sum and sum of squares in one reduction instead of mean then deviations"},
         {"store", {"default", "streaming"}, "streaming: evict-first stores of the result"},
         {"math", {"precise", "fast"}, "the epilogue's exp/tanh: libm, or the multi-function unit's (verify decides)"},
@@ -100,7 +104,7 @@ class row_norm_cuda final : public family {
     const row_shapes s = g ? summarize(spec, *g) : row_shapes{};
     const int64_t vecs = std::max<int64_t>(1, (s.n + vec - 1) / vec);
     knob_values v = {{"strategy", "block"}, {"team", "32"}, {"block", "128"}, {"cluster", "2"}, {"vec", std::to_string(vec)},
-                     {"chunks", "1"}, {"waves", "0"}, {"wregs", "0"}, {"onepass", "0"}, {"store", "default"},
+                     {"chunks", "1"}, {"waves", "0"}, {"wregs", "0"}, {"wload", "auto"}, {"onepass", "0"}, {"store", "default"},
                      {"math", g && (g->out == dtype::float16 || g->out == dtype::bfloat16) ? "fast" : "precise"},
                      {"pdl", "1"}};
     // The fewest chunks (of the knob's values) that hold `per_thread` vectors.
@@ -156,6 +160,7 @@ class row_norm_cuda final : public family {
     if (c["strategy"] != "team") c["team"] = "32";
     if (c["strategy"] != "cluster") c["cluster"] = "2";
     if (c["waves"] == "0") c["wregs"] = "0";
+    if (c["wregs"] == "1") c["wload"] = "auto";  // weights held across rows: read once, before the first
     if (!g || g->what != norm_graph::kind::layer_norm) c["onepass"] = "0";
     if (!transcendental(spec)) c["math"] = "precise";
     return c;
@@ -186,9 +191,10 @@ class row_norm_cuda final : public family {
     vars += fmt::format(
         "constexpr int STRAT = {};\nconstexpr int TEAM = {};\nconstexpr int BLOCK = {};\nconstexpr int CL = {};\n"
         "constexpr int V = {};\nconstexpr int CHUNKS = {};\nconstexpr int WAVES = {};\nconstexpr bool WREGS = {};\n"
+        "constexpr int WLOAD = {};\n"
         "constexpr bool ONEPASS = {};\nconstexpr bool STREAM = {};\nconstexpr bool PDL = {};\n",
         strategy_code(v.at("strategy")), v.at("team"), v.at("block"), v.at("cluster"), vec, v.at("chunks"), v.at("waves"),
-        flag("wregs"), flag("onepass"), v.at("store") == "streaming" ? "true" : "false", flag("pdl"));
+        flag("wregs"), v.at("wload") == "auto" ? 0 : v.at("wload") == "row" ? 1 : 2, flag("onepass"), v.at("store") == "streaming" ? "true" : "false", flag("pdl"));
     const int y_out = g.writes_input ? 1 - g.input_output : 0;
     vars += fmt::format(
         "constexpr bool k_layer = {};\nconstexpr bool k_has_w = {};\nconstexpr bool k_has_b = {};\n"

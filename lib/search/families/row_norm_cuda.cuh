@@ -1,7 +1,7 @@
 // row_norm_cuda.cuh: the fixed code of the row_norm family (row_norm_cuda.cpp): LayerNorm or RMSNorm over each row
 // of the trailing dims, with a fused elementwise prologue (whose result the kernel may also store: a residual add's
 // sum) and epilogue. Emitted before it (namespace kfk):
-//   STRAT, TEAM, BLOCK, CL, V, CHUNKS, WAVES, WREGS, ONEPASS, STREAM, PDL   the variant's knobs
+//   STRAT, TEAM, BLOCK, CL, V, CHUNKS, WAVES, WREGS, WLOAD, ONEPASS, STREAM, PDL   the variant's knobs
 //   k_layer, k_has_w, k_has_b, k_eps, k_write_h, k_y_output, k_h_output     what the graph computes and returns
 //   NOPND, NPRO, kf_operand_input, kf_operand_dtype, k_w_input, k_b_input  the operands (0 is x; [0, NPRO) are read
 //                                                                           before the norm, the rest after)
@@ -86,30 +86,33 @@ __device__ __forceinline__ void prologue(const rn_args& a, int64_t row, int64_t 
 }
 
 // A row longer than the registers hold: one pass for each statistic, one for the write (the prologue is
-// recomputed each time; h is written once).
+// recomputed each time; h is written once). Each thread sums many elements here: in double, so that a row of one
+// repeated value (verify's all_equal_rows) keeps float32's tolerance at any length.
 template <int VV>
 __device__ void row_streamed(const rn_args& a, int64_t row, bool active, f2* scratch, f2* slot) {
   const int lane = row_lane();
   constexpr int step = k_row_threads * VV;
-  f2 s{0.f, 0.f};
+  double acc = 0.0;
   for (int64_t col = (int64_t)lane * VV; active && col < a.n; col += step) {
-    float x[VV];
+    float x[VV], part = 0.f;
     prologue<VV>(a, row, col, x);
 #pragma unroll
-    for (int e = 0; e < VV; ++e) s.a += k_layer ? x[e] : x[e] * x[e];
+    for (int e = 0; e < VV; ++e) part += k_layer ? x[e] : x[e] * x[e];
+    acc += part;
   }
-  s = row_sum(s, scratch, slot);
+  f2 s = row_sum(f2{(float)acc, 0.f}, scratch, slot);
   float mean = 0.f, rstd;
   if constexpr (k_layer) {
     mean = s.a * a.inv_n;
-    f2 q{0.f, 0.f};
+    double dev = 0.0;
     for (int64_t col = (int64_t)lane * VV; active && col < a.n; col += step) {
-      float x[VV];
+      float x[VV], part = 0.f;
       kf_pro<VV>(a, row, col, x);
 #pragma unroll
-      for (int e = 0; e < VV; ++e) q.a += (x[e] - mean) * (x[e] - mean);
+      for (int e = 0; e < VV; ++e) part += (x[e] - mean) * (x[e] - mean);
+      dev += part;
     }
-    q = row_sum(q, scratch, slot);
+    const f2 q = row_sum(f2{(float)dev, 0.f}, scratch, slot);
     rstd = rsqrtf(q.a * a.inv_n + k_eps);
   } else {
     rstd = rsqrtf(s.a * a.inv_n + k_eps);
@@ -124,9 +127,11 @@ __device__ void row_streamed(const rn_args& a, int64_t row, bool active, f2* scr
 
 // One kernel for every strategy: each CTA (cluster) takes k_rows_per_cta rows a step, grid-stride over the rows.
 // Every thread runs every step (the reductions need the whole team, block or cluster); `active` guards the memory.
-// A row that fits is read whole before anything is stored, with the weights beside it: a store between two loads
-// would keep the next load waiting for it (the pointers may alias), one memory latency per vector.
-template <int VV, int CH>
+// A row that fits is read whole before anything is stored: a store between two loads would keep the next load waiting
+// for it (the pointers may alias), one memory latency per vector. EARLY: the weights are read with the row too, in
+// registers beside it (one memory latency for a row, what a one-wave grid waits on); else each vector's weights are
+// read as it is written (fewer registers, more rows in flight an SM, what a grid of many waves needs).
+template <int VV, int CH, bool EARLY>
 __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
   __shared__ f2 scratch[BLOCK / 32 > 0 ? BLOCK / 32 : 1];
   __shared__ f2 slot;
@@ -138,7 +143,8 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
   const bool fits = a.n <= (int64_t)CH * k_row_threads * VV;
   // The weights and bias of this thread's columns: loaded once before the first row when WREGS (persistent grids
   // reuse them), else with each row.
-  float wr[CH][VV], br[CH][VV];
+  constexpr bool hold = EARLY || (WREGS && WAVES > 0);
+  float wr[CH][VV], br[CH][VV];  // unused (and left out by the compiler) unless `hold`
   auto load_weights = [&] {
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
@@ -146,7 +152,8 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
       if (col < a.n) load_affine<VV>(a, col, wr[c], br[c]);
     }
   };
-  if (WREGS && fits) load_weights();
+  if constexpr (hold)
+    if (WREGS && fits) load_weights();
   for (int64_t base = group * k_rows_per_cta; base < a.rows; base += groups * k_rows_per_cta) {
     const int64_t row = base + sub;
     const bool active = row < a.rows;
@@ -160,7 +167,8 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
       const int64_t col = ((int64_t)c * k_row_threads + lane) * VV;
       if (active && col < a.n) kf_pro<VV>(a, row, col, x[c]);
     }
-    if (!WREGS && active) load_weights();
+    if constexpr (hold)
+      if (!WREGS && active) load_weights();
     f2 s{0.f, 0.f};
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
@@ -203,30 +211,56 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
       const int64_t col = ((int64_t)c * k_row_threads + lane) * VV;
-      if (active && col < a.n) finish<VV>(a, row, col, x[c], wr[c], br[c], mean, rstd);
+      if (active && col < a.n) {
+        if constexpr (hold) {
+          finish<VV>(a, row, col, x[c], wr[c], br[c], mean, rstd);
+        } else {
+          float w[VV], b[VV];
+          load_affine<VV>(a, col, w, b);
+          finish<VV>(a, row, col, x[c], w, b, mean, rstd);
+        }
+      }
     }
   }
+}
+
+// The GPU's SMs (read once).
+inline int rn_sms() {
+  static int sms = 0;
+  if (!sms) {
+    int dev = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (sms <= 0) sms = 132;
+  }
+  return sms;
 }
 
 // CTAs for `groups` row groups: one a group (WAVES 0), or WAVES waves of resident CTAs (clusters).
 template <typename K>
 inline int64_t rn_grid(K kernel, int64_t groups) {
   if (WAVES == 0) return groups;
-  int dev = 0, sms = 0, per_sm = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  int per_sm = 0;
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, BLOCK, 0) != cudaSuccess || per_sm < 1) per_sm = 1;
-  int64_t resident = (int64_t)(sms > 0 ? sms : 132) * per_sm * WAVES / (STRAT == 2 ? CL : 1);
+  int64_t resident = (int64_t)rn_sms() * per_sm * WAVES / (STRAT == 2 ? CL : 1);
   if (resident < 1) resident = 1;
   return groups < resident ? groups : resident;
 }
 
-template <int VV, int CH>
-inline int rn_launch(const rn_args& a, cudaStream_t s) {
-  auto kernel = rn_kernel<VV, CH>;
+template <int VV, int CH, bool EARLY>
+inline int rn_launch_as(const rn_args& a, cudaStream_t s) {
+  auto kernel = rn_kernel<VV, CH, EARLY>;
   const int64_t groups = rn_grid(kernel, (a.rows + k_rows_per_cta - 1) / k_rows_per_cta);
   if (STRAT == 2) return launch_clusters<PDL>(kernel, CL, dim3((unsigned)(groups * CL)), BLOCK, 0, s, a);
   return launch_kernel<PDL>(kernel, dim3((unsigned)groups), BLOCK, 0, s, a);
+}
+
+// WLOAD 0 (auto): the weights early when the rows fit in one wave of CTAs (a few rows: latency-bound), late otherwise.
+template <int VV, int CH>
+inline int rn_launch(const rn_args& a, cudaStream_t s) {
+  const bool early = WLOAD == 1 || (WLOAD == 0 && (a.rows + k_rows_per_cta - 1) / k_rows_per_cta <= rn_sms());
+  if (WLOAD != 2 && early) return rn_launch_as<VV, CH, true>(a, s);
+  return rn_launch_as<VV, CH, false>(a, s);
 }
 
 template <typename T>

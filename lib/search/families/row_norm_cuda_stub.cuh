@@ -21,6 +21,7 @@ constexpr int V = 8;
 constexpr int CHUNKS = 5;
 constexpr int WAVES = 0;
 constexpr bool WREGS = false;
+constexpr int WLOAD = 0;
 constexpr bool ONEPASS = false;
 constexpr bool STREAM = false;
 constexpr bool PDL = true;
