@@ -49,7 +49,7 @@ inline bool bind_masks(const kf_tensor* in, const kf_tensor& x, row_args& a, boo
       else if (md >= 0 && m.shape[md] != 1) return false;
       if (d + 1 < x.ndim) a.mask_stride[k][d] = st;
       else a.mask_col_stride[k] = st;
-      if (st % k_vec != 0) *vec_ok = false;
+      if (d + 1 < x.ndim && st % k_vec != 0) *vec_ok = false;  // a row's start; the column stride must be 1
     }
     if (a.mask_col_stride[k] != 1 || !aligned(m.data, 16)) *vec_ok = false;
   }

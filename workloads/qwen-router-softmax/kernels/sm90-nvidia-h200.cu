@@ -1,4 +1,4 @@
-// kforge kernel: family row_softmax_cuda, version 1
+// kforge kernel: family row_softmax_cuda, version 2
 // knobs: cache=regs chunks=1 cluster=8 fit=0 online=0 pdl=1 strategy=warp stream_store=0 tanh=exp threads=128 unroll=4 vec=8
 // computes: x[bfloat16] -> softmax(float32)
 // kforge winner: qwen-router-softmax on sm90-nvidia-h200
@@ -6,6 +6,7 @@
 // lineage: tried: pdl=1 cache=regs chunks=1 online=0 strategy=warp stream_store=0 threads=128 unroll=4 vec=8
 // measured: 2.57 us (geometric mean over gated cases), 2.46x eager, 2.25x vendor
 // re-emitted: by `kforge reemit` on 2026-12-01T22:13:10Z, row_softmax_cuda version 1 from version 0 (none recorded: stored before families had versions); measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-02T03:54:30Z, row_softmax_cuda version 2 from version 1; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -377,7 +378,7 @@ inline bool bind_masks(const kf_tensor* in, const kf_tensor& x, row_args& a, boo
       else if (md >= 0 && m.shape[md] != 1) return false;
       if (d + 1 < x.ndim) a.mask_stride[k][d] = st;
       else a.mask_col_stride[k] = st;
-      if (st % k_vec != 0) *vec_ok = false;
+      if (d + 1 < x.ndim && st % k_vec != 0) *vec_ok = false;  // a row's start; the column stride must be 1
     }
     if (a.mask_col_stride[k] != 1 || !aligned(m.data, 16)) *vec_ok = false;
   }

@@ -1,4 +1,4 @@
-// kforge kernel: family row_softmax_cuda, version 1
+// kforge kernel: family row_softmax_cuda, version 2
 // knobs: cache=regs chunks=1 cluster=8 fit=0 online=0 pdl=0 strategy=warp stream_store=0 tanh=exp threads=1024 unroll=1 vec=8
 // computes: x[bfloat16] -> softmax(float32) -> topk(8)
 // kforge winner: qwen-router-topk on sm90-nvidia-h200
@@ -6,6 +6,7 @@
 // lineage: stored:sm90-nvidia-h200 (knobs now: fit=1) -> template: threads 512->1024
 // measured: 9.89 us (geometric mean over gated cases), 7.84x eager, 7.87x vendor
 // re-emitted: by `kforge reemit` on 2026-12-01T22:13:10Z, row_softmax_cuda version 1 from version 0 (none recorded: stored before families had versions); knobs filled: pdl=0 (the code before the knob); measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-02T03:54:30Z, row_softmax_cuda version 2 from version 1; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -377,7 +378,7 @@ inline bool bind_masks(const kf_tensor* in, const kf_tensor& x, row_args& a, boo
       else if (md >= 0 && m.shape[md] != 1) return false;
       if (d + 1 < x.ndim) a.mask_stride[k][d] = st;
       else a.mask_col_stride[k] = st;
-      if (st % k_vec != 0) *vec_ok = false;
+      if (d + 1 < x.ndim && st % k_vec != 0) *vec_ok = false;  // a row's start; the column stride must be 1
     }
     if (a.mask_col_stride[k] != 1 || !aligned(m.data, 16)) *vec_ok = false;
   }
