@@ -182,8 +182,15 @@ TEST(families_cuda, defaults_are_valid_and_follow_the_shape) {
   vocab.cases = {test::make_case({}, true)};
   auto v = cuda_family("row_softmax_cuda").default_variant(vocab);
   EXPECT_EQ(v.at("strategy"), "cluster");
-  EXPECT_EQ(v.at("cluster"), "16");  // 4 vectors a thread: 8 took 97 registers (one CTA an SM)
-  EXPECT_EQ(v.at("chunks"), "4");
+  EXPECT_EQ(v.at("cluster"), "8");  // 16-CTA clusters schedule poorly
+  auto llama = vocab;
+  llama.inputs[0].shape = {test::lit(512), test::lit(128256)};
+  const auto lv = cuda_family("row_softmax_cuda").default_variant(llama);
+  EXPECT_EQ(lv.at("strategy"), "block");  // 512 rows fill the GPU
+  llama.inputs[0].shape = {test::lit(2), test::lit(128256)};
+  const auto fv = cuda_family("row_softmax_cuda").default_variant(llama);
+  EXPECT_EQ(fv.at("cluster"), "8");  // 4 vectors a thread (8 took 97 registers: one CTA an SM)
+  EXPECT_EQ(fv.at("chunks"), "4");
   // Row norms: teams for short rows, a block for rows of thousands, a cluster for few very long rows.
   const family& rn = cuda_family("row_norm_cuda");
   EXPECT_EQ(rn.default_variant(test::row_norm_spec(false)).at("strategy"), "team");

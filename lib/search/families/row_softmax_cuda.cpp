@@ -112,7 +112,8 @@ class row_softmax_cuda final : public family {
       // Few long rows: a cluster per row, as few CTAs as hold the row in registers at 4 vectors a thread (512
       // threads). 8 vectors take 97 registers, one CTA an SM: on an H200 Llama-3's 128256 vocabulary ran 52.6 us
       // (search geomean of T=512 and T=1) at 4 CTAs x 8 vectors, 39.8 us at 4 x 4, which even streams the row twice.
-      const int cl = std::max(2, pow2_at_least((s.max_n + 512 * 4 * per_vec - 1) / (512 * 4 * per_vec), 16));
+      // At most 8 CTAs (portable clusters): 16-CTA clusters scheduled poorly (docs/results.md, the vocab softmax).
+      const int cl = std::max(2, pow2_at_least((s.max_n + 512 * 4 * per_vec - 1) / (512 * 4 * per_vec), 8));
       v["strategy"] = "cluster";
       v["cluster"] = std::to_string(cl);
       v["threads"] = "512";
