@@ -61,7 +61,7 @@ class row_norm_cuda final : public family {
  public:
   std::string name() const override { return "row_norm_cuda"; }
   device_kind device() const override { return device_kind::cuda; }
-  int version() const override { return 2; }  // 2: the wload knob (1 read the weights with the row)
+  int version() const override { return 3; }  // 2: the wload knob (1 read the weights with the row); 3: fit
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_row_norm(spec, why_not);
@@ -80,6 +80,8 @@ class row_norm_cuda final : public family {
         {"strategy", {"team", "block", "cluster"}, "threads per row: a team of a warp or less, a block, a cluster of blocks"},
         {"team", {"4", "8", "16", "32"}, "threads per row for strategy=team (32 / team rows a warp)"},
         {"block", {"64", "128", "256", "512", "1024"}, "threads per block"},
+        {"fit", {"0", "1"}, "strategy=block: launch the fewest whole warps that hold the row in `chunks` vectors a thread "
+         "(at most `block`), so that fewer chunks mean more threads, not idle registers", "0"},
         {"cluster", {"2", "4", "8", "16"}, "blocks per row for strategy=cluster (16 is non-portable)"},
         {"vec", {"1", "2", "4", "8"}, "elements per access (16 bytes at most)"},
         {"chunks", {"1", "2", "3", "4", "5", "6", "8", "12", "16"},
@@ -103,7 +105,7 @@ class row_norm_cuda final : public family {
     const int vec = static_cast<int>(std::min<size_t>(8, 16 / wide));
     const row_shapes s = g ? summarize(spec, *g) : row_shapes{};
     const int64_t vecs = std::max<int64_t>(1, (s.n + vec - 1) / vec);
-    knob_values v = {{"strategy", "block"}, {"team", "32"}, {"block", "128"}, {"cluster", "2"}, {"vec", std::to_string(vec)},
+    knob_values v = {{"strategy", "block"}, {"team", "32"}, {"block", "128"}, {"fit", "1"}, {"cluster", "2"}, {"vec", std::to_string(vec)},
                      {"chunks", "1"}, {"waves", "0"}, {"wregs", "0"}, {"wload", "auto"}, {"onepass", "0"}, {"store", "default"},
                      {"math", g && (g->out == dtype::float16 || g->out == dtype::bfloat16) ? "fast" : "precise"},
                      {"pdl", "1"}};
@@ -159,6 +161,7 @@ class row_norm_cuda final : public family {
     auto g = match_row_norm(spec, nullptr);
     if (c["strategy"] != "team") c["team"] = "32";
     if (c["strategy"] != "cluster") c["cluster"] = "2";
+    if (c["strategy"] != "block") c["fit"] = "0";
     if (c["waves"] == "0") c["wregs"] = "0";
     if (c["wregs"] == "1") c["wload"] = "auto";  // weights held across rows: read once, before the first
     if (!g || g->what != norm_graph::kind::layer_norm) c["onepass"] = "0";
@@ -189,11 +192,12 @@ class row_norm_cuda final : public family {
     }
     auto flag = [&](const char* k) { return v.at(k) == "1" ? "true" : "false"; };
     vars += fmt::format(
-        "constexpr int STRAT = {};\nconstexpr int TEAM = {};\nconstexpr int BLOCK = {};\nconstexpr int CL = {};\n"
+        "constexpr int STRAT = {};\nconstexpr int TEAM = {};\nconstexpr int BLOCK = {};\nconstexpr bool FIT = {};\n"
+        "constexpr int CL = {};\n"
         "constexpr int V = {};\nconstexpr int CHUNKS = {};\nconstexpr int WAVES = {};\nconstexpr bool WREGS = {};\n"
         "constexpr int WLOAD = {};\n"
         "constexpr bool ONEPASS = {};\nconstexpr bool STREAM = {};\nconstexpr bool PDL = {};\n",
-        strategy_code(v.at("strategy")), v.at("team"), v.at("block"), v.at("cluster"), vec, v.at("chunks"), v.at("waves"),
+        strategy_code(v.at("strategy")), v.at("team"), v.at("block"), flag("fit"), v.at("cluster"), vec, v.at("chunks"), v.at("waves"),
         flag("wregs"), v.at("wload") == "auto" ? 0 : v.at("wload") == "row" ? 1 : 2, flag("onepass"), v.at("store") == "streaming" ? "true" : "false", flag("pdl"));
     const int y_out = g.writes_input ? 1 - g.input_output : 0;
     vars += fmt::format(

@@ -16,6 +16,7 @@ using t1 = __nv_bfloat16;
 constexpr int STRAT = 1;
 constexpr int TEAM = 32;
 constexpr int BLOCK = 128;
+constexpr bool FIT = true;
 constexpr int CL = 2;
 constexpr int V = 8;
 constexpr int CHUNKS = 5;

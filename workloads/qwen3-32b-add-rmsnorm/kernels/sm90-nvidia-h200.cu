@@ -1,11 +1,12 @@
-// kforge kernel: family row_norm_cuda, version 2
-// knobs: block=128 chunks=5 cluster=2 math=precise onepass=0 pdl=1 store=streaming strategy=block team=32 vec=8 waves=0 wload=row wregs=0
+// kforge kernel: family row_norm_cuda, version 3
+// knobs: block=128 chunks=5 cluster=2 fit=0 math=precise onepass=0 pdl=1 store=streaming strategy=block team=32 vec=8 waves=0 wload=row wregs=0
 // computes: add -> rms_norm (one pass over each row)
 // kforge winner: qwen3-32b-add-rmsnorm on sm90-nvidia-h200
 // found: by `kforge search` (template proposer) on 2026-12-02T03:43:39Z
 // lineage: default -> template: store default->streaming
 // measured: 12.31 us (geometric mean over gated cases), 1.55x eager
 // re-emitted: by `kforge reemit` on 2026-12-02T03:54:30Z, row_norm_cuda version 2 from version 1; knobs filled: wload=row (the code before the knob); measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-02T04:16:59Z, row_norm_cuda version 3 from version 2; knobs filled: fit=0 (the code before the knob); measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -299,6 +300,7 @@ using t1 = __nv_bfloat16;
 constexpr int STRAT = 1;
 constexpr int TEAM = 32;
 constexpr int BLOCK = 128;
+constexpr bool FIT = false;
 constexpr int CL = 2;
 constexpr int V = 8;
 constexpr int CHUNKS = 5;
@@ -352,7 +354,7 @@ __device__ __forceinline__ void kf_epi(const rn_args& a, int64_t row, int64_t co
 // row_norm_cuda.cuh: the fixed code of the row_norm family (row_norm_cuda.cpp): LayerNorm or RMSNorm over each row
 // of the trailing dims, with a fused elementwise prologue (whose result the kernel may also store: a residual add's
 // sum) and epilogue. Emitted before it (namespace kfk):
-//   STRAT, TEAM, BLOCK, CL, V, CHUNKS, WAVES, WREGS, WLOAD, ONEPASS, STREAM, PDL   the variant's knobs
+//   STRAT, TEAM, BLOCK, FIT, CL, V, CHUNKS, WAVES, WREGS, WLOAD, ONEPASS, STREAM, PDL   the variant's knobs
 //   k_layer, k_has_w, k_has_b, k_eps, k_write_h, k_y_output, k_h_output     what the graph computes and returns
 //   NOPND, NPRO, kf_operand_input, kf_operand_dtype, k_w_input, k_b_input  the operands (0 is x; [0, NPRO) are read
 //                                                                           before the norm, the rest after)
@@ -377,9 +379,15 @@ struct rn_args {
   float inv_n;
 };
 
-constexpr int k_cta_threads = STRAT == 0 ? TEAM : BLOCK;  // a CTA's threads on one row
-constexpr int k_row_threads = k_cta_threads * (STRAT == 2 ? CL : 1);
 constexpr int k_rows_per_cta = STRAT == 0 ? BLOCK / TEAM : 1;
+constexpr bool k_fit = FIT && STRAT == 1;  // a block per row, as wide as the row needs (at most BLOCK threads)
+
+// The threads that share one row: a team, the block (launched narrower than BLOCK when k_fit), a cluster's blocks.
+__device__ __forceinline__ int row_threads() {
+  if constexpr (STRAT == 0) return TEAM;
+  else if constexpr (STRAT == 1) return k_fit ? (int)blockDim.x : BLOCK;
+  else return BLOCK * CL;
+}
 
 // The sum of (a, b) over the threads that share a row; every one of them gets it.
 __device__ __forceinline__ f2 row_sum(f2 v, f2* scratch, f2* slot) {
@@ -389,7 +397,7 @@ __device__ __forceinline__ f2 row_sum(f2 v, f2* scratch, f2* slot) {
     for (int o = TEAM / 2; o > 0; o >>= 1) v = add(v, shfl_xor(v, o));
     return v;
   } else if constexpr (STRAT == 1) {
-    return block_reduce<BLOCK>(v, add, scratch);
+    return block_reduce<BLOCK>(v, add, scratch, row_threads() / 32);
   } else {
     return cluster_reduce<BLOCK, CL>(v, add, scratch, slot);
   }
@@ -439,7 +447,7 @@ __device__ __forceinline__ void prologue(const rn_args& a, int64_t row, int64_t 
 template <int VV>
 __device__ void row_streamed(const rn_args& a, int64_t row, bool active, f2* scratch, f2* slot) {
   const int lane = row_lane();
-  constexpr int step = k_row_threads * VV;
+  const int step = row_threads() * VV;
   double acc = 0.0;
   for (int64_t col = (int64_t)lane * VV; active && col < a.n; col += step) {
     float x[VV], part = 0.f;
@@ -488,7 +496,8 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
   const int64_t group = STRAT == 2 ? blockIdx.x / CL : blockIdx.x;
   const int64_t groups = STRAT == 2 ? gridDim.x / CL : gridDim.x;
   const int sub = STRAT == 0 ? threadIdx.x / TEAM : 0;
-  const bool fits = a.n <= (int64_t)CH * k_row_threads * VV;
+  const int nthr = row_threads();
+  const bool fits = a.n <= (int64_t)CH * nthr * VV;
   // The weights and bias of this thread's columns: loaded once before the first row when WREGS (persistent grids
   // reuse them), else with each row.
   constexpr bool hold = EARLY || (WREGS && WAVES > 0);
@@ -496,7 +505,7 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
   auto load_weights = [&] {
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
-      const int64_t col = ((int64_t)c * k_row_threads + lane) * VV;
+      const int64_t col = ((int64_t)c * nthr + lane) * VV;
       if (col < a.n) load_affine<VV>(a, col, wr[c], br[c]);
     }
   };
@@ -512,7 +521,7 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
     float x[CH][VV];
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
-      const int64_t col = ((int64_t)c * k_row_threads + lane) * VV;
+      const int64_t col = ((int64_t)c * nthr + lane) * VV;
       if (active && col < a.n) kf_pro<VV>(a, row, col, x[c]);
     }
     if constexpr (hold)
@@ -520,7 +529,7 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
     f2 s{0.f, 0.f};
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
-      const int64_t col = ((int64_t)c * k_row_threads + lane) * VV;
+      const int64_t col = ((int64_t)c * nthr + lane) * VV;
       if (active && col < a.n) {
         if constexpr (k_write_h) store_vec<h_t, VV, false>(a.h + row * a.n + col, x[c]);
 #pragma unroll
@@ -547,7 +556,7 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
       f2 q{0.f, 0.f};
 #pragma unroll
       for (int c = 0; c < CH; ++c) {
-        const int64_t col = ((int64_t)c * k_row_threads + lane) * VV;
+        const int64_t col = ((int64_t)c * nthr + lane) * VV;
         if (active && col < a.n) {
 #pragma unroll
           for (int e = 0; e < VV; ++e) q.a += (x[c][e] - mean) * (x[c][e] - mean);
@@ -558,7 +567,7 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
     }
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
-      const int64_t col = ((int64_t)c * k_row_threads + lane) * VV;
+      const int64_t col = ((int64_t)c * nthr + lane) * VV;
       if (active && col < a.n) {
         if constexpr (hold) {
           finish<VV>(a, row, col, x[c], wr[c], br[c], mean, rstd);
@@ -600,7 +609,12 @@ inline int rn_launch_as(const rn_args& a, cudaStream_t s) {
   auto kernel = rn_kernel<VV, CH, EARLY>;
   const int64_t groups = rn_grid(kernel, (a.rows + k_rows_per_cta - 1) / k_rows_per_cta);
   if (STRAT == 2) return launch_clusters<PDL>(kernel, CL, dim3((unsigned)(groups * CL)), BLOCK, 0, s, a);
-  return launch_kernel<PDL>(kernel, dim3((unsigned)groups), BLOCK, 0, s, a);
+  int threads = BLOCK;
+  if (k_fit) {  // the fewest whole warps that hold the row in CH vectors a thread
+    const int64_t need = (a.n + (int64_t)CH * VV - 1) / ((int64_t)CH * VV);
+    threads = need >= BLOCK ? BLOCK : (int)((need + 31) / 32 * 32);
+  }
+  return launch_kernel<PDL>(kernel, dim3((unsigned)groups), threads, 0, s, a);
 }
 
 // WLOAD 0 (auto): the weights early when the rows fit in one wave of CTAs (a few rows: latency-bound), late otherwise.
