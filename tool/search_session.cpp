@@ -178,6 +178,8 @@ session_result run_search_session(const workload_spec& spec, const session_setti
   if (ev.lost_races() > 0)
     term::say("  racing (this run): {} of {} full measurements stopped early, a case {:.0f} % slower than the fastest so far",
               ev.lost_races(), ev.full_measures(), measure::k_race_margin * 100);
+  if (o.reopened > 0)
+    term::say("  stagnation closed every subtree {} time(s) with time and budget left: opened them again", o.reopened);
   if (o.baselines.empty())
     term::say("  {}", term::yellow("no baseline could be timed: rewards rank candidates by time alone"));
   if (o.best_root && o.best_root->time_us)

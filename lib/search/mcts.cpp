@@ -90,6 +90,18 @@ void mcts_tree::close_if_stagnant(node& n) {
 
 void mcts_tree::mark_exhausted(int64_t id) { m_nodes.at(static_cast<size_t>(id)).exhausted = true; }
 
+int mcts_tree::reopen_stagnant() {
+  int opened = 0;
+  for (auto& n : m_nodes) {
+    if (!n.closed) continue;
+    n.closed = false;
+    n.since_improvement = 0;
+    ++opened;
+  }
+  // A subtree with nothing left to grow stays shut in effect: can_descend sees every node below it exhausted.
+  return select() ? opened : 0;
+}
+
 int mcts_tree::children_allowed(const node& n) const {
   double v = std::max(n.visits, 1);
   return static_cast<int>(std::ceil(m_options.widening_c * std::pow(v, m_options.widening_alpha)));

@@ -79,6 +79,10 @@ class mcts_tree {
               std::string detail = {});
   // The proposer had nothing new for this node: it will not be widened again.
   void mark_exhausted(int64_t id);
+  // Opens every subtree stagnation closed again, each with a fresh count (the search calls it when nothing is left
+  // to select but time and budget are: stagnation orders the search, it does not end it). Returns how many it
+  // opened; 0 when every closed node is exhausted, and the tree is then converged.
+  int reopen_stagnant();
 
   // The node to expand next: descend by UCT from the virtual root while the current node may not widen;
   // nullopt when every subtree is closed. Roots are chosen among the virtual root's children only. A failed node

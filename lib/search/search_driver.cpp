@@ -320,6 +320,10 @@ search_outcome search_driver::run(const std::vector<candidate>& roots,
       }
       for (auto& c : cands) batch.push_back(add_node(*sel, std::move(c)));
     }
+    if (batch.empty() && m_tree.reopen_stagnant() > 0) {  // stagnation closed everything; time and budget remain
+      ++m_reopened;
+      continue;
+    }
     if (batch.empty()) {  // nothing left to expand: a tree that measured something converged, else all failed
       const auto& ns = m_tree.nodes();
       const bool any = std::any_of(ns.begin(), ns.end(), [](const auto& n) { return n.status == node_status::measured; });
@@ -448,6 +452,7 @@ search_outcome search_driver::finish(std::string reason) {
   search_outcome o;
   o.search_id = m_search.id;
   o.stop_reason = reason;
+  o.reopened = m_reopened;
   o.baselines = m_search.baselines;
   o.baseline_seconds = m_baseline_s;
   // The winner must have passed the full protocol: confirm a screened best (a few tries down the ranking).

@@ -45,6 +45,7 @@ struct search_outcome {
   int evaluations = 0;          // evaluated nodes in the search
   int session_evaluations = 0;  // in this run
   std::string stop_reason;      // "budget", "time", "interrupted", "converged", "every candidate failed"
+  int reopened = 0;             // times every subtree had stagnated and was opened again (time and budget left)
   std::optional<node_row> winner;           // confirmed (measured) best, if any
   // Whether the winner beat every `gate.must_beat` baseline the search timed, on every gated case. The winner
   // is the best such candidate when there is one, else the best overall (the gate will then fail). While the
@@ -116,7 +117,7 @@ class search_driver {
   std::vector<int64_t> m_db_id;  // tree id -> db id
   std::vector<double> m_trajectory_best;
   std::map<int64_t, std::map<std::string, double>> m_case_us;  // tree id -> per-case times
-  int m_evaluated = 0, m_session = 0, m_failures = 0;
+  int m_evaluated = 0, m_session = 0, m_failures = 0, m_reopened = 0;
   double m_started = 0;
   double m_baseline_s = 0;  // open_search: timing the baselines
 };

@@ -90,6 +90,29 @@ TEST(search_driver, a_tree_of_failures_stops_saying_every_candidate_failed) {
   EXPECT_LT(out.evaluations, 30);
 }
 
+// Stagnation closes subtrees so that the search spends its evaluations where they pay; once it has closed all of
+// them, time and budget left are spent on them again rather than the search stopping as "converged" (on the
+// H200 the suite's searches stopped so after 17-33 evaluations with half their time box left).
+TEST(search_driver, stagnation_reopens_instead_of_ending_the_search) {
+  temp_dir dir("kf-search-reopen");
+  auto spec = test::softmax_spec();
+  spec.hash = "h1";
+  search_db db(dir.path() / "search.db");
+  test::fake_evaluator ev;
+  search_options o;
+  o.budget = 60;
+  auto out = search_driver(spec, device_kind::cpu, k_key, db, ev, o).run(default_roots(spec));
+  ASSERT_TRUE(out.winner.has_value());
+  EXPECT_GT(out.reopened, 0);
+  // It ends on the budget, or because the proposer has nothing new anywhere (a converged tree).
+  EXPECT_TRUE(out.stop_reason == "budget" || out.stop_reason == "converged") << out.stop_reason;
+  if (out.stop_reason == "converged") {
+    EXPECT_GT(out.evaluations, 30);
+  } else {
+    EXPECT_EQ(out.evaluations, 60);
+  }
+}
+
 // With a time limit that ends the run before the budget would, the ETA is the time left, not the budget's.
 TEST(search_driver, the_eta_counts_down_to_the_time_limit) {
   temp_dir dir("kf-search-eta");
