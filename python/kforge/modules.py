@@ -1,0 +1,277 @@
+"""kforge.patch (kforge.modules): the loaded workloads' operators in place of the modules that compute their graphs.
+
+What it can patch: modules whose forward is, exactly, a loaded workload's graph with one input and one output,
+the module's parameters being the spec's other inputs. The module types it reads are a table (``MODULE_RULES``),
+each giving the module's forward as steps of the spec's op language:
+
+- one module: nn.LayerNorm, nn.RMSNorm, nn.GroupNorm, nn.Linear, nn.SiLU, nn.GELU, nn.ReLU, nn.Sigmoid, nn.Tanh,
+  nn.Softmax, nn.LogSoftmax (with a dim), nn.AdaptiveAvgPool2d, nn.Flatten;
+- consecutive children of an nn.Sequential whose steps together are one workload's graph (GroupNorm then SiLU,
+  AdaptiveAvgPool2d then Flatten, LayerNorm then GELU): the first child computes the whole run, the others become
+  nn.Identity.
+
+A patched module calls the operator when a call is what the workload describes (the input's and parameters'
+dtypes, ranks, sizes and memory layout as the spec has them, a device with a kernel loaded, no gradient needed)
+and its own forward otherwise, so a patched model computes what it did, on every input. The module keeps its class, its
+parameters and its state_dict keys (its forward is replaced on the instance); ``unpatch`` restores it.
+
+What it cannot patch: computation that is not a module of the table, such as a SwiGLU written inline in an MLP's
+forward (``down(silu(gate(x)) * up(x))``), a residual add before a norm, a softmax with its scale and mask, or a
+model's own RMSNorm class (Hugging Face's LlamaRMSNorm rounds differently, and GemmaRMSNorm scales by 1 + weight:
+matching by class name would change what they compute; add a rule to ``MODULE_RULES`` for a class you know);
+workloads with several inputs besides parameters or several outputs; modules in-place (``inplace=True``); and
+training, since the operators have no backward. Those need a graph rewrite (torch.fx): it would find a pattern in
+any forward, but only in models that trace, and it replaces the model with a GraphModule; module swapping works on
+any model, in eager and under torch.compile, and keeps the model as it was.
+"""
+import math
+import types
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+_DTYPES = {
+    "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64,
+    "int32": torch.int32, "int64": torch.int64, "uint8": torch.uint8,
+}
+
+# rms_norm's eps when a module gives none: ATen's default, the epsilon of the op's compute type (float32's for 16-bit
+# and float32 inputs), as the spec parser fills it (spec/ops.h rms_norm_default_eps).
+DTYPE_EPS = object()
+
+
+@dataclass
+class Step:
+    """One op of a module's forward in the spec's op language."""
+    op: str
+    args: dict = field(default_factory=dict)     # its non-tensor arguments (the op registry's defaults fill the rest)
+    tensors: dict = field(default_factory=dict)  # tensor argument -> the module's attribute holding it (None: absent)
+    module: nn.Module = None                     # whose attributes `tensors` names
+
+
+def _attr(m, name):
+    return name if getattr(m, name, None) is not None else None
+
+
+def _inplace(m):
+    return getattr(m, "inplace", False)
+
+
+MODULE_RULES = {
+    nn.LayerNorm: lambda m: [Step("layer_norm", {"normalized_shape": list(m.normalized_shape), "eps": m.eps},
+                                  {"weight": _attr(m, "weight"), "bias": _attr(m, "bias")}, m)],
+    nn.RMSNorm: lambda m: [Step("rms_norm", {"normalized_shape": list(m.normalized_shape),
+                                             "eps": DTYPE_EPS if m.eps is None else m.eps},
+                                {"weight": _attr(m, "weight")}, m)],
+    nn.GroupNorm: lambda m: [Step("group_norm", {"num_groups": m.num_groups, "eps": m.eps},
+                                  {"weight": _attr(m, "weight"), "bias": _attr(m, "bias")}, m)],
+    nn.Linear: lambda m: [Step("linear", {}, {"weight": "weight", "bias": _attr(m, "bias")}, m)],
+    nn.SiLU: lambda m: None if _inplace(m) else [Step("silu", module=m)],
+    nn.GELU: lambda m: [Step("gelu", {"approximate": m.approximate}, module=m)],
+    nn.ReLU: lambda m: None if _inplace(m) else [Step("relu", module=m)],
+    nn.Sigmoid: lambda m: [Step("sigmoid", module=m)],
+    nn.Tanh: lambda m: [Step("tanh", module=m)],
+    nn.Softmax: lambda m: None if m.dim is None else [Step("softmax", {"dim": m.dim}, module=m)],
+    nn.LogSoftmax: lambda m: None if m.dim is None else [Step("log_softmax", {"dim": m.dim}, module=m)],
+    nn.AdaptiveAvgPool2d: lambda m: (None if m.output_size is None or
+                                     (isinstance(m.output_size, (tuple, list)) and None in m.output_size) else
+                                     [Step("adaptive_avg_pool2d", {"output_size": m.output_size}, module=m)]),
+    nn.Flatten: lambda m: [Step("flatten", {"start_dim": m.start_dim, "end_dim": m.end_dim}, module=m)],
+}
+
+
+def _steps(m):
+    rule = MODULE_RULES.get(type(m))
+    return rule(m) if rule else None
+
+
+def _as_list(op, name, v):
+    v = [v] if isinstance(v, int) else list(v)
+    if op == "adaptive_avg_pool2d" and name == "output_size" and len(v) == 1:
+        return v * 2  # a size s or [s] is [s, s] (spec/ops.h pool_output_size)
+    return v
+
+
+def _same(op, arg, kind, ours, theirs, spec_dtype):
+    if ours is DTYPE_EPS:
+        ours = torch.finfo(torch.float64 if spec_dtype == torch.float64 else torch.float32).eps
+    if ours is None or theirs is None:
+        return ours is None and theirs is None
+    if kind == "number":
+        return math.isclose(float(ours), float(theirs), rel_tol=1e-9, abs_tol=0.0)
+    if kind == "int_list":
+        return _as_list(op, arg, ours) == _as_list(op, arg, theirs)
+    return ours == theirs
+
+
+@dataclass
+class _Binding:
+    """How a matched workload's operator is called from a patched module: each spec input is the module's input
+    (None) or a step module's attribute."""
+    workload: str
+    op: object
+    inputs: list     # per spec input: (spec input dict, None | (module, attribute))
+    kernels: dict    # device kind -> whether a kernel is loaded
+
+    def arguments(self, x):
+        """The operator's arguments for input x, or None when the call is not what the workload describes."""
+        if not isinstance(x, torch.Tensor) or not self.kernels.get(x.device.type, False):
+            return None
+        args, symbols = [], {}
+        grad = torch.is_grad_enabled()
+        for spec_input, source in self.inputs:
+            t = x if source is None else getattr(source[0], source[1])
+            if not isinstance(t, torch.Tensor) or t.device != x.device or (grad and t.requires_grad):
+                return None
+            if t.dtype != _DTYPES[spec_input["dtype"]] or t.dim() != len(spec_input["shape"]):
+                return None
+            layout = torch.channels_last if spec_input.get("memory_format") == "channels_last" else torch.contiguous_format
+            if not t.is_contiguous(memory_format=layout):
+                return None
+            for size, want in zip(t.shape, spec_input["shape"]):
+                if isinstance(want, str):
+                    if symbols.setdefault(want, size) != size:
+                        return None
+                elif size != want:
+                    return None
+            args.append(t)
+        return args
+
+
+def _match(steps, description, op_table):
+    """The binding of `steps` (a module run) to a workload, or None when its graph is not exactly theirs."""
+    spec = description["spec"]
+    graph = spec["graph"]
+    if len(graph) != len(steps) or len(description["outputs"]) != 1:
+        return None
+    last = graph[-1]
+    if description["outputs"][0] != (last.get("as") or op_table[last["op"]]["outputs"][0]):
+        return None
+    inputs = {i["name"]: i for i in spec["inputs"]}
+    primary = graph[0]["args"].get("input")
+    spec_dtype = _DTYPES[inputs[primary]["dtype"]]
+    sources = {primary: None}
+    for step, g in zip(steps, graph):
+        if step.op != g["op"]:
+            return None
+        for a in op_table[g["op"]]["args"]:
+            name, theirs = a["name"], g["args"].get(a["name"], a["default"])
+            if a["kind"] == "tensor":
+                ours = step.tensors.get(name)
+                if (ours is None) != (theirs is None):
+                    return None
+                if ours is not None:
+                    if theirs in sources:
+                        return None
+                    sources[theirs] = (step.module, ours)
+            elif not _same(g["op"], name, a["kind"], step.args.get(name, a["default"]), theirs, spec_dtype):
+                return None
+    if set(sources) != set(inputs):
+        return None
+    import kforge
+    kernels = {k: v.get("kernel", False) for k, v in description["kernels"].items()}
+    return _Binding(description["workload"], kforge.op(description["workload"]),
+                    [(i, sources[i["name"]]) for i in spec["inputs"]], kernels)
+
+
+@dataclass
+class _Patch:
+    bindings: list                  # the workloads that compute this module's run, tried in order
+    rest: list                      # the run's later modules (children of `parent`, replaced by nn.Identity)
+    parent: nn.Module = None
+    rest_keys: list = field(default_factory=list)
+    previous_forward: object = None  # an instance-level forward the module had before
+
+
+def _patched_forward(self, *args, **kwargs):
+    p = self._kforge_patch
+    if len(args) == 1 and not kwargs:
+        for b in p.bindings:
+            call = b.arguments(args[0])
+            if call is not None:
+                return b.op(*call)
+    out = p.previous_forward(*args, **kwargs) if p.previous_forward else type(self).forward(self, *args, **kwargs)
+    for m in p.rest:
+        out = m(out)
+    return out
+
+
+def _apply(module, bindings, parent=None, rest_keys=()):
+    rest = [parent._modules[k] for k in rest_keys] if parent is not None else []
+    p = _Patch(bindings, rest, parent, list(rest_keys), module.__dict__.get("forward"))
+    object.__setattr__(module, "_kforge_patch", p)
+    module.forward = types.MethodType(_patched_forward, module)
+    for k in rest_keys:
+        parent._modules[k] = nn.Identity()
+
+
+def _descriptions():
+    import kforge
+    return [kforge.describe(n) for n in kforge.loaded()]
+
+
+def patch(model, workloads_dir=None, device="auto"):
+    """Makes the modules of `model` whose forward is a loaded workload's graph call its operator (see the module's
+    docstring for what it can and cannot patch). Loads `workloads_dir` first when given. Returns `model`, patched in
+    place; ``patched_modules(model)`` lists what was patched."""
+    import kforge
+    if workloads_dir is not None:
+        kforge.load(workloads_dir, device=device)
+    descriptions = _descriptions()
+    if not descriptions:
+        raise RuntimeError("kforge.patch: no workloads are loaded (kforge.load(dir) or KFORGE_WORKLOADS)")
+    op_table = kforge._op_table()
+
+    def bindings(steps):
+        found = [b for d in descriptions for b in [_match(steps, d, op_table)] if b is not None]
+        return found
+
+    longest = max(len(d["spec"]["graph"]) for d in descriptions)
+    for seq in [m for m in model.modules() if type(m).forward is nn.Sequential.forward]:
+        keys = list(seq._modules)
+        i = 0
+        while i < len(keys):
+            for n in range(min(longest, len(keys) - i), 1, -1):
+                run = [seq._modules[k] for k in keys[i:i + n]]
+                if any(hasattr(m, "_kforge_patch") or m is None for m in run):
+                    continue
+                parts = [_steps(m) for m in run]
+                if any(s is None for s in parts):
+                    continue
+                found = bindings([s for part in parts for s in part])
+                if found:
+                    _apply(run[0], found, seq, keys[i + 1:i + n])
+                    i += n - 1
+                    break
+            i += 1
+    for m in list(model.modules()):
+        if hasattr(m, "_kforge_patch"):
+            continue
+        steps = _steps(m)
+        found = bindings(steps) if steps else []
+        if found:
+            _apply(m, found)
+    return model
+
+
+def patched_modules(model):
+    """[(module name, [workloads])] for every patched module of `model`."""
+    return [(name, [b.workload for b in m._kforge_patch.bindings])
+            for name, m in model.named_modules() if hasattr(m, "_kforge_patch")]
+
+
+def unpatch(model):
+    """Undoes patch(): each module's own forward back, the runs' later modules back in their Sequential."""
+    for m in list(model.modules()):
+        p = getattr(m, "_kforge_patch", None)
+        if p is None:
+            continue
+        if p.previous_forward is not None:
+            m.forward = p.previous_forward
+        else:
+            del m.forward
+        for k, original in zip(p.rest_keys, p.rest):
+            p.parent._modules[k] = original
+        del m._kforge_patch
+    return model
