@@ -27,5 +27,6 @@ KF_DECLARE_COMMAND(report)
 KF_DECLARE_COMMAND(doctor)
 KF_DECLARE_COMMAND(calibrate)
 KF_DECLARE_COMMAND(reemit)
+KF_DECLARE_COMMAND(capture)
 
 }  // namespace kf

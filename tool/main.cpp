@@ -22,6 +22,8 @@ const std::vector<command>& commands() {
       {"retune", "re-run the search where a kernel regressed or is missing for this GPU", retune_help, retune_run},
       {"reemit", "re-emit stored winners from their family and knobs after the family's code changed", reemit_help,
        reemit_run},
+      {"capture", "find a model's operators a spec expresses, rank them by time share and write their specs",
+       capture_help, capture_run},
       {"report", "render or merge reports (merge shards, markdown, html)", report_help, report_run},
       {"calibrate", "measure the gate's false alarms and missed slowdowns on this machine", calibrate_help, calibrate_run},
       {"doctor", "show the environment as kforge sees it, and what is missing", doctor_help, doctor_run},

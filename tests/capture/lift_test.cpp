@@ -1,0 +1,77 @@
+// Lifting aten operators to spec ops (capture/lift.h, rms_norm_match.h) on the fixture traces.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "capture/lift.h"
+#include "capture_fixtures.h"
+
+using namespace kf::capture;
+using test::fixture;
+using test::lifted_named;
+
+TEST(capture_lift, recognises_rms_norm_written_by_hand_and_through_f_rms_norm) {
+  const trace t = fixture("llama_block");
+  const auto lifted = lift(t);
+  // Each layer's input norm (by hand: upcast, pow, mean, add, rsqrt, mul, cast back, weight) and post-attention
+  // norm (F.rms_norm: the weight before the cast back), and the final norm.
+  const auto norms = lifted_named(lifted, "rms_norm");
+  ASSERT_EQ(norms.size(), 5u);
+  for (const auto& n : norms) {
+    EXPECT_EQ(n.args["normalized_shape"], (nlohmann::json{16}));
+    EXPECT_DOUBLE_EQ(n.args["eps"].get<double>(), norm_eps(1e-5));
+    ASSERT_EQ(n.tensors.size(), 1u);
+    EXPECT_EQ(n.tensors[0].first, "weight");
+    // The bfloat16 input, before the upcast; the bfloat16 result, after the cast back.
+    EXPECT_EQ(t.meta(n.input).dtype, "bfloat16");
+    EXPECT_EQ(t.meta(n.output()).dtype, "bfloat16");
+    EXPECT_EQ(n.covers.size(), 8u) << "the cast up, pow, mean, add, rsqrt, mul, the weight's mul and the cast back";
+    for (size_t i : n.covers) EXPECT_NE(t.ops[i].module.find("norm"), std::string::npos) << t.ops[i].name;
+  }
+  // No stray mul, rsqrt or cast of a norm is lifted by itself.
+  EXPECT_TRUE(lifted_named(lifted, "rsqrt").empty());
+}
+
+TEST(capture_lift, maps_the_operators_of_a_resnet_block) {
+  const trace t = fixture("resnet_tail");
+  const auto lifted = lift(t);
+  EXPECT_EQ(lifted_named(lifted, "relu").size(), 5u);  // the stem's and two per block, in place
+  const auto adds = lifted_named(lifted, "add");
+  ASSERT_EQ(adds.size(), 2u);  // out += identity
+  EXPECT_TRUE(adds[0].commutative);
+  const auto pools = lifted_named(lifted, "adaptive_avg_pool2d");  // mean over H, W with keepdim
+  ASSERT_EQ(pools.size(), 1u);
+  EXPECT_EQ(pools[0].args, (nlohmann::json{{"output_size", 1}}));
+  const auto flattens = lifted_named(lifted, "flatten");
+  ASSERT_EQ(flattens.size(), 1u);
+  EXPECT_EQ(flattens[0].args, (nlohmann::json{{"start_dim", 1}}));
+  EXPECT_EQ(lifted_named(lifted, "alias").size(), 1u);  // the pooled tensor's channels_last restride
+  for (const auto& l : lifted)
+    for (size_t i : l.covers) {
+      EXPECT_NE(t.ops[i].name, "aten.convolution.default");
+      EXPECT_NE(t.ops[i].name, "aten.native_batch_norm.default");
+    }
+}
+
+TEST(capture_lift, numbers_become_scales_and_topk_keeps_both_results) {
+  const trace t = fixture("router_softcap");
+  const auto lifted = lift(t);
+  const auto scales = lifted_named(lifted, "scale");
+  ASSERT_EQ(scales.size(), 2u);  // scores / 30, then * 30
+  EXPECT_DOUBLE_EQ(scales[0].args["factor"].get<double>(), 1.0 / 30.0);
+  EXPECT_DOUBLE_EQ(scales[1].args["factor"].get<double>(), 30.0);
+  const auto topk = lifted_named(lifted, "topk");
+  ASSERT_EQ(topk.size(), 1u);
+  EXPECT_EQ(topk[0].outputs.size(), 2u);
+  EXPECT_EQ(topk[0].args, (nlohmann::json{{"k", 2}}));
+  EXPECT_EQ(lifted_named(lifted, "softmax").size(), 2u);
+}
+
+TEST(capture_lift, a_norm_with_a_weight_of_another_dtype_is_not_lifted) {
+  trace t = fixture("norm_two_sizes");
+  for (auto& [v, m] : t.values)
+    if (m.shape == std::vector<int64_t>{64} && t.origins.count(v) && t.origins.at(v).contains("param") &&
+        t.origins.at(v)["param"] == "norm.weight")
+      m.dtype = "float16";  // mixed-dtype LayerNorm: the spec's layer_norm takes the input's dtype
+  EXPECT_TRUE(lifted_named(lift(t), "layer_norm").empty());
+  EXPECT_EQ(lifted_named(lift(t), "gelu").size(), 3u);
+}
