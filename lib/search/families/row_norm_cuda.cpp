@@ -61,7 +61,7 @@ class row_norm_cuda final : public family {
  public:
   std::string name() const override { return "row_norm_cuda"; }
   device_kind device() const override { return device_kind::cuda; }
-  int version() const override { return 3; }  // 2: the wload knob (1 read the weights with the row); 3: fit
+  int version() const override { return 4; }  // 2: wload (1 read the weights with the row); 3: fit; 4: g_rn_sms
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_row_norm(spec, why_not);

@@ -231,16 +231,17 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
   }
 }
 
-// The GPU's SMs (read once).
+// The GPU's SMs, read at the first launch. Host state at namespace scope with internal linkage (CONTRIBUTING.md):
+// a function-local static of an inline function would be one object for every candidate library in the worker.
+static int g_rn_sms = 0;
 inline int rn_sms() {
-  static int sms = 0;
-  if (!sms) {
+  if (!g_rn_sms) {
     int dev = 0;
     cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    if (sms <= 0) sms = 132;
+    cudaDeviceGetAttribute(&g_rn_sms, cudaDevAttrMultiProcessorCount, dev);
+    if (g_rn_sms <= 0) g_rn_sms = 132;
   }
-  return sms;
+  return g_rn_sms;
 }
 
 // CTAs for `groups` row groups: one a group (WAVES 0), or WAVES waves of resident CTAs (clusters).

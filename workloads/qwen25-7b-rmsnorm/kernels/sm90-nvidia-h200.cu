@@ -1,4 +1,4 @@
-// kforge kernel: family row_norm_cuda, version 3
+// kforge kernel: family row_norm_cuda, version 4
 // knobs: block=256 chunks=4 cluster=2 fit=0 math=precise onepass=0 pdl=1 store=streaming strategy=block team=32 vec=4 waves=0 wload=row wregs=0
 // computes: rms_norm (one pass over each row)
 // kforge winner: qwen25-7b-rmsnorm on sm90-nvidia-h200
@@ -7,6 +7,8 @@
 // measured: 5.53 us (geometric mean over gated cases), 1.56x eager
 // re-emitted: by `kforge reemit` on 2026-12-02T03:54:30Z, row_norm_cuda version 2 from version 1; knobs filled: wload=row (the code before the knob); measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-02T04:16:59Z, row_norm_cuda version 3 from version 2; knobs filled: fit=0 (the code before the knob); measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-02T04:30:12Z, row_norm_cuda version 4 from version 3; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-02T04:32:11Z, row_norm_cuda version 4 from version 4; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -580,16 +582,17 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
   }
 }
 
-// The GPU's SMs (read once).
+// The GPU's SMs, read at the first launch. Host state at namespace scope with internal linkage (CONTRIBUTING.md):
+// a function-local static of an inline function would be one object for every candidate library in the worker.
+static int g_rn_sms = 0;
 inline int rn_sms() {
-  static int sms = 0;
-  if (!sms) {
+  if (!g_rn_sms) {
     int dev = 0;
     cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    if (sms <= 0) sms = 132;
+    cudaDeviceGetAttribute(&g_rn_sms, cudaDevAttrMultiProcessorCount, dev);
+    if (g_rn_sms <= 0) g_rn_sms = 132;
   }
-  return sms;
+  return g_rn_sms;
 }
 
 // CTAs for `groups` row groups: one a group (WAVES 0), or WAVES waves of resident CTAs (clusters).
