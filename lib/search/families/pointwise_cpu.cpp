@@ -57,7 +57,7 @@ class pointwise_cpu final : public family {
  public:
   std::string name() const override { return "pointwise_cpu"; }
   device_kind device() const override { return device_kind::cpu; }
-  int version() const override { return 1; }
+  int version() const override { return 2; }  // 2: the shared cpu_elementwise.h
   bool covers(const workload_spec& spec, std::string* why_not) const override { return match_chain(spec, why_not).has_value(); }
   std::vector<knob> knobs() const override {
     return {
@@ -112,7 +112,8 @@ class pointwise_cpu final : public family {
         "template <int M>\nstatic inline float kf_elem(const void* const* p, int64_t j) {{\n{}  return v;\n}}\n",
         body);
     return cpu_emit::header(*this, spec, v, fmt::format("{} (one pass)", fmt::join(ops, " -> "))) + cpu_emit::prelude() +
-           cpu_emit::variant(code) + cpu_emit::fixed_file("search/families/pointwise_cpu.h") + cpu_emit::variant(chain_fn);
+           cpu_emit::variant(code) + cpu_emit::fixed_file("search/families/cpu_elementwise.h") +
+           cpu_emit::fixed_file("search/families/pointwise_cpu.h") + cpu_emit::variant(chain_fn);
   }
 };
 

@@ -20,117 +20,16 @@
 // Read on its own (an editor, clang-format, tests/search/family_sources_test.cpp), this file sees typical values of
 // what the family emits before it; kforge emits it without these lines.
 #include "pointwise_cpu_stub.h"
+#include "cpu_elementwise.h"
 #endif  // KF_EMITTED
 
-// ---- float16 stores that vectorize: cpu_prelude.h's kf_st_f16, bit for bit, with selects for its branches ----
-static inline uint16_t kf_st_f16_sel(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  const uint32_t s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-  const uint32_t normal = (a + 0xfffu + ((a >> 13) & 1u) - (112u << 23)) >> 13;
-  float af;
-  memcpy(&af, &a, 4);
-  af += 0.5f;  // below 2^-14 (a subnormal half): rounds |f| to a multiple of 2^-24, to nearest even
-  uint32_t sub;
-  memcpy(&sub, &af, 4);
-  sub -= 0x3f000000u;
-  uint32_t h = a < 0x38800000u ? sub : normal;
-  h = a >= 0x477ff000u ? 0x7c00u : h;  // rounds to infinity
-  h = a > 0x7f800000u ? 0x7e00u : h;   // NaN
-  return (uint16_t)(s | h);
-}
-
-// ---- the stored types: kf_pw_type<dtype code>::t, ld (to float), st (from float, rounded to nearest even) ----
-template <int D>
-struct kf_pw_type;
-template <>
-struct kf_pw_type<KF_FLOAT32> {
-  typedef float t;
-  static float ld(float v) { return v; }
-  static float st(float v) { return v; }
-};
-template <>
-struct kf_pw_type<KF_BFLOAT16> {
-  typedef uint16_t t;
-  static float ld(uint16_t v) { return kf_ld_bf16(v); }
-  static uint16_t st(float v) { return kf_st_bf16(v); }
-};
-template <>
-struct kf_pw_type<KF_FLOAT16> {
-  typedef uint16_t t;
-  static float ld(uint16_t v) { return kf_ld_f16(v); }
-  static uint16_t st(float v) { return kf_st_f16_sel(v); }
-};
-typedef kf_pw_type<kf_out_dtype> kf_out;
+typedef kf_type<kf_out_dtype> kf_out;
 typedef kf_out::t kf_out_t;
-static constexpr int kf_pw_size(int dtype) { return dtype == KF_FLOAT32 ? 4 : 2; }
-
-// ---- the math the chain's statements call (elementwise_emit.h), in float ----
-// libm's (kf_math_poly false), or branch-free approximations that vectorize: cpu_prelude.h's exp, a tanh that is an
-// odd polynomial below 0.625 (Cephes' tanhf; 1 - 2 / (e^2x + 1) alone loses the relative accuracy near 0) and an erfc
-// with a relative error below 1.2e-7 (Numerical Recipes' erfcc).
-static inline float kf_exp(float x) {
-  if constexpr (kf_math_poly) return kf_exp_poly(x);
-  else return expf(x);
-}
-static inline float kf_tanh(float x) {
-  if constexpr (kf_math_poly) {
-    const float z = x * x;
-    float p = -5.70498872745e-3f;
-    p = p * z + 2.06390887954e-2f;
-    p = p * z - 5.37397155531e-2f;
-    p = p * z + 1.33314422036e-1f;
-    p = p * z - 3.33332819422e-1f;
-    const float small = x + x * z * p;
-    const float large = 1.0f - 2.0f / (kf_exp_poly(2.0f * fabsf(x)) + 1.0f);
-    return fabsf(x) < 0.625f ? small : (x < 0.0f ? -large : large);
-  } else {
-    return tanhf(x);
-  }
-}
-static inline float kf_erfc(float x) {
-  if constexpr (kf_math_poly) {
-    const float a = fabsf(x), t = 1.0f / (1.0f + 0.5f * a);
-    float p = 0.17087277f;
-    p = p * t - 0.82215223f;
-    p = p * t + 1.48851587f;
-    p = p * t - 1.13520398f;
-    p = p * t + 0.27886807f;
-    p = p * t - 0.18628806f;
-    p = p * t + 0.09678418f;
-    p = p * t + 0.37409196f;
-    p = p * t + 1.00002368f;
-    const float e = t * kf_exp_poly(-a * a - 1.26551223f + t * p);
-    return x < 0.0f ? 2.0f - e : e;
-  } else {
-    return erfcf(x);
-  }
-}
-static inline float kf_erf(float x) {  // the statements reach erf through kf_gelu, which takes erfc
-  if constexpr (kf_math_poly) return 1.0f - kf_erfc(x);
-  else return erff(x);
-}
-// libm's sqrtf sets errno for a negative x: a chain with rsqrt does not vectorize.
-static inline float kf_sqrt(float x) { return sqrtf(x); }
-static inline float kf_sigmoid(float x) { return 1.0f / (1.0f + kf_exp(-x)); }
-static inline float kf_relu(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }  // NaN stays NaN
-// GELU as x Phi(x) through erfc: 1 + erf(x / sqrt 2) cancels on the negative tail, erfc(-x / sqrt 2) does not.
-static inline float kf_gelu(float x) { return 0.5f * x * kf_erfc(x * -0.70710678118654752f); }
-// The tanh GELU as x sigmoid(2u), u = sqrt(2 / pi) (x + 0.044715 x^3): 0.5 (1 + tanh u) cancels on the negative tail.
-static inline float kf_gelu_tanh(float x) {
-  return x / (1.0f + kf_exp(-1.5957691216057308f * (x + 0.044715f * x * x * x)));
-}
-// A value rounded through a stored type (a cast in the chain; the family's chains hold floating types only).
-static inline float kf_round(int dtype, float x) {
-  if (dtype == KF_FLOAT16) return kf_ld_f16(kf_st_f16_sel(x));
-  if (dtype == KF_BFLOAT16) return kf_ld_bf16(kf_st_bf16(x));
-  return x;
-}
 
 // Operand K of a run as a float: element j of its pointer, or element 0 where bit K of M says it is constant.
 template <int K, int M>
 static inline float kf_ld(const void* const* p, int64_t j) {
-  typedef kf_pw_type<kf_opnd_dtype[K]> T;
+  typedef kf_type<kf_opnd_dtype[K]> T;
   const typename T::t* q = (const typename T::t*)p[K];
   return T::ld(((M >> K) & 1) ? q[0] : q[j]);
 }
@@ -289,7 +188,7 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
       if (t->shape[d] != 1 && t->shape[d] != y->shape[d + lead]) return 1;
       covered[d + lead] = covered[d + lead] || t->shape[d] == y->shape[d + lead];
     }
-    op[k] = kf_pw_classify(t, y, kf_pw_size(kf_opnd_dtype[k]));
+    op[k] = kf_pw_classify(t, y, kf_size(kf_opnd_dtype[k]));
     if (op[k].kind == kf_general) vectorized = false;
     if (op[k].kind == kf_constant) m |= 1 << k;
   }

@@ -28,7 +28,7 @@ class row_norm_cpu final : public family {
  public:
   std::string name() const override { return "row_norm_cpu"; }
   device_kind device() const override { return device_kind::cpu; }
-  int version() const override { return 1; }
+  int version() const override { return 2; }  // 2: the shared cpu_elementwise.h
 
   // match_row_norm, with every tensor the kernel reads declared contiguous (it reads rows linearly).
   bool covers(const workload_spec& spec, std::string* why_not) const override {
@@ -141,8 +141,8 @@ std::string row_norm_cpu::emit(const workload_spec& spec, const knob_values& giv
       loads(1, g.prologue_operands), pro, g.prologue_operands < g.inputs.size() ? "" : "  (void)p, (void)j;\n",
       loads(g.prologue_operands, g.inputs.size()), epi);
   return cpu_emit::header(*this, spec, v, fmt::format("{}: {}", fmt::join(ops, " -> "), g.describe())) +
-         cpu_emit::prelude() + cpu_emit::variant(code) + cpu_emit::fixed_file("search/families/row_norm_cpu.h") +
-         cpu_emit::variant(fns);
+         cpu_emit::prelude() + cpu_emit::variant(code) + cpu_emit::fixed_file("search/families/cpu_elementwise.h") +
+         cpu_emit::fixed_file("search/families/row_norm_cpu.h") + cpu_emit::variant(fns);
 }
 
 }  // namespace

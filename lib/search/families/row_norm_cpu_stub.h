@@ -6,6 +6,7 @@
 // here too.
 #pragma once
 #include "cpu_prelude.h"
+#define KF_FAMILY_STUB  // cpu_elementwise.h, included after this stub, takes these values
 
 #define KF_NUM_THREADS
 #define KF_SCHEDULE static

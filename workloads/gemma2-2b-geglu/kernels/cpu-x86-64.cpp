@@ -1,10 +1,11 @@
-// kforge kernel: family pointwise_cpu, version 1
+// kforge kernel: family pointwise_cpu, version 2
 // knobs: chunk=16384 math=poly schedule=static threads=all
 // computes: gelu -> mul (one pass)
 // kforge winner: gemma2-2b-geglu on cpu-x86-64
 // found: by `kforge search` (template proposer) on 2026-12-02T01:21:18Z
 // lineage: default
 // measured: 152.70 us (geometric mean over gated cases), 3.57x eager
+// re-emitted: by `kforge reemit` on 2026-12-02T04:54:52Z, pointwise_cpu version 2 from version 1; measured above is the earlier kernel's
 
 // cpu_prelude.h: what every cpu family's kernel opens with, after its header (cpu_emit.cpp): the standard includes,
 // the float16 / bfloat16 conversions (bit operations, no library) and an exp and a tanh that vectorize.
@@ -91,24 +92,10 @@ constexpr int kf_opnd_input[kf_n_opnd] = {0, 1};
 constexpr int kf_opnd_dtype[kf_n_opnd] = {KF_BFLOAT16, KF_BFLOAT16};
 constexpr int kf_const_set = 0;  // operands that may be constant along runs (a vectorized loop per subset)
 
-// pointwise_cpu.h: the fixed code of pointwise_cpu (pointwise_cpu.cpp): any chain of elementwise ops as one pass over
-// the output, one read of each operand element and one write of each result, computed in float. Emitted before it
-// (pointwise_cpu_stub.h has typical values): the OpenMP knobs' macros (KF_NUM_THREADS, KF_SCHEDULE), the knobs'
-// constants (kf_math_poly, kf_chunk), what kf_launch checks (kf_n_inputs, kf_out_rank, kf_out_dtype) and the chain's
-// operands (kf_n_opnd, kf_opnd_input, kf_opnd_dtype, kf_const_set). Emitted after it: the chain, kf_elem<M>, declared
-// below; it calls the math defined here (kf_exp, kf_tanh, kf_sigmoid, kf_gelu, ..., kf_round) and loads with kf_ld.
-//
-// Each operand is classified at launch against the output's shape (right-aligned, as broadcasting reads it):
-//  - linear: a contiguous block of the output's trailing dims, element i at i % inner (the output's shape: full;
-//    fewer dims, a [D] row: broadcast over the leading ones);
-//  - constant along runs: a contiguous block of dims followed by broadcast ones (a [T, 1] column, a [C, 1, 1] channel
-//    bias, a scalar), element i at (i / rep) % inner: one value for rep elements in a row;
-//  - general: anything else (strides that do not fold: a channels_last or transposed input).
-// With a contiguous output and no general operand, the output is cut into tasks of kf_chunk elements and each task
-// into runs over which every operand is linear or constant (the modulo and division hoisted per run); a run is one
-// loop that vectorizes, kf_elem<M> reading operand k at p[k][j], or at p[k][0] where bit k of M is set. Anything else
-// takes the general path: the output's last dim as rows, each operand's offset computed once per row and stepped by
-// its stride along it.
+// cpu_elementwise.h: what a cpu family that runs elementwise_emit.h's statements needs beside cpu_prelude.h, emitted
+// after the variant's constants (it reads kf_math_poly) and before the family's own file (pointwise_cpu.h,
+// row_norm_cpu.h): float16 stores that vectorize, the stored types (kf_type<dtype code>: ld, st), and the math the
+// statements call (kf_exp, kf_tanh, kf_erf, kf_gelu, kf_round, ...).
 
 // ---- float16 stores that vectorize: cpu_prelude.h's kf_st_f16, bit for bit, with selects for its branches ----
 static inline uint16_t kf_st_f16_sel(float f) {
@@ -128,32 +115,30 @@ static inline uint16_t kf_st_f16_sel(float f) {
   return (uint16_t)(s | h);
 }
 
-// ---- the stored types: kf_pw_type<dtype code>::t, ld (to float), st (from float, rounded to nearest even) ----
+// ---- the stored types: kf_type<dtype code>::t, ld (to float), st (from float, rounded to nearest even) ----
 template <int D>
-struct kf_pw_type;
+struct kf_type;
 template <>
-struct kf_pw_type<KF_FLOAT32> {
+struct kf_type<KF_FLOAT32> {
   typedef float t;
   static float ld(float v) { return v; }
   static float st(float v) { return v; }
 };
 template <>
-struct kf_pw_type<KF_BFLOAT16> {
+struct kf_type<KF_BFLOAT16> {
   typedef uint16_t t;
   static float ld(uint16_t v) { return kf_ld_bf16(v); }
   static uint16_t st(float v) { return kf_st_bf16(v); }
 };
 template <>
-struct kf_pw_type<KF_FLOAT16> {
+struct kf_type<KF_FLOAT16> {
   typedef uint16_t t;
   static float ld(uint16_t v) { return kf_ld_f16(v); }
   static uint16_t st(float v) { return kf_st_f16_sel(v); }
 };
-typedef kf_pw_type<kf_out_dtype> kf_out;
-typedef kf_out::t kf_out_t;
-static constexpr int kf_pw_size(int dtype) { return dtype == KF_FLOAT32 ? 4 : 2; }
+static constexpr int kf_size(int dtype) { return dtype == KF_FLOAT32 ? 4 : 2; }
 
-// ---- the math the chain's statements call (elementwise_emit.h), in float ----
+// ---- the math elementwise_emit.h's statements call, in float ----
 // libm's (kf_math_poly false), or branch-free approximations that vectorize: cpu_prelude.h's exp, a tanh that is an
 // odd polynomial below 0.625 (Cephes' tanhf; 1 - 2 / (e^2x + 1) alone loses the relative accuracy near 0) and an erfc
 // with a relative error below 1.2e-7 (Numerical Recipes' erfcc).
@@ -215,10 +200,32 @@ static inline float kf_round(int dtype, float x) {
   return x;
 }
 
+// pointwise_cpu.h: the fixed code of pointwise_cpu (pointwise_cpu.cpp): any chain of elementwise ops as one pass over
+// the output, one read of each operand element and one write of each result, computed in float. Emitted before it
+// (pointwise_cpu_stub.h has typical values): the OpenMP knobs' macros (KF_NUM_THREADS, KF_SCHEDULE), the knobs'
+// constants (kf_math_poly, kf_chunk), what kf_launch checks (kf_n_inputs, kf_out_rank, kf_out_dtype) and the chain's
+// operands (kf_n_opnd, kf_opnd_input, kf_opnd_dtype, kf_const_set). Emitted after it: the chain, kf_elem<M>, declared
+// below; it calls the math defined here (kf_exp, kf_tanh, kf_sigmoid, kf_gelu, ..., kf_round) and loads with kf_ld.
+//
+// Each operand is classified at launch against the output's shape (right-aligned, as broadcasting reads it):
+//  - linear: a contiguous block of the output's trailing dims, element i at i % inner (the output's shape: full;
+//    fewer dims, a [D] row: broadcast over the leading ones);
+//  - constant along runs: a contiguous block of dims followed by broadcast ones (a [T, 1] column, a [C, 1, 1] channel
+//    bias, a scalar), element i at (i / rep) % inner: one value for rep elements in a row;
+//  - general: anything else (strides that do not fold: a channels_last or transposed input).
+// With a contiguous output and no general operand, the output is cut into tasks of kf_chunk elements and each task
+// into runs over which every operand is linear or constant (the modulo and division hoisted per run); a run is one
+// loop that vectorizes, kf_elem<M> reading operand k at p[k][j], or at p[k][0] where bit k of M is set. Anything else
+// takes the general path: the output's last dim as rows, each operand's offset computed once per row and stepped by
+// its stride along it.
+
+typedef kf_type<kf_out_dtype> kf_out;
+typedef kf_out::t kf_out_t;
+
 // Operand K of a run as a float: element j of its pointer, or element 0 where bit K of M says it is constant.
 template <int K, int M>
 static inline float kf_ld(const void* const* p, int64_t j) {
-  typedef kf_pw_type<kf_opnd_dtype[K]> T;
+  typedef kf_type<kf_opnd_dtype[K]> T;
   const typename T::t* q = (const typename T::t*)p[K];
   return T::ld(((M >> K) & 1) ? q[0] : q[j]);
 }
@@ -377,7 +384,7 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
       if (t->shape[d] != 1 && t->shape[d] != y->shape[d + lead]) return 1;
       covered[d + lead] = covered[d + lead] || t->shape[d] == y->shape[d + lead];
     }
-    op[k] = kf_pw_classify(t, y, kf_pw_size(kf_opnd_dtype[k]));
+    op[k] = kf_pw_classify(t, y, kf_size(kf_opnd_dtype[k]));
     if (op[k].kind == kf_general) vectorized = false;
     if (op[k].kind == kf_constant) m |= 1 << k;
   }

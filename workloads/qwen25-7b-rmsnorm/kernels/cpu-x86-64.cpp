@@ -1,10 +1,11 @@
-// kforge kernel: family row_norm_cpu, version 1
+// kforge kernel: family row_norm_cpu, version 2
 // knobs: cache_row=0 lanes=32 math=poly rows_per_task=1 schedule=static threads=4
 // computes: rms_norm: 0 prologue op(s) -> rms_norm(dims=1, eps=1e-06) * w -> 0 epilogue op(s)
 // kforge winner: qwen25-7b-rmsnorm on cpu-x86-64
 // found: by `kforge search` (template proposer) on 2026-12-02T03:32:32Z
 // lineage: default -> template: rows_per_task 4->1 -> template: threads all->4
 // measured: 14.81 us (geometric mean over gated cases), 2.36x compile, 10.80x eager
+// re-emitted: by `kforge reemit` on 2026-12-02T04:54:52Z, row_norm_cpu version 2 from version 1; measured above is the earlier kernel's
 
 // cpu_prelude.h: what every cpu family's kernel opens with, after its header (cpu_emit.cpp): the standard includes,
 // the float16 / bfloat16 conversions (bit operations, no library) and an exp and a tanh that vectorize.
@@ -99,27 +100,10 @@ constexpr int kf_n_opnd = 1, kf_n_pro = 1;  // the operands: the first op's inpu
 constexpr int kf_opnd_input[kf_n_opnd] = {0};
 constexpr int kf_opnd_dtype[kf_n_opnd] = {KF_BFLOAT16};
 
-// row_norm_cpu.h: the fixed code of row_norm_cpu (row_norm_cpu.cpp): LayerNorm / RMSNorm over the trailing dims with
-// a fused elementwise prologue and epilogue, computed in float. Emitted before it (row_norm_cpu_stub.h has typical
-// values): the OpenMP knobs' macros (KF_NUM_THREADS, KF_SCHEDULE), the knobs' constants (kf_math_poly, kf_parallel,
-// kf_lanes, kf_rows_per_task, kf_cache_row), the norm's (kf_layer, kf_eps, weight and bias), what kf_launch checks
-// and the operands (kf_n_opnd, kf_n_pro, kf_opnd_input, kf_opnd_dtype). Emitted after it: the prologue kf_pro and the
-// epilogue kf_epi, declared below; they call the math defined here (kf_exp, kf_tanh, kf_sigmoid, ..., kf_round) and
-// load operands with kf_ld.
-//
-// A row is the n elements of the normalized dims; every tensor is contiguous, and each operand is either the value's
-// shape (row r at r * n) or one row broadcast to all rows (a per-channel scale: at 0), so that every operand is read
-// linearly along a row. Rows are dealt to threads in tasks of kf_rows_per_task. The norm's input is the prologue's
-// value rounded through its stored type (as eager stores that intermediate); where the spec returns it (h) or the row
-// is staged as floats (kf_cache_row), a first loop writes it there, and every read after takes it from the staged
-// row, else from h, else computes it again. A row is read for its statistics (RMSNorm: the mean square; LayerNorm:
-// the mean, then the squared deviations from it), as sums of kf_lanes float accumulators folded into double every
-// kf_block elements, then again to write (x - mean) * rstd * w + b through the epilogue, kf_run results at a time.
-// float16 rows, results and weights convert with F16C where the compiler targets it.
-
-#if defined(__F16C__)
-#include <immintrin.h>
-#endif
+// cpu_elementwise.h: what a cpu family that runs elementwise_emit.h's statements needs beside cpu_prelude.h, emitted
+// after the variant's constants (it reads kf_math_poly) and before the family's own file (pointwise_cpu.h,
+// row_norm_cpu.h): float16 stores that vectorize, the stored types (kf_type<dtype code>: ld, st), and the math the
+// statements call (kf_exp, kf_tanh, kf_erf, kf_gelu, kf_round, ...).
 
 // ---- float16 stores that vectorize: cpu_prelude.h's kf_st_f16, bit for bit, with selects for its branches ----
 static inline uint16_t kf_st_f16_sel(float f) {
@@ -160,43 +144,12 @@ struct kf_type<KF_FLOAT16> {
   static float ld(uint16_t v) { return kf_ld_f16(v); }
   static uint16_t st(float v) { return kf_st_f16_sel(v); }
 };
-typedef kf_type<kf_in_dtype> kf_in;  // the norm's input, as h stores it
-typedef kf_type<kf_out_dtype> kf_out;
-// Weight and bias as the write reads them: float16 ones are staged as floats once per thread (kf_launch), since
-// their conversion costs more than a pass over them.
-constexpr bool kf_w_staged = kf_w_input >= 0 && kf_w_dtype == KF_FLOAT16;
-constexpr bool kf_b_staged = kf_b_input >= 0 && kf_b_dtype == KF_FLOAT16;
-typedef kf_type<kf_w_staged ? KF_FLOAT32 : kf_w_dtype> kf_w;
-typedef kf_type<kf_b_staged ? KF_FLOAT32 : kf_b_dtype> kf_b;
 static constexpr int kf_size(int dtype) { return dtype == KF_FLOAT32 ? 4 : 2; }
 
-// n stored values to floats and back. float16 takes F16C's conversions where the compiler targets them (one
-// instruction for 8 values, where the bit operations' vectorized code takes about 20; both round to nearest even);
-// the rest are element loops, which vectorize.
-template <int D>
-static inline void kf_ld_run(const typename kf_type<D>::t* s, float* d, int64_t n) {
-  int64_t i = 0;
-#if defined(__F16C__)
-  if constexpr (D == KF_FLOAT16)
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(s + i))));
-#endif
-  for (; i < n; ++i) d[i] = kf_type<D>::ld(s[i]);
-}
-template <int D>
-static inline void kf_st_run(const float* s, typename kf_type<D>::t* d, int64_t n) {
-  int64_t i = 0;
-#if defined(__F16C__)
-  if constexpr (D == KF_FLOAT16)
-    for (; i + 8 <= n; i += 8)
-      _mm_storeu_si128((__m128i*)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
-#endif
-  for (; i < n; ++i) d[i] = kf_type<D>::st(s[i]);
-}
-
-// ---- the math the prologue's and epilogue's statements call (elementwise_emit.h), in float ----
-// pointwise_cpu.h's: libm's (kf_math_poly false), or branch-free approximations that vectorize: cpu_prelude.h's exp,
-// a tanh that is an odd polynomial below 0.625 (Cephes' tanhf) and an erfc with a relative error below 1.2e-7
-// (Numerical Recipes' erfcc).
+// ---- the math elementwise_emit.h's statements call, in float ----
+// libm's (kf_math_poly false), or branch-free approximations that vectorize: cpu_prelude.h's exp, a tanh that is an
+// odd polynomial below 0.625 (Cephes' tanhf; 1 - 2 / (e^2x + 1) alone loses the relative accuracy near 0) and an erfc
+// with a relative error below 1.2e-7 (Numerical Recipes' erfcc).
 static inline float kf_exp(float x) {
   if constexpr (kf_math_poly) return kf_exp_poly(x);
   else return expf(x);
@@ -234,10 +187,11 @@ static inline float kf_erfc(float x) {
     return erfcf(x);
   }
 }
-static inline float kf_erf(float x) {
+static inline float kf_erf(float x) {  // the statements reach erf through kf_gelu, which takes erfc
   if constexpr (kf_math_poly) return 1.0f - kf_erfc(x);
   else return erff(x);
 }
+// libm's sqrtf sets errno for a negative x: a chain with rsqrt does not vectorize.
 static inline float kf_sqrt(float x) { return sqrtf(x); }
 static inline float kf_sigmoid(float x) { return 1.0f / (1.0f + kf_exp(-x)); }
 static inline float kf_relu(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }  // NaN stays NaN
@@ -247,11 +201,65 @@ static inline float kf_gelu(float x) { return 0.5f * x * kf_erfc(x * -0.70710678
 static inline float kf_gelu_tanh(float x) {
   return x / (1.0f + kf_exp(-1.5957691216057308f * (x + 0.044715f * x * x * x)));
 }
-// A value rounded through a stored type (a cast in the chain).
+// A value rounded through a stored type (a cast in the chain; the family's chains hold floating types only).
 static inline float kf_round(int dtype, float x) {
   if (dtype == KF_FLOAT16) return kf_ld_f16(kf_st_f16_sel(x));
   if (dtype == KF_BFLOAT16) return kf_ld_bf16(kf_st_bf16(x));
   return x;
+}
+
+// row_norm_cpu.h: the fixed code of row_norm_cpu (row_norm_cpu.cpp): LayerNorm / RMSNorm over the trailing dims with
+// a fused elementwise prologue and epilogue, computed in float. Emitted before it (row_norm_cpu_stub.h has typical
+// values): the OpenMP knobs' macros (KF_NUM_THREADS, KF_SCHEDULE), the knobs' constants (kf_math_poly, kf_parallel,
+// kf_lanes, kf_rows_per_task, kf_cache_row), the norm's (kf_layer, kf_eps, weight and bias), what kf_launch checks
+// and the operands (kf_n_opnd, kf_n_pro, kf_opnd_input, kf_opnd_dtype). Emitted after it: the prologue kf_pro and the
+// epilogue kf_epi, declared below; they call the math defined here (kf_exp, kf_tanh, kf_sigmoid, ..., kf_round) and
+// load operands with kf_ld.
+//
+// A row is the n elements of the normalized dims; every tensor is contiguous, and each operand is either the value's
+// shape (row r at r * n) or one row broadcast to all rows (a per-channel scale: at 0), so that every operand is read
+// linearly along a row. Rows are dealt to threads in tasks of kf_rows_per_task. The norm's input is the prologue's
+// value rounded through its stored type (as eager stores that intermediate); where the spec returns it (h) or the row
+// is staged as floats (kf_cache_row), a first loop writes it there, and every read after takes it from the staged
+// row, else from h, else computes it again. A row is read for its statistics (RMSNorm: the mean square; LayerNorm:
+// the mean, then the squared deviations from it), as sums of kf_lanes float accumulators folded into double every
+// kf_block elements, then again to write (x - mean) * rstd * w + b through the epilogue, kf_run results at a time.
+// float16 rows, results and weights convert with F16C where the compiler targets it.
+
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
+typedef kf_type<kf_in_dtype> kf_in;  // the norm's input, as h stores it
+typedef kf_type<kf_out_dtype> kf_out;
+// Weight and bias as the write reads them: float16 ones are staged as floats once per thread (kf_launch), since
+// their conversion costs more than a pass over them.
+constexpr bool kf_w_staged = kf_w_input >= 0 && kf_w_dtype == KF_FLOAT16;
+constexpr bool kf_b_staged = kf_b_input >= 0 && kf_b_dtype == KF_FLOAT16;
+typedef kf_type<kf_w_staged ? KF_FLOAT32 : kf_w_dtype> kf_w;
+typedef kf_type<kf_b_staged ? KF_FLOAT32 : kf_b_dtype> kf_b;
+
+// n stored values to floats and back. float16 takes F16C's conversions where the compiler targets them (one
+// instruction for 8 values, where the bit operations' vectorized code takes about 20; both round to nearest even);
+// the rest are element loops, which vectorize.
+template <int D>
+static inline void kf_ld_run(const typename kf_type<D>::t* s, float* d, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  if constexpr (D == KF_FLOAT16)
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(s + i))));
+#endif
+  for (; i < n; ++i) d[i] = kf_type<D>::ld(s[i]);
+}
+template <int D>
+static inline void kf_st_run(const float* s, typename kf_type<D>::t* d, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  if constexpr (D == KF_FLOAT16)
+    for (; i + 8 <= n; i += 8)
+      _mm_storeu_si128((__m128i*)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+  for (; i < n; ++i) d[i] = kf_type<D>::st(s[i]);
 }
 
 // Operand K's element j of the row as a float: p[K] points at the operand's row.
