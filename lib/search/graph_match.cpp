@@ -48,6 +48,9 @@ std::optional<dtype> dtype_arg(const nlohmann::json& args, const char* key) {
   return parse_dtype(args[key].get<std::string>());
 }
 
+// The types the elementwise-fusing families (pointwise, row_norm) read and store, computing in float.
+bool stored_in_float(dtype t) { return t == dtype::float32 || t == dtype::float16 || t == dtype::bfloat16; }
+
 // Higher precision wins; float16 with bfloat16 gives float32 (torch's promotion for floats).
 dtype promote(dtype a, dtype b) {
   if (a == b) return a;
@@ -310,7 +313,6 @@ std::optional<pointwise_graph> match_pointwise(const workload_spec& spec, std::s
     if (why_not) *why_not = std::move(m);
     return std::nullopt;
   };
-  auto storable = [](dtype t) { return t == dtype::float32 || t == dtype::float16 || t == dtype::bfloat16; };
   graph_shapes g;
   graph_error e;
   try {
@@ -331,14 +333,13 @@ std::optional<pointwise_graph> match_pointwise(const workload_spec& spec, std::s
     if (const std::string arg = ew::operand_arg(call); !arg.empty()) operand(call.args.value(arg, std::string()));
     const dtype step = g.steps[i].front().type;
     c.step_types.push_back(step);
-    if (!storable(step))
+    if (!stored_in_float(step))
       return fail(fmt::format("op {} ({}) gives {}: pointwise computes in float32 and stores float16, bfloat16 or float32",
                               i + 1, call.op, dtype_name(step)));
-    static const std::vector<std::string> math = {"silu", "sigmoid", "gelu", "tanh", "exp", "softcap"};
-    c.transcendental = c.transcendental || std::find(math.begin(), math.end(), call.op) != math.end();
+    c.transcendental = c.transcendental || ew::calls_transcendental(call.op);
   }
   for (dtype t : c.types) {
-    if (!storable(t)) return fail(fmt::format("an operand is {}: pointwise reads float16, bfloat16 or float32", dtype_name(t)));
+    if (!stored_in_float(t)) return fail(fmt::format("an operand is {}: pointwise reads float16, bfloat16 or float32", dtype_name(t)));
     c.widest = std::max<size_t>(c.widest, dtype_size(t));
   }
   c.out = g.outputs().front().type;
@@ -358,7 +359,6 @@ std::optional<row_norm_graph> match_row_norm(const workload_spec& spec, std::str
     if (why_not) *why_not = std::move(m);
     return std::nullopt;
   };
-  auto storable = [](dtype t) { return t == dtype::float32 || t == dtype::float16 || t == dtype::bfloat16; };
   row_norm_graph r;
   size_t norms = 0;
   for (size_t i = 0; i < spec.graph.size(); ++i) {
@@ -376,13 +376,20 @@ std::optional<row_norm_graph> match_row_norm(const workload_spec& spec, std::str
     if (spec.graph[i].args.contains("input"))
       return fail(fmt::format("op {} ({}) names its input: row_norm fuses a chain where each op reads the one before", i + 1,
                               spec.graph[i].op));
-  graph_shapes g;
-  graph_error e;
-  try {
-    if (spec.cases.empty() || !try_infer_graph(spec, spec.cases.front(), &g, &e)) return fail("the graph does not infer: " + e.message);
-  } catch (const std::exception& ex) {
-    return fail(std::string("the graph does not infer: ") + ex.what());
+  // Every case's shapes: the first case's give the types; each case's operands must be full or a row.
+  std::vector<graph_shapes> shapes;
+  for (auto& c : spec.cases) {
+    graph_shapes cg;
+    graph_error e;
+    try {
+      if (!try_infer_graph(spec, c, &cg, &e)) return fail(fmt::format("case {}: the graph does not infer: {}", c.name, e.message));
+    } catch (const std::exception& ex) {
+      return fail(std::string("the graph does not infer: ") + ex.what());
+    }
+    shapes.push_back(std::move(cg));
   }
+  if (shapes.empty()) return fail("the spec has no case");
+  const graph_shapes& g = shapes.front();
   // What the kernel writes: the result, and perhaps the norm's input.
   const auto refs = output_refs(spec);
   const size_t last = spec.graph.size() - 1;
@@ -402,7 +409,7 @@ std::optional<row_norm_graph> match_row_norm(const workload_spec& spec, std::str
     if (!a[key].is_string() || !spec.find_input(a[key].get<std::string>())) return false;
     *name = a[key].get<std::string>();
     *type = spec.find_input(*name)->type;
-    return storable(*type);
+    return stored_in_float(*type);
   };
   if (!tensor("weight", &r.weight, &r.weight_type) || !tensor("bias", &r.bias, &r.bias_type))
     return fail(fmt::format("op {} ({}): weight and bias must be float32, float16 or bfloat16 inputs", r.norm_op + 1, norm.op));
@@ -428,20 +435,17 @@ std::optional<row_norm_graph> match_row_norm(const workload_spec& spec, std::str
     if (i == r.norm_op) r.prologue_operands = r.inputs.size();
     if (const std::string arg = ew::operand_arg(call); !arg.empty()) operand(call.args.value(arg, std::string()));
     r.step_types.push_back(g.steps[i].front().type);
-    if (!storable(r.step_types.back()))
+    r.transcendental = r.transcendental || ew::calls_transcendental(call.op);
+    if (!stored_in_float(r.step_types.back()))
       return fail(fmt::format("op {} ({}) gives {}: row_norm computes in float32 and stores float16, bfloat16 or float32",
                               i + 1, call.op, dtype_name(r.step_types.back())));
   }
   for (dtype t : r.types)
-    if (!storable(t)) return fail(fmt::format("an operand is {}: row_norm reads float16, bfloat16 or float32", dtype_name(t)));
+    if (!stored_in_float(t)) return fail(fmt::format("an operand is {}: row_norm reads float16, bfloat16 or float32", dtype_name(t)));
   r.out = r.step_types.back();
-  for (auto& c : spec.cases) {
-    graph_shapes cg;
-    try {
-      if (!try_infer_graph(spec, c, &cg, &e)) return fail(fmt::format("case {}: the graph does not infer", c.name));
-    } catch (const std::exception&) {
-      return fail("the graph does not infer");
-    }
+  for (size_t ci = 0; ci < spec.cases.size(); ++ci) {
+    const auto& c = spec.cases[ci];
+    const graph_shapes& cg = shapes[ci];
     const auto& full = r.norm_op == 0 ? cg.inputs[r.inputs[0]].shape : cg.steps[r.norm_op - 1].front().shape;
     if (cg.steps.back().front().shape != full) return fail(fmt::format("case {}: the result's shape is not the norm's", c.name));
     const size_t lead = full.size() - static_cast<size_t>(r.normalized_dims);

@@ -77,6 +77,7 @@ struct row_norm_graph {
   dtype norm_in = dtype::float32;     // the norm's input type (what writes_input stores)
   dtype out = dtype::float32;         // the result's stored type
   bool writes_input = false;          // the spec returns the norm's input too
+  bool transcendental = false;        // some op of the prologue or epilogue calls exp, tanh or erf
   int input_output = 1;               // its index among the outputs (the result is the other)
   std::string describe() const;
 };

@@ -18,6 +18,11 @@ bool is_elementwise(std::string_view op) {
   return false;
 }
 
+bool calls_transcendental(std::string_view op) {
+  static const std::vector<std::string_view> k = {"silu", "sigmoid", "gelu", "tanh", "exp", "softcap"};
+  return std::find(k.begin(), k.end(), op) != k.end();
+}
+
 std::string operand_arg(const op_call& call) {
   if (call.op == "add_mask") return "mask";
   if (call.op == "add" || call.op == "sub" || call.op == "mul" || call.op == "div") return "other";

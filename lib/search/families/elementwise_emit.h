@@ -18,6 +18,8 @@ namespace kf::ew {
 
 // Whether an op maps each element to one element (with at most one tensor operand, broadcast).
 bool is_elementwise(std::string_view op);
+// Whether the op calls exp, tanh or erf (a family's math knob matters for a graph that has one).
+bool calls_transcendental(std::string_view op);
 // The op's tensor operand ("other", "mask"), or "" when it has none.
 std::string operand_arg(const op_call& call);
 

@@ -17,13 +17,6 @@
 namespace kf {
 namespace {
 
-// Whether an op of the prologue or epilogue calls exp, tanh or erfc (the math knob matters).
-bool transcendental(const workload_spec& spec) {
-  static const std::vector<std::string> math = {"silu", "sigmoid", "gelu", "tanh", "exp", "softcap"};
-  return std::any_of(spec.graph.begin(), spec.graph.end(),
-                     [](const op_call& c) { return std::find(math.begin(), math.end(), c.op) != math.end(); });
-}
-
 class row_norm_cpu final : public family {
  public:
   std::string name() const override { return "row_norm_cpu"; }
@@ -76,7 +69,7 @@ class row_norm_cpu final : public family {
   knob_values canonical_knobs(const workload_spec& spec, const knob_values& v) const override {
     knob_values k = v;
     if (k.count("threads") && k.at("threads") == "1") k["schedule"] = "static", k["rows_per_task"] = "4";
-    if (!transcendental(spec)) k["math"] = "poly";
+    if (auto g = match_row_norm(spec, nullptr); !g || !g->transcendental) k["math"] = "poly";
     return k;
   }
 

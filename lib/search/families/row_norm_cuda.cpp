@@ -40,12 +40,6 @@ row_shapes summarize(const workload_spec& spec, const row_norm_graph& g) {
   return s;
 }
 
-bool transcendental(const workload_spec& spec) {
-  static const std::vector<std::string> math = {"silu", "sigmoid", "gelu", "tanh", "exp", "softcap"};
-  return std::any_of(spec.graph.begin(), spec.graph.end(),
-                     [](const op_call& c) { return std::find(math.begin(), math.end(), c.op) != math.end(); });
-}
-
 // The widest stored type the kernel accesses in vectors: operands, weights, results.
 size_t widest(const row_norm_graph& g) {
   size_t w = std::max<size_t>(dtype_size(g.out), dtype_size(g.norm_in));
@@ -165,7 +159,7 @@ class row_norm_cuda final : public family {
     if (c["waves"] == "0") c["wregs"] = "0";
     if (c["wregs"] == "1") c["wload"] = "auto";  // weights held across rows: read once, before the first
     if (!g || g->what != norm_graph::kind::layer_norm) c["onepass"] = "0";
-    if (!transcendental(spec)) c["math"] = "precise";
+    if (!g || !g->transcendental) c["math"] = "precise";
     return c;
   }
 
