@@ -1,14 +1,10 @@
 // kforge kernel: family row_norm_cuda, version 4
-// knobs: block=128 chunks=3 cluster=2 fit=0 math=precise onepass=0 pdl=1 store=streaming strategy=team team=32 vec=8 waves=0 wload=row wregs=0
+// knobs: block=128 chunks=3 cluster=2 fit=0 math=precise onepass=0 pdl=1 store=streaming strategy=team team=32 vec=8 waves=0 wload=auto wregs=0
 // computes: layer_norm (one pass over each row)
 // kforge winner: bert-base-layernorm on sm90-nvidia-h200
-// found: by `kforge search` (template proposer) on 2026-12-02T03:43:56Z
+// found: by `kforge search` (template proposer) on 2026-12-02T06:22:05Z
 // lineage: default -> template: store default->streaming
-// measured: 6.77 us (geometric mean over gated cases), 1.59x eager
-// re-emitted: by `kforge reemit` on 2026-12-02T03:54:30Z, row_norm_cuda version 2 from version 1; knobs filled: wload=row (the code before the knob); measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T04:16:59Z, row_norm_cuda version 3 from version 2; knobs filled: fit=0 (the code before the knob); measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T04:30:12Z, row_norm_cuda version 4 from version 3; measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T04:32:11Z, row_norm_cuda version 4 from version 4; measured above is the earlier kernel's
+// measured: 5.53 us (geometric mean over gated cases), 1.96x eager
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -307,7 +303,7 @@ constexpr int V = 8;
 constexpr int CHUNKS = 3;
 constexpr int WAVES = 0;
 constexpr bool WREGS = false;
-constexpr int WLOAD = 1;
+constexpr int WLOAD = 0;
 constexpr bool ONEPASS = false;
 constexpr bool STREAM = true;
 constexpr bool PDL = true;

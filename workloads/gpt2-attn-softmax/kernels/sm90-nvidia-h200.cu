@@ -1,11 +1,10 @@
 // kforge kernel: family row_softmax_cuda, version 2
-// knobs: cache=regs chunks=4 cluster=8 fit=0 online=0 pdl=1 strategy=warp stream_store=0 tanh=exp threads=128 unroll=4 vec=8
+// knobs: cache=regs chunks=4 cluster=8 fit=0 online=0 pdl=1 strategy=warp stream_store=0 tanh=exp threads=128 unroll=1 vec=8
 // computes: x[float16] -> scale(0.125) -> add_mask(mask) -> softmax(float16)
 // kforge winner: gpt2-attn-softmax on sm90-nvidia-h200
-// found: by `kforge search` (template proposer) on 2026-12-02T03:44:31Z
-// lineage: default -> template: unroll 1->4
-// measured: 18.27 us (geometric mean over gated cases), 2.36x eager
-// re-emitted: by `kforge reemit` on 2026-12-02T03:54:30Z, row_softmax_cuda version 2 from version 1; measured above is the earlier kernel's
+// found: by `kforge search` (template proposer) on 2026-12-02T06:22:43Z
+// lineage: default
+// measured: 14.21 us (geometric mean over gated cases), 3.06x eager
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -299,7 +298,7 @@ constexpr int NT = 128;
 constexpr int k_vec = 8;
 constexpr int k_chunks = 4;
 constexpr int k_cluster = 8;
-constexpr int k_unroll = 4;
+constexpr int k_unroll = 1;
 constexpr bool k_online = false;
 constexpr bool k_cache_smem = false;
 constexpr bool k_stream_store = false;

@@ -1,11 +1,10 @@
 // kforge kernel: family row_softmax_cuda, version 2
-// knobs: cache=regs chunks=4 cluster=4 fit=0 online=1 pdl=1 strategy=cluster stream_store=0 tanh=exp threads=512 unroll=1 vec=8
+// knobs: cache=regs chunks=4 cluster=8 fit=0 online=1 pdl=1 strategy=cluster stream_store=0 tanh=exp threads=256 unroll=1 vec=8
 // computes: x[bfloat16] -> log_softmax(float32)
 // kforge winner: llama3-vocab-logsoftmax on sm90-nvidia-h200
-// found: by `kforge search` (template proposer) on 2026-12-02T03:45:03Z
-// lineage: default -> template: chunks 8->4
-// measured: 39.80 us (geometric mean over gated cases), 3.01x eager
-// re-emitted: by `kforge reemit` on 2026-12-02T03:54:30Z, row_softmax_cuda version 2 from version 1; measured above is the earlier kernel's
+// found: by `kforge search` (template proposer) on 2026-12-02T06:23:16Z
+// lineage: default -> template: threads 512->256
+// measured: 36.61 us (geometric mean over gated cases), 3.29x eager
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -294,10 +293,10 @@ using in_t = __nv_bfloat16;
 using out_t = float;
 constexpr int s_warp = 0, s_block = 1, s_cluster = 2;
 constexpr int k_strategy = s_cluster;
-constexpr int NT = 512;
+constexpr int NT = 256;
 constexpr int k_vec = 8;
 constexpr int k_chunks = 4;
-constexpr int k_cluster = 4;
+constexpr int k_cluster = 8;
 constexpr int k_unroll = 1;
 constexpr bool k_online = true;
 constexpr bool k_cache_smem = false;
