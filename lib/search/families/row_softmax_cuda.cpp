@@ -48,7 +48,9 @@ class row_softmax_cuda final : public family {
  public:
   std::string name() const override { return "row_softmax_cuda"; }
   device_kind device() const override { return device_kind::cuda; }
-  int version() const override { return 2; }  // 2: masks with a column stride of 1 take the vector path
+  // 2: masks with a column stride of 1 take the vector path. 3: `team` (rows shorter than a warp's vectors share
+  // it), masks' leading dims merged at launch and walked in 32-bit arithmetic where the rows allow.
+  int version() const override { return 3; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_softmax(spec, why_not);
@@ -72,6 +74,11 @@ class row_softmax_cuda final : public family {
     return {
         {"strategy", {"warp", "block", "cluster"}, "threads per row: a warp, a block, or a cluster of blocks"},
         {"threads", {"64", "128", "256", "512", "1024"}, "threads per block"},
+        {"team",
+         {"auto", "4", "8", "16", "32"},
+         "strategy=warp: threads per row (a warp holds 32 / team rows); auto: at launch, the narrowest team whose "
+         "registers (chunks vectors a thread) hold the row",
+         "32"},
         {"vec", {"1", "2", "4", "8"}, "elements per access (16-byte loads at 8 x 16-bit)"},
         {"chunks", {"1", "2", "4", "8", "16"}, "vectors per thread kept in registers (the row cache)"},
         {"cluster", {"2", "4", "8", "16"}, "CTAs per row for strategy=cluster (16 is non-portable)"},
@@ -79,9 +86,12 @@ class row_softmax_cuda final : public family {
         {"online", {"0", "1"}, "one fused (max, sum) reduction instead of a max then a sum"},
         {"unroll", {"1", "2", "4"}, "unrolling of the streaming loops (rows longer than the cache)"},
         {"stream_store", {"0", "1"}, "evict-first stores of the output"},
-        {"tanh", {"exp", "approx"}, "softcap's tanh: one exp and one reciprocal (~1e-7) or tanh.approx.f32 (~5e-4 relative)"},
+        {"tanh",
+         {"exp", "approx"},
+         "softcap's tanh: one exp and one reciprocal (~1e-7) or tanh.approx.f32 (~5e-4 relative)"},
         {"fit", {"0", "1"}, "strategy=block: at run time, halve the block while the row still fits its registers"},
-        {"pdl", {"0", "1"},
+        {"pdl",
+         {"0", "1"},
          "1: launched with programmatic dependent launch, the blocks scheduled while the previous kernel on the "
          "stream finishes and waiting (griddepcontrol.wait) for its results before touching memory",
          "0"},
@@ -89,10 +99,10 @@ class row_softmax_cuda final : public family {
   }
 
   knob_values default_variant(const workload_spec& spec) const override {
-    knob_values v{{"strategy", "block"}, {"threads", "256"}, {"vec", "8"},  {"chunks", "1"},
-                  {"cluster", "8"},      {"cache", "regs"},  {"online", "0"}, {"unroll", "1"},
-                  {"stream_store", "0"}, {"tanh", "exp"},   {"fit", "1"},
-                  {"pdl", "1"}};  // H200 harness, Qwen router [4096, 256], hot: 2.89 -> 2.54 us at 256 threads
+    knob_values v{{"strategy", "block"}, {"threads", "256"}, {"vec", "8"},    {"chunks", "1"},       {"cluster", "8"},
+                  {"cache", "regs"},     {"online", "0"},    {"unroll", "1"}, {"stream_store", "0"}, {"tanh", "exp"},
+                  {"fit", "1"},          {"team", "32"},     {"pdl", "1"}};  // H200 harness, Qwen router [4096, 256],
+                                                                             // hot: 2.89 -> 2.54 us at 256 threads
     auto g = match_softmax(spec, nullptr);
     if (!g) return v;
     const int vec = std::min<int>(8, static_cast<int>(16 / dtype_size(g->in_type)));
@@ -105,9 +115,13 @@ class row_softmax_cuda final : public family {
     // Measured on an H200 (docs/kernel-notes.md): few threads per row with several vectors each keep more
     // rows in flight per SM than wide blocks do; a cluster per row only when rows are too few to fill the chip.
     if (g->topk > 0 || s.max_n <= 1024) {
+      // Teams sized at launch (team=auto) with 4 vectors a thread: GPT-2's 128-wide rows in teams of 4, 8 rows a
+      // warp, instead of a warp whose upper half loaded nothing; its 1024-wide rows in whole warps.
       v["strategy"] = "warp";
       v["threads"] = "128";
+      v["team"] = g->topk > 0 ? "32" : "auto";
       v["chunks"] = fit_chunks(s.max_n, 32);
+      if (g->topk == 0 && std::stoi(v["chunks"]) < 4) v["chunks"] = "4";
     } else if (s.min_rows < 2 * cuda_emit::k_reference_sms && s.max_n >= 16384) {
       // Few long rows: a cluster per row, as few CTAs as hold the row in registers at 4 vectors a thread (512
       // threads). 8 vectors take 97 registers, one CTA an SM: on an H200 Llama-3's 128256 vocabulary ran 52.6 us
@@ -140,7 +154,8 @@ class row_softmax_cuda final : public family {
     if (knob_int(v, "chunks") * knob_int(v, "vec") > 64)
       return fail("chunks x vec > 64 floats per thread would spill registers");
     auto g = match_softmax(spec, nullptr);
-    if (g && g->topk > 0 && v.at("strategy") != "warp") return fail("top-k needs strategy=warp");
+    if (g && g->topk > 0 && (v.at("strategy") != "warp" || v.at("team") != "32"))
+      return fail("top-k needs strategy=warp with team=32");
     if (v.at("strategy") == "cluster" && knob_int(v, "threads") < 128)
       return fail("strategy=cluster wants at least 128 threads per CTA");
     return true;
@@ -151,6 +166,7 @@ class row_softmax_cuda final : public family {
     knob_values k = v;
     if (v.at("strategy") != "cluster") k["cluster"] = "8";
     if (v.at("strategy") != "block") k["fit"] = "0";
+    if (v.at("strategy") != "warp") k["team"] = "32";
     bool softcap = false;
     if (auto g = match_softmax(spec, nullptr))
       for (auto& st : g->prologue) softcap = softcap || st.what == elementwise_step::kind::softcap;
@@ -186,17 +202,18 @@ class row_softmax_cuda final : public family {
     s += fmt::format(
         "constexpr int s_warp = 0, s_block = 1, s_cluster = 2;\n"
         "constexpr int k_strategy = s_{};\n"
-        "constexpr int NT = {};\nconstexpr int k_vec = {};\nconstexpr int k_chunks = {};\nconstexpr int k_cluster = {};\n"
+        "constexpr int NT = {};\nconstexpr int k_vec = {};\nconstexpr int k_chunks = {};\nconstexpr int k_cluster = "
+        "{};\n"
         "constexpr int k_unroll = {};\nconstexpr bool k_online = {};\nconstexpr bool k_cache_smem = {};\n"
         "constexpr bool k_stream_store = {};\nconstexpr bool k_log = {};\nconstexpr int k_topk = {};\n"
-        "constexpr bool k_fit = {};\nconstexpr bool k_pdl = {};\n"
+        "constexpr bool k_fit = {};\nconstexpr bool k_pdl = {};\nconstexpr int k_team = {};  // 0: auto\n"
         "constexpr size_t k_smem_limit = 227 * 1024;\n"
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\nconstexpr int k_n_masks = {};\n",
         st, v.at("threads"), v.at("vec"), v.at("chunks"), v.at("cluster"), v.at("unroll"),
         v.at("online") == "1" ? "true" : "false", v.at("cache") == "smem" ? "true" : "false",
         v.at("stream_store") == "1" ? "true" : "false", g.log ? "true" : "false", g.topk,
-        v.at("fit") == "1" ? "true" : "false", v.at("pdl") == "1" ? "true" : "false", spec.inputs.size(),
-        input_index(spec, g.input), nm);
+        v.at("fit") == "1" ? "true" : "false", v.at("pdl") == "1" ? "true" : "false",
+        v.at("team") == "auto" ? "0" : v.at("team"), spec.inputs.size(), input_index(spec, g.input), nm);
     s += fmt::format("constexpr int k_mask_input[] = {{{}}};\n", nm ? mask_idx : "-1");
     s += fmt::format("constexpr int k_mask_dtype[] = {{{}}};\n", nm ? mask_codes : "-1");
     // The fused prologue, in graph order, and the vector loader that applies it (to row_args `a`, defined in

@@ -1,5 +1,5 @@
-// kforge kernel: family row_softmax_cuda, version 2
-// knobs: cache=regs chunks=4 cluster=8 fit=0 online=1 pdl=0 strategy=cluster stream_store=0 tanh=exp threads=512 unroll=1 vec=8
+// kforge kernel: family row_softmax_cuda, version 3
+// knobs: cache=regs chunks=4 cluster=8 fit=0 online=1 pdl=0 strategy=cluster stream_store=0 tanh=exp team=32 threads=512 unroll=1 vec=8
 // computes: x[bfloat16] -> cast(float32) -> softcap(30) -> softmax(float32)
 // kforge winner: gemma-vocab-softmax on sm90-nvidia-h200
 // found: by `kforge search` (template proposer) on 2026-11-30T09:23:01Z
@@ -7,6 +7,8 @@
 // measured: 18.24 us (geometric mean over gated cases), 4.89x eager, 16.02x vendor
 // re-emitted: by `kforge reemit` on 2026-12-01T22:13:10Z, row_softmax_cuda version 1 from version 0 (none recorded: stored before families had versions); knobs filled: pdl=0 (the code before the knob); measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-02T03:54:30Z, row_softmax_cuda version 2 from version 1; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-02T06:32:22Z, row_softmax_cuda version 3 from version 2; knobs filled: team=32 (the code before the knob); measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-02T06:34:44Z, row_softmax_cuda version 3 from version 3; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -307,6 +309,7 @@ constexpr bool k_log = false;
 constexpr int k_topk = 0;
 constexpr bool k_fit = false;
 constexpr bool k_pdl = false;
+constexpr int k_team = 32;  // 0: auto
 constexpr size_t k_smem_limit = 227 * 1024;
 constexpr int k_n_inputs = 1;
 constexpr int k_x_input = 0;
@@ -346,24 +349,65 @@ struct row_args {
   int idx64;  // 1: int64 indices, 0: int32, -1: none
   int use_smem;
   int64_t rows, n, seg;
-  int lead_nd;
+  // The leading dims as the masks walk them (merge_mask_dims): innermost last, 32-bit arithmetic when `rows32`.
+  int lead_nd, rows32;
   int64_t lead_shape[KF_MAX_DIMS];
   const void* mask[k_n_masks > 0 ? k_n_masks : 1];
   int64_t mask_stride[k_n_masks > 0 ? k_n_masks : 1][KF_MAX_DIMS];  // per leading dim of x, 0 where broadcast
   int64_t mask_col_stride[k_n_masks > 0 ? k_n_masks : 1];
 };
 
+// Each mask's offset of a row: a division per leading dim the masks walk (one for a causal [S, S] mask under
+// [B, H, S, S] scores), in 32-bit arithmetic when the rows allow; 64-bit division is a long subroutine on the GPU.
+template <typename I>
+__device__ __forceinline__ void mask_offsets_as(const row_args& a, I row, int64_t* moff) {
+  for (int d = a.lead_nd - 1; d >= 0; --d) {
+    const I sh = (I)a.lead_shape[d];
+    const I i = row % sh;
+    row /= sh;
+#pragma unroll
+    for (int k = 0; k < k_n_masks; ++k) moff[k] += (int64_t)i * a.mask_stride[k][d];
+  }
+}
+
 __device__ __forceinline__ void mask_offsets(const row_args& a, int64_t row, int64_t* moff) {
 #pragma unroll
   for (int k = 0; k < k_n_masks; ++k) moff[k] = 0;
   if constexpr (k_n_masks > 0) {
-    for (int d = a.lead_nd - 1; d >= 0; --d) {
-      const int64_t i = row % a.lead_shape[d];
-      row /= a.lead_shape[d];
-#pragma unroll
-      for (int k = 0; k < k_n_masks; ++k) moff[k] += i * a.mask_stride[k][d];
+    if (a.rows32) mask_offsets_as<uint32_t>(a, (uint32_t)row, moff);
+    else mask_offsets_as<int64_t>(a, row, moff);
+  }
+}
+
+// Merges adjacent leading dims that every mask walks as one (stride[d] == stride[d + 1] * shape[d + 1], which
+// holds where both are broadcast) and drops the outer dims no mask walks.
+inline void merge_mask_dims(row_args& a) {
+  int nd = 0;
+  for (int d = 0; d < a.lead_nd; ++d) {
+    bool merge = nd > 0;
+    for (int k = 0; k < k_n_masks && merge; ++k)
+      merge = a.mask_stride[k][nd - 1] == a.mask_stride[k][d] * a.lead_shape[d];
+    if (merge) {
+      a.lead_shape[nd - 1] *= a.lead_shape[d];
+      for (int k = 0; k < k_n_masks; ++k) a.mask_stride[k][nd - 1] = a.mask_stride[k][d];
+    } else {
+      a.lead_shape[nd] = a.lead_shape[d];
+      for (int k = 0; k < k_n_masks; ++k) a.mask_stride[k][nd] = a.mask_stride[k][d];
+      ++nd;
     }
   }
+  int first = 0;  // outer dims whose every mask stride is 0 add nothing to any offset
+  for (; first < nd; ++first) {
+    bool walked = false;
+    for (int k = 0; k < k_n_masks; ++k) walked = walked || a.mask_stride[k][first] != 0;
+    if (walked) break;
+  }
+  for (int d = first; d < nd; ++d) {
+    a.lead_shape[d - first] = a.lead_shape[d];
+    for (int k = 0; k < k_n_masks; ++k) a.mask_stride[k][d - first] = a.mask_stride[k][d];
+  }
+  a.lead_nd = nd - first;
+  a.rows32 = a.rows <= 0xffffffffLL ? 1 : 0;
 }
 
 // Broadcasts each mask against x (right-aligned, as torch does); false for a shape that does not broadcast.
@@ -395,14 +439,24 @@ __device__ __forceinline__ f2 comb_ms(f2 p, f2 q) {
 __device__ __forceinline__ f2 comb_max(f2 p, f2 q) { return f2{fmaxf(p.a, q.a), 0.f}; }
 __device__ __forceinline__ f2 comb_sum(f2 p, f2 q) { return f2{p.a + q.a, 0.f}; }
 
-// The threads that share one row (or, for clusters, one segment of a row) and how they reduce.
+// A reduction over a team of W lanes (aligned groups of W within the warp; every lane of the warp takes part).
+template <int W, typename T, typename F>
+__device__ __forceinline__ T team_reduce(T v, F comb) {
+#pragma unroll
+  for (int o = W / 2; o > 0; o >>= 1) v = comb(v, shfl_xor(v, o));
+  return v;
+}
+
+// The threads that share one row (or, for clusters, one segment of a row) and how they reduce. W: strategy=warp's
+// team width.
+template <int W>
 struct group {
   int tid, nthr;
   f2* scratch;
   f2* slot;
   template <typename F>
   __device__ __forceinline__ f2 reduce(f2 v, F comb) const {
-    if constexpr (k_strategy == s_warp) return warp_reduce(v, comb);
+    if constexpr (k_strategy == s_warp) return team_reduce<W>(v, comb);
     else if constexpr (k_strategy == s_block) return block_reduce<NT>(v, comb, scratch, nthr / 32);
     else return cluster_reduce<NT, k_cluster>(v, comb, scratch, slot);
   }
@@ -480,8 +534,8 @@ __device__ __forceinline__ void topk_store(const row_args& a, int64_t row, topk_
 }
 
 // ---- one row (or one cluster CTA's segment [lo, hi) of it) ----
-template <int V>
-__device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_t row, int64_t lo, int64_t hi,
+template <int V, typename G>
+__device__ __forceinline__ void do_row(const row_args& a, const G& g, int64_t row, int64_t lo, int64_t hi,
                                        int64_t seg_max, float* sm) {
   int64_t moff[k_n_masks > 0 ? k_n_masks : 1];
   mask_offsets(a, row, moff);
@@ -637,34 +691,42 @@ __device__ __forceinline__ void do_row(const row_args& a, const group& g, int64_
   if constexpr (k_topk > 0) topk_store(a, row, tl, g.tid);
 }
 
-template <int V>
+// W: strategy=warp's team width (32 for the other strategies).
+template <int V, int W>
 __global__ void __launch_bounds__(NT) softmax_kernel(row_args a) {
   wait_prior_grid<k_pdl>();  // before any access to global memory (a no-op unless k_pdl)
   __shared__ f2 scratch[NT / 32];
   __shared__ f2 slot;
   extern __shared__ float dyn[];
   if constexpr (k_strategy == s_warp) {
-    const int warp = threadIdx.x >> 5;
-    const group g{(int)(threadIdx.x & 31), 32, scratch, &slot};
-    for (int64_t row = (int64_t)blockIdx.x * (NT / 32) + warp; row < a.rows; row += (int64_t)gridDim.x * (NT / 32))
-      do_row<V>(a, g, row, 0, a.n, a.n, dyn + (a.use_smem ? warp * a.seg : 0));
+    // 32 / W rows a warp. The warp's lanes loop together (the team reductions shuffle over the whole warp):
+    // a team past the last row runs an empty segment [0, 0) down the same path (seg_max a.n) and stores nothing.
+    constexpr int per_block = NT / W;
+    const int team = threadIdx.x / W;
+    const group<W> g{(int)(threadIdx.x % W), W, scratch, &slot};
+    const int64_t first = (int64_t)blockIdx.x * per_block + (threadIdx.x >> 5) * (32 / W);
+    for (int64_t r0 = first; r0 < a.rows; r0 += (int64_t)gridDim.x * per_block) {
+      const int64_t row = r0 + (team % (32 / W));
+      const int64_t n = row < a.rows ? a.n : 0;
+      do_row<V>(a, g, row < a.rows ? row : r0, 0, n, a.n, dyn + (a.use_smem ? team * a.seg : 0));
+    }
   } else if constexpr (k_strategy == s_block) {
-    const group g{(int)threadIdx.x, (int)blockDim.x, scratch, &slot};  // blockDim.x <= NT (k_fit)
+    const group<W> g{(int)threadIdx.x, (int)blockDim.x, scratch, &slot};  // blockDim.x <= NT (k_fit)
     for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) do_row<V>(a, g, row, 0, a.n, a.n, dyn);
   } else {
-    const group g{(int)threadIdx.x, NT, scratch, &slot};
+    const group<W> g{(int)threadIdx.x, NT, scratch, &slot};
     const int64_t lo = min(a.n, (int64_t)blockIdx.x * a.seg), hi = min(a.n, lo + a.seg);
     for (int64_t row = blockIdx.y; row < a.rows; row += gridDim.y) do_row<V>(a, g, row, lo, hi, a.seg, dyn);
   }
 }
 
-template <int V>
+template <int V, int W>
 int run(row_args a, cudaStream_t s) {
-  auto kernel = softmax_kernel<V>;
+  auto kernel = softmax_kernel<V, W>;
   a.seg = k_strategy == s_cluster ? ((a.n + k_cluster - 1) / k_cluster + V - 1) / V * V : a.n;
   size_t smem = 0;
   if (k_cache_smem) {
-    const size_t need = (size_t)(k_strategy == s_warp ? NT / 32 : 1) * (size_t)a.seg * sizeof(float);
+    const size_t need = (size_t)(k_strategy == s_warp ? NT / W : 1) * (size_t)a.seg * sizeof(float);
     if (need <= k_smem_limit) {
       a.use_smem = 1;
       smem = need;
@@ -675,7 +737,7 @@ int run(row_args a, cudaStream_t s) {
   }
   const int64_t k_grid_cap = 1 << 22;
   if constexpr (k_strategy == s_warp) {
-    const int64_t blocks = (a.rows + NT / 32 - 1) / (NT / 32);
+    const int64_t blocks = (a.rows + NT / W - 1) / (NT / W);
     return launch_kernel<k_pdl>(kernel, dim3((unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap)), NT, smem, s, a);
   } else if constexpr (k_strategy == s_block) {
     // k_fit: a short row gets a narrower block (more rows in flight per SM), as long as it still fits the
@@ -686,6 +748,23 @@ int run(row_args a, cudaStream_t s) {
   } else {
     const dim3 grid(k_cluster, (unsigned)(a.rows < 65535 ? a.rows : 65535));
     return launch_clusters<k_pdl>(kernel, k_cluster, grid, NT, smem, s, a);
+  }
+}
+
+// The team width of strategy=warp (32 for the others); T = 0 is team=auto: the narrowest team that still holds the
+// row in registers (`k_chunks` vectors a thread), so short rows put more rows in flight a warp. The scalar path keeps
+// whole warps. (A template, so that only the chosen widths are instantiated.)
+template <int T>
+int dispatch(const row_args& a, bool vec_ok, cudaStream_t s) {
+  if constexpr (T == 0) {
+    if (!vec_ok) return run<1, 32>(a, s);
+    const int64_t v = (a.n + k_vec - 1) / k_vec;
+    if (v <= 4 * k_chunks) return run<k_vec, 4>(a, s);
+    if (v <= 8 * k_chunks) return run<k_vec, 8>(a, s);
+    if (v <= 16 * k_chunks) return run<k_vec, 16>(a, s);
+    return run<k_vec, 32>(a, s);
+  } else {
+    return vec_ok ? run<k_vec, T>(a, s) : run<1, T>(a, s);
   }
 }
 
@@ -704,6 +783,7 @@ int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_
   }
   bool vec_ok = a.n % k_vec == 0 && aligned(a.x, vec_align<in_t, k_vec>());
   if (!bind_masks(in, x, a, &vec_ok)) return 1;
+  merge_mask_dims(a);
   const kf_tensor& y = out[0];
   const int64_t per_row = k_topk > 0 ? k_topk : a.n;
   if (y.dtype != dtype_code<out_t>::value || !contiguous(y) || numel(y) != a.rows * per_row) return 1;
@@ -723,7 +803,7 @@ int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_
     vec_ok = vec_ok && aligned(a.y, vec_align<out_t, k_vec>());
   }
   if (a.rows == 0 || a.n == 0) return 0;
-  return vec_ok ? run<k_vec>(a, s) : run<1>(a, s);
+  return dispatch < k_strategy == s_warp ? k_team : 32 > (a, vec_ok, s);
 }
 
 }  // namespace kfk

@@ -1,0 +1,89 @@
+// row_softmax_cuda through the whole verifier on the GPU (skipped without one): teams of 4 to 32 threads per row, fixed
+// or sized at launch (several rows a warp, the last warp's spare teams running empty rows), rows held in registers and
+// rows streamed, shared-memory row caches per team, and additive masks broadcast every way a model builds them (a
+// causal [S, S] mask under [B, H, S, S] scores, a padding mask [B, 1, 1, S], a per-head mask [1, H, S, S]) whose
+// leading dims the launch merges before the kernel walks them.
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "../support/family_verify.h"
+#include "search/family.h"
+#include "search_test_specs.h"
+#include "spec/spec_parse.h"
+
+namespace kf {
+namespace {
+
+namespace fs = std::filesystem;
+
+using variants = std::vector<std::pair<workload_spec, knob_values>>;
+
+workload_spec suite(const char* name) { return load_spec((fs::path(KFORGE_SOURCE_DIR) / "workloads" / name).string()); }
+
+constexpr int k_per_spec = 9;
+
+void add_teams(variants& out, const workload_spec& s) {
+  out.push_back({s, {}});
+  out.push_back({s, {{"strategy", "warp"}, {"team", "auto"}, {"chunks", "1"}, {"threads", "256"}}});
+  out.push_back({s, {{"strategy", "warp"}, {"team", "4"}, {"chunks", "2"}}});  // longer rows streamed
+  out.push_back({s, {{"strategy", "warp"}, {"team", "8"}, {"chunks", "4"}, {"online", "1"}}});
+  out.push_back({s, {{"strategy", "warp"}, {"team", "16"}, {"chunks", "1"}, {"threads", "64"}}});
+  out.push_back({s, {{"strategy", "warp"}, {"team", "16"}, {"cache", "smem"}, {"threads", "256"}}});
+  out.push_back({s, {{"strategy", "warp"}, {"team", "32"}, {"chunks", "8"}, {"vec", "1"}}});
+  out.push_back({s, {{"strategy", "block"}, {"threads", "128"}, {"chunks", "2"}, {"fit", "1"}}});
+  out.push_back({s, {{"strategy", "cluster"}, {"cluster", "2"}, {"threads", "128"}, {"chunks", "2"}, {"online", "1"}}});
+}
+
+std::string masked(const char* mask_shape, const char* cases) {
+  return fmt::format(R"(version: 1
+name: masked-softmax
+inputs:
+  x: {{shape: [B, H, S, S], dtype: float16}}
+  mask: {{shape: {}, dtype: float16, init: causal_mask}}
+graph:
+  - scale: {{input: x, factor: 0.125}}
+  - add_mask: {{mask: mask}}
+  - softmax: {{dim: -1}}
+cases: {}
+)",
+                     mask_shape, cases);
+}
+
+variants all_variants() {
+  variants v;
+  add_teams(v, suite("gpt2-attn-softmax.yaml"));
+  add_teams(v, test::softmax_spec(true, false));  // a float32 [S, S] mask, softcap, rows of 64 and 37
+  // Rows a warp's teams do not divide (3 x 5 = 15 rows), a padding mask that walks the batch dim only, a per-head
+  // mask, a log-softmax.
+  add_teams(v, test::parse(masked("[B, 1, 1, S]", "[{B: 3, H: 5, S: 40, gate: true}, {B: 1, H: 1, S: 8}]")));
+  add_teams(v, test::parse(masked("[1, H, S, S]", "[{B: 2, H: 3, S: 24, gate: true}, {B: 1, H: 1, S: 5}]")));
+  add_teams(v, test::softmax_spec(false, true, 0, dtype::float32));
+  return v;
+}
+
+TEST(row_softmax_cuda_verify, every_team_on_every_mask_kind) {
+  KF_REQUIRE_GPU();
+  const variants v = all_variants();
+  test::warm("row_softmax_cuda", device_kind::cuda, v);
+  for (size_t i = 0; i < v.size(); ++i)
+    test::expect_passes(v[i].first, v[i].first.name + " variant " + std::to_string(i % k_per_spec), "row_softmax_cuda",
+                        device_kind::cuda, v[i].second);
+}
+
+// Without a GPU, the same variants are still valid and emit (what the GPU run
+// compiles).
+TEST(row_softmax_cuda_verify, every_variant_is_valid) {
+  const family* f = find_family("row_softmax_cuda", device_kind::cuda);
+  ASSERT_NE(f, nullptr);
+  for (auto& [s, changes] : all_variants()) {
+    std::string why;
+    ASSERT_TRUE(f->covers(s, &why)) << s.name << ": " << why;
+    EXPECT_TRUE(f->valid(test::variant_of(*f, s, changes), s, &why)) << s.name << ": " << why;
+    EXPECT_FALSE(f->emit(s, test::variant_of(*f, s, changes)).empty());
+  }
+}
+
+}  // namespace
+}  // namespace kf
