@@ -28,5 +28,6 @@ KF_DECLARE_COMMAND(doctor)
 KF_DECLARE_COMMAND(calibrate)
 KF_DECLARE_COMMAND(reemit)
 KF_DECLARE_COMMAND(capture)
+KF_DECLARE_COMMAND(e2e)
 
 }  // namespace kf

@@ -24,6 +24,8 @@ const std::vector<command>& commands() {
        reemit_run},
       {"capture", "find a model's operators a spec expresses, rank them by time share and write their specs",
        capture_help, capture_run},
+      {"e2e", "time a model's forward eager, with kforge's operators and under torch.compile; predict and check the gain",
+       e2e_help, e2e_run},
       {"report", "render or merge reports (merge shards, markdown, html)", report_help, report_run},
       {"calibrate", "measure the gate's false alarms and missed slowdowns on this machine", calibrate_help, calibrate_run},
       {"doctor", "show the environment as kforge sees it, and what is missing", doctor_help, doctor_run},

@@ -1,0 +1,380 @@
+#!/usr/bin/env python3
+"""kforge e2e's runner: times a user's model's forward pass four ways and writes the raw samples as JSON
+(lib/e2e/e2e_result.h reads it; the statistics are kforge's, computed there).
+
+usage: e2e.py --model FILE.py:FUNCTION --device cpu|cuda --out SAMPLES.json [--model-args k=v,...]
+              [--workloads DIR] [--names a,b] [--variants eager,kforge,compile,compile_kforge]
+              [--warmup N] [--min-samples N] [--max-noise X] [--timeout S] [--profile-passes N]
+              [--rtol X] [--atol X]
+
+The variants: eager (the model as given), kforge (a copy with kforge.patch: the stored kernels as operators),
+compile (torch.compile of the model), compile_kforge (torch.compile of the patched copy: the operators inside the
+compiled graph). Each runs --warmup times, then its outputs are compared with eager's (a variant whose outputs
+differ beyond the tolerance fails and is not timed), then the variants are timed in rounds, one forward of each per
+round (so drift hits all alike and the samples pair up), cold (on cuda: L2 flushed, CUDA events around one forward,
+synchronized) until each has --min-samples and a relative noise within --max-noise, or --timeout seconds; on cuda
+the same again hot, each variant captured in a CUDA graph and replayed (per-replay times). The profile (Amdahl):
+each patched module's calls timed in the eager model and in the patched one, over --profile-passes passes, with
+the whole forward, so kforge can say what share of the time the patched patterns take and what they gain.
+
+Exit 2 on the user's mistakes (no such file or function, a bad result, a bad device), with "e2e.py: error:".
+"""
+import argparse
+import copy
+import importlib.util
+import json
+import math
+import os
+import pathlib
+import statistics
+import sys
+import time
+import traceback
+
+SAMPLES_VERSION = 1
+VARIANTS = ["eager", "kforge", "compile", "compile_kforge"]
+HERE = pathlib.Path(__file__).resolve().parent
+# The dtype's tolerance for a whole model against eager (|got - eager| <= atol + rtol |eager|): looser than the
+# verifier's per-op rule, since a model's reductions compound and torch.compile reorders them.
+DEFAULT_TOLERANCE = {"float32": (1e-4, 1e-5), "float64": (1e-7, 1e-9), "float16": (1e-2, 1e-3),
+                     "bfloat16": (5e-2, 1e-2)}
+
+
+def fail(message):
+    print(f"e2e.py: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def tracer_module():
+    """lib/capture/trace.py, for its model loading (the same FILE.py:FUNCTION rules as kforge capture)."""
+    spec = importlib.util.spec_from_file_location("kforge_capture_trace", HERE.parent / "capture" / "trace.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.fail = fail  # its errors read as ours
+    return module
+
+
+def sync(cuda):
+    import torch
+
+    if cuda:
+        torch.cuda.synchronize()
+
+
+def flat_tensors(out):
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, dict):
+        out = list(out.values())
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in flat_tensors(o)]
+    return []
+
+
+def compare(got, ref, rtol, atol):
+    """None when `got` matches `ref` (eager's outputs) within the tolerance, else a sentence saying where not;
+    and the largest error as a share of the tolerance."""
+    import torch
+
+    g, r = flat_tensors(got), flat_tensors(ref)
+    if len(g) != len(r):
+        return f"{len(g)} output tensors, eager gives {len(r)}", float("inf")
+    worst = 0.0
+    for i, (a, b) in enumerate(zip(g, r)):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return f"output {i}: {a.dtype} {list(a.shape)}, eager gives {b.dtype} {list(b.shape)}", float("inf")
+        if not a.is_floating_point():
+            if not torch.equal(a, b):
+                return f"output {i}: {int((a != b).sum())} of {a.numel()} values differ from eager", float("inf")
+            continue
+        rt, at = (rtol, atol) if rtol is not None else DEFAULT_TOLERANCE.get(str(b.dtype).replace("torch.", ""), (1e-4, 1e-5))
+        a64, b64 = a.detach().double(), b.detach().double()
+        if not torch.isfinite(a64).eq(torch.isfinite(b64)).all():
+            return f"output {i}: non-finite values where eager has finite ones (or the reverse)", float("inf")
+        fin = torch.isfinite(b64)
+        err = (a64 - b64).abs()[fin]
+        unit = (at + rt * b64.abs())[fin]
+        if err.numel() == 0:
+            continue
+        # A zero tolerance (rtol = atol = 0) allows exact equality only: 0/0 is no error, x/0 an infinite one.
+        ratios = torch.where(unit > 0, err / unit.clamp_min(1e-300), torch.where(err > 0, math.inf, 0.0))
+        ratio = ratios.max().item()
+        worst = max(worst, ratio)
+        if ratio > 1:
+            k = int(ratios.argmax())
+            return (f"output {i} ({b.dtype}, {list(b.shape)}): max |diff| {err.max().item():.3g}, {ratio:.3g}x the "
+                    f"tolerance (rtol {rt:g}, atol {at:g}) at flat index {k}"), ratio
+    return None, worst
+
+
+class timer:
+    """One forward's time: CUDA events on the current stream (synchronized) on cuda, perf_counter on the cpu."""
+
+    def __init__(self, cuda):
+        import torch
+
+        self.cuda = cuda
+        if cuda:
+            self.start, self.end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            # Cold: the L2 flushed before each sample (a buffer twice its size written), as kforge run's cold.
+            l2 = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 64 << 20)
+            self.flush_buf = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device="cuda")
+
+    def time(self, fn, reps=1, flush=True):
+        """Microseconds per call of `fn`, `reps` calls in one timed pass."""
+        if self.cuda:
+            import torch
+
+            if flush:
+                self.flush_buf.zero_()
+            self.start.record()
+            for _ in range(reps):
+                fn()
+            self.end.record()
+            torch.cuda.synchronize()
+            return self.start.elapsed_time(self.end) * 1e3 / reps
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        return (time.perf_counter() - t0) * 1e6 / reps
+
+
+def noise(xs):
+    if len(xs) < 2:
+        return 0.0
+    m = statistics.fmean(xs)
+    return statistics.stdev(xs) / m if m > 0 else 0.0
+
+
+def time_rounds(fns, t, a, reps=None, flush=True):
+    """Samples per variant, one of each per round, until every one has min_samples and noise within max_noise
+    (and min-seconds of measured time), or the timeout once min_samples are in."""
+    samples = {name: [] for name in fns}
+    started = time.perf_counter()
+    while True:
+        for name, fn in fns.items():
+            samples[name].append(t.time(fn, reps[name] if reps else 1, flush))
+        n = min(len(s) for s in samples.values())
+        if n >= a.min_samples:
+            elapsed = time.perf_counter() - started
+            measured = min(sum(s) * (reps[name] if reps else 1) for name, s in samples.items()) * 1e-6
+            converged = all(noise(s) <= a.max_noise for s in samples.values()) and measured >= a.min_seconds
+            if converged:
+                return samples, "converged"
+            if elapsed >= a.timeout:
+                return samples, "timed_out"
+
+
+def make_variants(model, inputs, names, a):
+    """{name: callable} for the variants asked for, and {name: why} for those that could not be made."""
+    import torch
+
+    fns, broken, patched = {}, {}, []
+    model_kforge = None
+    if any(n in names for n in ("kforge", "compile_kforge")):
+        try:
+            sys.path.insert(0, str(HERE.parents[1] / "python"))
+            import kforge
+
+            kforge.load(a.workloads, device="cuda" if a.device.startswith("cuda") else "cpu",
+                        names=[n for n in a.names.split(",") if n] or None)
+            model_kforge = kforge.patch(copy.deepcopy(model))
+            patched = [{"module": m, "workloads": w} for m, w in kforge.patched_modules(model_kforge)]
+            if not patched:
+                for n in ("kforge", "compile_kforge"):
+                    broken[n] = "kforge.patch found no module whose forward is a loaded workload's graph"
+        except Exception as e:  # the library missing, a workload that does not load: the variants say why
+            for n in ("kforge", "compile_kforge"):
+                broken[n] = f"kforge.load/patch failed: {type(e).__name__}: {e}"
+            model_kforge = None
+    for n in names:
+        if n in broken:
+            continue
+        if n == "eager":
+            fns[n] = lambda m=model: m(*inputs)
+        elif n == "kforge":
+            fns[n] = lambda m=model_kforge: m(*inputs)
+        elif n == "compile":
+            c = torch.compile(model)
+            fns[n] = lambda c=c: c(*inputs)
+        elif n == "compile_kforge":
+            c = torch.compile(model_kforge)
+            fns[n] = lambda c=c: c(*inputs)
+    return fns, broken, patched, model_kforge
+
+
+def graph_of(fn, cuda):
+    """fn captured in a CUDA graph (after warming it on a side stream), as a callable replaying it."""
+    import torch
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    torch.cuda.synchronize()
+    return g.replay
+
+
+def module_profile(model, patched_model, patched, inputs, cuda, passes):
+    """Each patched module's time per pass in the eager model (the module and the later modules of its run) and in
+    the patched one, with the whole forward's, from synchronized forward hooks."""
+    import torch
+
+    names = {p["module"] for p in patched}
+    rest = {}
+    for name, m in patched_model.named_modules():
+        p = getattr(m, "_kforge_patch", None)
+        if p is not None and p.rest_keys:
+            parent = name.rpartition(".")[0]
+            rest[name] = [f"{parent}.{k}" if parent else k for k in p.rest_keys]
+    owner = {name: name for name in names}
+    for name, keys in rest.items():
+        for k in keys:
+            owner[k] = name
+
+    def hooked(m, wanted):
+        acc, starts, handles = {}, {}, []
+        for name, sub in m.named_modules():
+            if name not in wanted:
+                continue
+
+            def pre(mod, args, name=name):
+                sync(cuda)
+                starts[name] = time.perf_counter()
+
+            def post(mod, args, out, name=name):
+                sync(cuda)
+                acc[wanted[name]] = acc.get(wanted[name], 0.0) + (time.perf_counter() - starts.pop(name)) * 1e6
+
+            handles += [sub.register_forward_pre_hook(pre), sub.register_forward_hook(post)]
+        return acc, handles
+
+    out = {"passes": passes, "total_us": [], "patterns": {n: {"eager_us": [], "kforge_us": []} for n in names}}
+    for _ in range(passes):
+        for which, m, wanted in (("eager_us", model, owner), ("kforge_us", patched_model, {n: n for n in names})):
+            acc, handles = hooked(m, wanted)
+            sync(cuda)
+            t0 = time.perf_counter()
+            m(*inputs)
+            sync(cuda)
+            total = (time.perf_counter() - t0) * 1e6
+            for h in handles:
+                h.remove()
+            if which == "eager_us":
+                out["total_us"].append(total)
+            for n in names:
+                out["patterns"][n][which].append(acc.get(n, 0.0))
+    out["patterns"] = [dict(module=p["module"], workloads=p["workloads"], **out["patterns"][p["module"]]) for p in patched]
+    return out
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", required=True)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--out", required=True)
+    p.add_argument("--model-args", default="")
+    p.add_argument("--workloads", default="workloads")
+    p.add_argument("--names", default="")
+    p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--min-samples", type=int, default=10)
+    p.add_argument("--max-noise", type=float, default=0.005)
+    p.add_argument("--min-seconds", type=float, default=0.5)
+    p.add_argument("--timeout", type=float, default=15)
+    p.add_argument("--profile-passes", type=int, default=5)
+    p.add_argument("--rtol", type=float, default=None)
+    p.add_argument("--atol", type=float, default=None)
+    a = p.parse_args(argv)
+
+    names = [n for n in a.variants.split(",") if n]
+    for n in names:
+        if n not in VARIANTS:
+            fail(f"--variants: unknown variant {n!r} (expected some of {', '.join(VARIANTS)})")
+    if "eager" not in names:
+        names.insert(0, "eager")  # the reference every other variant is checked against
+    if (a.rtol is None) != (a.atol is None):
+        fail("--rtol and --atol go together")
+
+    import torch
+
+    cuda = a.device.startswith("cuda")
+    if cuda and not torch.cuda.is_available():
+        fail(f"--device {a.device}: torch sees no CUDA device")
+    if not cuda and a.device != "cpu":
+        fail(f"--device {a.device}: expected cpu, cuda or cuda:N")
+    if cuda:
+        torch.cuda.set_device(torch.device(a.device))
+    tr = tracer_module()
+    fn = tr.load_function(a.model)
+    result = {"version": SAMPLES_VERSION, "model": a.model, "device": "cuda" if cuda else "cpu",
+              "torch": torch.__version__, "threads": torch.get_num_threads(), "warmup": a.warmup,
+              "variants": [], "hot_skipped": "" if cuda else "cpu: no CUDA graph"}
+    with torch.no_grad():
+        model, inputs = tr.build(fn, a.device, tr.parse_model_args(a.model_args))
+        fns, broken, patched, model_kforge = make_variants(model, inputs, names, a)
+        result["patched"] = patched
+        status = {n: {"name": n, "status": "ok", "why": broken.get(n, "")} for n in names}
+        for n in broken:
+            status[n]["status"] = "failed"
+        reference = None
+        for n in list(fns):
+            try:
+                for _ in range(max(a.warmup, 1)):
+                    out = fns[n]()
+                sync(cuda)
+            except Exception as e:
+                status[n].update(status="failed", why=f"the forward raised {type(e).__name__}: {e}",
+                                 trace=traceback.format_exc()[-2000:])
+                del fns[n]
+                if n == "eager":
+                    fail(f"the eager forward of {a.model} raised {type(e).__name__}: {e}")
+                continue
+            if n == "eager":
+                reference = out
+                continue
+            why, worst = compare(out, reference, a.rtol, a.atol)
+            status[n]["max_error_ratio"] = worst if worst != float("inf") else None
+            if why:
+                status[n].update(status="failed", why=f"outputs differ from eager: {why}")
+                del fns[n]
+        cold, stop = time_rounds(fns, timer(cuda), a) if fns else ({}, "")
+        result["cold_stop"] = stop
+        for n, s in cold.items():
+            status[n]["cold_us"] = s
+        if cuda and fns:
+            graphs, reps = {}, {}
+            for n, f in fns.items():
+                try:
+                    graphs[n] = graph_of(f, cuda)
+                except Exception as e:
+                    status[n]["hot_skipped"] = f"CUDA graph capture failed: {type(e).__name__}: {e}"
+                    torch.cuda.synchronize()
+            for n in graphs:  # one hot pass lasts about 1 ms, as kforge run's
+                reps[n] = max(1, min(100, int(1000 / max(statistics.median(cold[n]), 1.0))))
+            if graphs:
+                hot, hot_stop = time_rounds(graphs, timer(cuda), a, reps, flush=False)
+                result["hot_stop"] = hot_stop
+                for n, s in hot.items():
+                    status[n]["hot_us"] = s
+                    status[n]["launches_per_sample"] = reps[n]
+        if patched and "kforge" in fns:
+            result["profile"] = module_profile(model, model_kforge, patched, inputs, cuda,
+                                               max(a.profile_passes, 1))
+    result["variants"] = [status[n] for n in names]
+    tmp = a.out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f)
+    os.replace(tmp, a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,149 @@
+// kforge e2e: times a model's forward pass four ways (eager, eager with kforge's operators, torch.compile, and
+// torch.compile with the operators inside the graph), cold and hot (CUDA graph replay) on cuda, checks each variant's
+// outputs against eager, and predicts the gain from a per-module profile (Amdahl). lib/e2e/e2e.py takes the samples;
+// the statistics, the table and the reports are lib/e2e/. Exit 0 when every variant ran and matched eager, 1 when one
+// failed (its outputs differ from eager, or it raised), 2 on a usage or environment error.
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "args.h"
+#include "commands.h"
+#include "e2e/e2e_result.h"
+#include "e2e/e2e_runner.h"
+#include "e2e/e2e_spec.h"
+#include "exec/device.h"
+#include "report/text_escape.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/term.h"
+
+namespace kf {
+namespace {
+
+const std::vector<flag_def> k_flags = {
+    {"model", true,
+     "the model: FILE.py:FUNCTION, where FUNCTION returns (model, "
+     "example_inputs)",
+     "FILE.py:FUNCTION"},
+    {"device", true, "cpu, cuda, cuda:N or auto (default auto: cuda when a GPU is present)", "D"},
+    {"model-args", true,
+     "keyword arguments for FUNCTION, k=v,... (Python literals: "
+     "scale=0.05,layers=1)",
+     "K=V,..."},
+    {"workloads", true, "the stored kernels kforge.patch uses (default workloads)", "DIR"},
+    {"names", true, "load only these workloads (default: every one in DIR)", "A,B"},
+    {"variants", true,
+     "which to time, eager always (default "
+     "eager,kforge,compile,compile_kforge)",
+     "V,..."},
+    {"json", true,
+     "write the result (statistics, raw samples, the prediction) as JSON to "
+     "FILE",
+     "FILE"},
+    {"markdown", true, "write the table as Markdown to FILE", "FILE"},
+    {"samples", true, "keep e2e.py's raw samples at FILE", "FILE"},
+    {"warmup", true, "forwards per variant before timing (default 3)", "N"},
+    {"min-samples", true, "at least N samples per variant (default 10)", "N"},
+    {"max-noise", true, "stop when every variant's relative noise is at most X (default 0.5%)", "X"},
+    {"min-time", true, "and at least S seconds of measured time each (default 0.5)", "S"},
+    {"timeout", true,
+     "or after S seconds of timing once min-samples are in, per kind (default "
+     "15)",
+     "S"},
+    {"profile-passes", true, "passes of the per-module profile behind the prediction (default 5)", "N"},
+    {"rtol", true,
+     "the output check against eager: |got - eager| <= atol + rtol |eager| "
+     "(default: per dtype)",
+     "X"},
+    {"atol", true, "with --rtol", "X"},
+    {"python", true, "the Python interpreter with torch (default python3)", "PY"},
+};
+
+}  // namespace
+
+std::string e2e_help() {
+  return "usage: kforge e2e --model FILE.py:FUNCTION [--device cpu|cuda] "
+         "[--model-args k=v,...] [--workloads DIR]\n"
+         "                  [--json FILE] [--markdown FILE]\n\n"
+         "Times the model's forward pass four ways: eager, eager with kforge's "
+         "operators (kforge.patch), torch.compile,\n"
+         "and torch.compile with kforge's operators inside the compiled graph; "
+         "cold (one forward per sample; on cuda\n"
+         "the L2 flushed, CUDA events, synchronized) and hot (CUDA graph "
+         "replay; not on the cpu). The variants run in\n"
+         "rounds, one forward each, after a warm-up, with kforge run's "
+         "stopping rule; medians and their 99% intervals\n"
+         "are kforge's statistics. Each variant's outputs must match eager's "
+         "within the tolerance, or it fails. The\n"
+         "prediction: each patched module timed in the eager and the patched "
+         "model gives the patterns' share of the\n"
+         "forward and their speedup, so Amdahl's law predicts the end-to-end "
+         "speedup; the table says what fraction\n"
+         "of the predicted gain was measured. `kforge run E2E.yaml` gates on "
+         "it (docs/workload-spec.md).\n\noptions:\n" +
+         flags_help(k_flags) +
+         "\nexit codes: 0 every variant ran and matched eager, 1 a variant "
+         "failed, 2 usage or environment error\n";
+}
+
+int e2e_run(const std::vector<std::string>& argv) {
+  args a(argv, k_flags);
+  if (!a.positional().empty())
+    throw user_error(fmt::format("unexpected argument `{}` (see kforge e2e --help)", a.positional()[0]));
+  auto model = a.get("model");
+  if (!model) throw user_error("kforge e2e needs --model FILE.py:FUNCTION");
+  e2e::runner_options o;
+  o.model = *model;
+  {
+    auto colon = model->rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == model->size())
+      throw user_error(fmt::format("--model {}: expected FILE.py:FUNCTION", *model));
+    if (!std::filesystem::is_regular_file(model->substr(0, colon)))
+      throw user_error(source_loc{model->substr(0, colon)}, fmt::format("--model {}: no such file", *model));
+  }
+  o.model_args = a.get_or("model-args", "");
+  o.workloads = a.get_or("workloads", "workloads");
+  if (!std::filesystem::is_directory(o.workloads))
+    throw user_error(fmt::format("--workloads {}: not a folder", o.workloads));
+  o.names = a.get_list("names");
+  o.variants = a.get_list("variants");
+  for (auto& v : o.variants)
+    if (std::find(e2e::k_variants.begin(), e2e::k_variants.end(), v) == e2e::k_variants.end())
+      throw user_error(
+          fmt::format("--variants: unknown variant `{}` (expected some of "
+                      "eager, kforge, compile, compile_kforge)",
+                      v));
+  o.python = a.get_or("python", o.python);
+  o.warmup = a.get_int("warmup", 3);
+  o.min_samples = a.get_int("min-samples", 10);
+  if (o.warmup < 1 || o.min_samples < 1) throw user_error("--warmup and --min-samples must be at least 1");
+  o.max_noise = a.get_double_in("max-noise", 0.005, 0, 10, "a relative noise");
+  o.min_seconds = a.get_double_in("min-time", 0.5, 0, 86400, "seconds");
+  o.timeout_s = a.get_double_in("timeout", 15, 0, 86400, "seconds");
+  o.profile_passes = a.get_int("profile-passes", 5);
+  if (o.profile_passes < 1) throw user_error("--profile-passes must be at least 1");
+  if (a.has("rtol") != a.has("atol")) throw user_error("--rtol and --atol go together");
+  if (a.has("rtol")) {
+    o.rtol = a.get_double_in("rtol", 0, 0, 1e9, "a relative tolerance");
+    o.atol = a.get_double_in("atol", 0, 0, 1e9, "an absolute tolerance");
+  }
+  device_choice dev = choose_device(a.get_or("device", "auto"));
+  o.device = dev.id.kind == device_kind::cpu ? "cpu" : dev.id.str();
+  term::say("{}", dev.why);
+  term::step(fmt::format("timing {} on {}", o.model, o.device));
+  e2e::e2e_result r;
+  if (auto keep = a.get("samples")) {
+    r = e2e::run_e2e(o, *keep);
+  } else {
+    temp_dir tmp("kforge-e2e");
+    r = e2e::run_e2e(o, tmp.path() / "samples.json");
+  }
+  term::end_progress();
+  std::fputs(e2e::table_text(r).c_str(), stdout);
+  if (auto j = a.get("json")) write_file_atomic(*j, safe_dump(e2e::to_json(r), 2) + "\n");
+  if (auto m = a.get("markdown")) write_file_atomic(*m, e2e::markdown(r));
+  return r.any_failed() ? exit_gate_failed : exit_ok;
+}
+
+}  // namespace kf
