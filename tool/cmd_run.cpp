@@ -9,6 +9,9 @@
 
 #include "args.h"
 #include "commands.h"
+#include "e2e/e2e_gate.h"
+#include "e2e/e2e_runner.h"
+#include "e2e/e2e_spec.h"
 #include "pipeline/runner.h"
 #include "pipeline/worker_backend.h"
 #include "report/reporter.h"
@@ -18,6 +21,7 @@
 #include "store/history.h"
 #include "store/shard.h"
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/term.h"
 
 namespace kf {
@@ -42,6 +46,7 @@ std::vector<flag_def> run_flags() {
       {"max-noise", true, "with --precise: stop when the relative noise is at most X (default 0.5%)", "X"},
       {"min-time", true, "with --precise: and at least S seconds of measured time (default 0.5)", "S"},
       {"cache", true, "compile and export cache folder (default .kforge/cache)", "DIR"},
+      {"python", true, "the Python interpreter with torch, for e2e entries (default python3)", "PY"},
       {"shard", true, "run only shard K of N (one per runner): workloads split by their recorded times; "
                       "`kforge report merge` joins the shards", "K/N"},
   };
@@ -88,13 +93,62 @@ bool write_reports(const run_result& r, const args& a) {
 
 volatile std::sig_atomic_t g_interrupted = 0;
 
+// The e2e entries of the run (files given whose YAML is an `e2e:` mapping), timed after the workloads and gated
+// against the history note's entry of the same name (lib/e2e/e2e_gate.h). A model that cannot run is its entry's
+// error (exit 2), the other entries still run.
+void run_e2e_entries(const std::vector<e2e::e2e_spec>& entries, run_result& r, const run_options& o, git_repo* repo,
+                     const device_choice& dev, const std::string& workloads_dir, const args& a) {
+  if (entries.empty()) return;
+  run_history h = load_run_history(repo, o.base_ref, r.env.gpu_key);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const e2e::e2e_spec& spec = entries[i];
+    if (g_interrupted) {
+      r.complete = false;
+      r.incomplete_reason = fmt::format("interrupted before e2e:{}", spec.name);
+      return;
+    }
+    term::step(fmt::format("[e2e {}/{}] {} ({})", i + 1, entries.size(), spec.name, spec.model));
+    e2e::runner_options ro;
+    ro.python = a.get_or("python", ro.python);
+    ro.model = spec.model;
+    ro.model_args = spec.model_args;
+    ro.device = dev.id.kind == device_kind::cpu ? "cpu" : dev.id.str();
+    ro.workloads = spec.workloads.empty() ? workloads_dir : spec.workloads;
+    ro.names = spec.names;
+    ro.variants = spec.variants;
+    ro.min_samples = std::max(o.stopping.min_samples, o.gate.min_samples);
+    ro.max_noise = o.stopping.max_noise;
+    ro.min_seconds = o.stopping.min_seconds;
+    ro.timeout_s = o.stopping.timeout_s;
+    ro.rtol = spec.rtol;
+    ro.atol = spec.atol;
+    workload_result w;
+    try {
+      temp_dir tmp("kforge-e2e");
+      e2e::e2e_result res = e2e::run_e2e(ro, tmp.path() / "samples.json");
+      w = e2e::to_workload_result(res, spec, ro.workloads);
+      history_context hc;
+      hc.previous = h.entry.result ? h.entry.result->find_workload(w.name) : nullptr;
+      hc.origin = h.origin;
+      hc.missing_why = h.entry.result ? fmt::format("{} has no results for {}", h.origin, w.name) : h.entry.why;
+      e2e::apply_e2e_gate(w, res, spec, hc, o.gate);
+    } catch (const std::exception& e) {
+      w = e2e::failed_entry(spec, e.what());
+    }
+    r.workloads.push_back(std::move(w));
+  }
+}
+
 }  // namespace
 
 std::string run_help() {
-  return "usage: kforge run [WORKLOADS...] [options]\n\n"
+  return "usage: kforge run [WORKLOADS...] [E2E.yaml...] [options]\n\n"
          "For each workload (names or spec paths; default: every spec in workloads/): find the stored kernel for\n"
          "this GPU, compile and verify it on every case, time it against the baselines on the gated cases, compare\n"
-         "with the history note of the merge-base (--base) or the parent commit, and write the reports.\n\n"
+         "with the history note of the merge-base (--base) or the parent commit, and write the reports.\n"
+         "A file whose YAML is an `e2e:` entry (docs/workload-spec.md) times its model end to end (kforge e2e) and\n"
+         "gates it as `e2e:<name>`: outputs match eager, beats e2e.must_beat, not slower than the history,\n"
+         "e2e.min_predicted_fraction of the Amdahl prediction. Given only e2e entries, only they run.\n\n"
          "options:\n" + flags_help(run_flags()) +
          "\nexit codes: 0 passed, 1 a check failed (verify, must_beat, regression, required kernel),\n"
          "            2 usage, config or infrastructure error (reports are still written, marked incomplete)\n";
@@ -131,10 +185,14 @@ int run_run(const std::vector<std::string>& argv) {
   if (auto s = a.get("shard")) shard = parse_shard(*s);
   // Every spec is parsed and validated before any device time is spent.
   std::string dir = a.get_or("workloads-dir", "workloads");
-  std::vector<std::string> names = workload_names(a.positional(), dir);
+  std::vector<std::string> given, e2e_files;
+  for (const auto& p : a.positional()) (e2e::is_e2e_file(p) ? e2e_files : given).push_back(p);
   std::vector<workload_spec> specs;
+  std::vector<e2e::e2e_spec> entries;
   try {
-    specs = load_specs(names, dir);
+    for (const auto& f : e2e_files) entries.push_back(e2e::load_e2e_spec(f));
+    // Only e2e entries given: only they run (the worker still says where the run is, for the history's key).
+    if (e2e_files.empty() || !given.empty()) specs = load_specs(workload_names(given, dir), dir);
   } catch (const user_error& e) {  // as the help says: the reports are still written, marked incomplete
     run_result none;
     none.complete = false;
@@ -189,6 +247,7 @@ int run_run(const std::vector<std::string>& argv) {
     }
     r = run_workloads(specs, backend, repo.get(), o);
     if (shard) r.options["shard"] = shard_json;
+    run_e2e_entries(entries, r, o, repo.get(), dev, dir, a);
   } catch (const std::exception& e) {
     // Nothing could run (no worker, no device): still leave reports saying so.
     r.complete = false;

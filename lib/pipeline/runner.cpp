@@ -228,6 +228,27 @@ void prepare_baseline(const baseline& b, const std::vector<workload_spec>& specs
   if (prepare_seconds) *prepare_seconds = seconds;
 }
 
+run_history load_run_history(git_repo* repo, const std::string& base_ref, const std::string& key) {
+  run_history h;
+  if (repo) {
+    h.head = repo->resolve("HEAD");
+    if (!base_ref.empty()) {
+      h.base_commit = repo->merge_base("HEAD", base_ref);
+      h.entry = load_history(*repo, h.base_commit, key);
+    } else if (auto parent = repo->try_resolve("HEAD^")) {
+      h.entry = load_history(*repo, *parent, key);
+    } else {
+      h.entry.why = "HEAD has no parent commit: nothing to compare with";
+    }
+  } else {
+    h.entry.why = "not in a git repository: no history to compare with";
+  }
+  if (h.entry.result)
+    h.origin = fmt::format("the history note of {}{}", h.entry.commit.substr(0, 12),
+                           base_ref.empty() ? " (the parent commit)" : " (the merge-base)");
+  return h;
+}
+
 run_result run_workloads(const std::vector<workload_spec>& specs, run_backend& backend, git_repo* repo,
                          const run_options& o) {
   run_result r;
@@ -246,28 +267,15 @@ run_result run_workloads(const std::vector<workload_spec>& specs, run_backend& b
                {"resolution", o.gate.resolution},       {"first_look", o.gate.first_look},
                {"stop_when_decided", o.decide}};
 
-  // History: the merge-base's note with --base, else the first parent's (a run on main compares with the
-  // commit before it).
-  history_entry history;
-  std::string base_commit;
-  if (repo) {
-    r.env.git_commit = repo->resolve("HEAD");
-    if (!o.base_ref.empty()) {
-      base_commit = repo->merge_base("HEAD", o.base_ref);
-      r.base_ref = o.base_ref;
-      r.base_commit = base_commit;
-      history = load_history(*repo, base_commit, key);
-    } else if (auto parent = repo->try_resolve("HEAD^")) {
-      history = load_history(*repo, *parent, key);
-    } else {
-      history.why = "HEAD has no parent commit: nothing to compare with";
-    }
-  } else {
-    history.why = "not in a git repository: no history to compare with";
+  run_history rh = load_run_history(repo, o.base_ref, key);
+  const history_entry& history = rh.entry;
+  const std::string& base_commit = rh.base_commit;
+  const std::string& origin = rh.origin;
+  if (repo) r.env.git_commit = rh.head;
+  if (repo && !o.base_ref.empty()) {
+    r.base_ref = o.base_ref;
+    r.base_commit = base_commit;
   }
-  std::string origin = history.result ? fmt::format("the history note of {}{}", history.commit.substr(0, 12),
-                                                    o.base_ref.empty() ? " (the parent commit)" : " (the merge-base)")
-                                      : "";
 
   for (const auto& b : registered_baselines()) {  // exports (or cache hits) before the first workload
     if (!b.make_preparer) continue;

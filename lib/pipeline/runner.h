@@ -16,6 +16,7 @@
 #include "report/run_result.h"
 #include "spec/baseline_registry.h"
 #include "spec/spec.h"
+#include "store/history.h"
 
 namespace kf {
 
@@ -66,6 +67,16 @@ struct run_options {
   std::function<void(const std::string&)> progress;  // a line per step; may be empty
   std::function<bool()> stop_requested;              // asked between workloads (Ctrl-C); may be empty
 };
+
+// The history a run compares with: the merge-base's note with a base ref, else the first parent's (a run on main
+// compares with the commit before it). `origin` names it for the checks' sentences; `base_commit` is the merge-base
+// (empty without a base ref). With no repository, `entry.why` says so.
+struct run_history {
+  history_entry entry;
+  std::string origin;
+  std::string head, base_commit;
+};
+run_history load_run_history(git_repo* repo, const std::string& base_ref, const std::string& gpu_key);
 
 // Runs every spec (already parsed and validated) and returns the record. `repo` may be null (no history:
 // reported as missing). Never throws for a workload's failure: that is in its result; throws for a broken
