@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "args.h"
 #include "commands.h"
@@ -43,6 +44,7 @@ const std::vector<flag_def> k_flags = {
      "FILE"},
     {"markdown", true, "write the table as Markdown to FILE", "FILE"},
     {"samples", true, "keep e2e.py's raw samples at FILE", "FILE"},
+    {"from-samples", true, "summarize samples kept with --samples instead of running the model", "FILE"},
     {"warmup", true, "forwards per variant before timing (default 3)", "N"},
     {"min-samples", true, "at least N samples per variant (default 10)", "N"},
     {"max-noise", true, "stop when every variant's relative noise is at most X (default 0.5%)", "X"},
@@ -59,6 +61,14 @@ const std::vector<flag_def> k_flags = {
     {"atol", true, "with --rtol", "X"},
     {"python", true, "the Python interpreter with torch (default python3)", "PY"},
 };
+
+// The table on stdout, the JSON and Markdown where asked; exit 1 when a variant failed.
+int report(const e2e::e2e_result& r, const args& a) {
+  std::fputs(e2e::table_text(r).c_str(), stdout);
+  if (auto j = a.get("json")) write_file_atomic(*j, safe_dump(e2e::to_json(r), 2) + "\n");
+  if (auto m = a.get("markdown")) write_file_atomic(*m, e2e::markdown(r));
+  return r.any_failed() ? exit_gate_failed : exit_ok;
+}
 
 }  // namespace
 
@@ -91,8 +101,18 @@ int e2e_run(const std::vector<std::string>& argv) {
   args a(argv, k_flags);
   if (!a.positional().empty())
     throw user_error(fmt::format("unexpected argument `{}` (see kforge e2e --help)", a.positional()[0]));
+  if (auto kept = a.get("from-samples")) {
+    if (a.has("model")) throw user_error("--from-samples reads kept samples: give it or --model, not both");
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(read_file(*kept));
+    } catch (const nlohmann::json::exception& e) {
+      throw user_error(source_loc{*kept}, fmt::format("not JSON: {}", e.what()));
+    }
+    return report(e2e::result_from_samples(j, *kept), a);
+  }
   auto model = a.get("model");
-  if (!model) throw user_error("kforge e2e needs --model FILE.py:FUNCTION");
+  if (!model) throw user_error("kforge e2e needs --model FILE.py:FUNCTION (or --from-samples FILE)");
   e2e::runner_options o;
   o.model = *model;
   {
@@ -140,10 +160,7 @@ int e2e_run(const std::vector<std::string>& argv) {
     r = e2e::run_e2e(o, tmp.path() / "samples.json");
   }
   term::end_progress();
-  std::fputs(e2e::table_text(r).c_str(), stdout);
-  if (auto j = a.get("json")) write_file_atomic(*j, safe_dump(e2e::to_json(r), 2) + "\n");
-  if (auto m = a.get("markdown")) write_file_atomic(*m, e2e::markdown(r));
-  return r.any_failed() ? exit_gate_failed : exit_ok;
+  return report(r, a);
 }
 
 }  // namespace kf

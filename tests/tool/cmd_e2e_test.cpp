@@ -83,6 +83,30 @@ TEST(e2e_cmd, times_a_tiny_model_on_the_cpu_and_writes_the_table_json_and_markdo
   EXPECT_THAT(read_file(md), HasSubstr("| kforge | ok |"));
 }
 
+TEST(e2e_cmd, kept_samples_are_summarized_again_without_python) {
+  temp_dir d("kf-e2e");
+  // Hot samples as a GPU run gives them: the table compares them; a failed variant exits 1.
+  nlohmann::json s = {{"version", 1},
+                      {"model", "m.py:make"},
+                      {"device", "cuda"},
+                      {"variants",
+                       {{{"name", "eager"}, {"status", "ok"}, {"cold_us", {100, 101, 99}}, {"hot_us", {50, 51, 49}}},
+                        {{"name", "kforge"}, {"status", "ok"}, {"cold_us", {80, 81, 79}}, {"hot_us", {25, 26, 24}}},
+                        {{"name", "compile"}, {"status", "failed"}, {"why", "the forward raised RuntimeError: x"}}}}};
+  write_file_atomic(d.path() / "s.json", s.dump());
+  auto r = kforge({"e2e", "--from-samples", (d.path() / "s.json").string(), "--json", (d.path() / "e.json").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("compared: hot medians"));
+  EXPECT_THAT(r.out, HasSubstr("compile failed: the forward raised RuntimeError: x"));
+  const nlohmann::json j = nlohmann::json::parse(read_file(d.path() / "e.json"));
+  EXPECT_EQ(j["metric"], "hot");
+  EXPECT_DOUBLE_EQ(j["speedups"]["kforge/eager"].get<double>(), 2.0);
+  write_file_atomic(d.path() / "bad.json", "{");
+  auto bad = kforge({"e2e", "--from-samples", (d.path() / "bad.json").string()});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("bad.json: not JSON"));
+}
+
 TEST(e2e_cmd, a_variant_whose_outputs_differ_from_eager_fails) {
   if (auto why = missing_prerequisite(); !why.empty()) GTEST_SKIP() << why;
   auto r = kforge(with({"e2e", "--model", k_model + ":make_mismatch", "--names", "gpt2-gelu-tanh", "--variants",
