@@ -6,6 +6,7 @@
 
 #include "e2e/e2e_gate.h"
 #include "report/summarize.h"
+#include "store/history_note.h"
 
 using namespace kf;
 using ::testing::HasSubstr;
@@ -146,4 +147,20 @@ TEST(e2e_gate, nothing_patched_fails_the_kernel_check) {
               {{"name", "kforge"}, {"status", "failed"}, {"why", "kforge.patch found no module"}}}}};
   auto w = gated(e2e::result_from_samples(j, "s.json"), spec());
   EXPECT_EQ(find(w, "kernel")->outcome, check_outcome::failed);
+}
+
+TEST(e2e_gate, the_entry_survives_the_history_note_and_gates_the_next_run) {
+  run_result before;
+  before.env.gpu_key = "cpu-x86-64";
+  before.workloads.push_back(gated(result(1000, 600), spec()));
+  // What the next run reads: the note's compact entry (summaries, no samples).
+  run_result loaded = run_from_note_entry(note_entry(before), "note");
+  const workload_result* previous = loaded.find_workload("e2e:tiny");
+  ASSERT_NE(previous, nullptr);
+  auto slower = gated(result(1000, 800), spec(), previous);
+  EXPECT_EQ(find(slower, "regression[eager]")->outcome, check_outcome::failed)
+      << find(slower, "regression[eager]")->sentence;
+  auto same = gated(result(1000, 600), spec(), previous);
+  EXPECT_EQ(find(same, "regression[eager]")->outcome, check_outcome::passed)
+      << find(same, "regression[eager]")->sentence;
 }
