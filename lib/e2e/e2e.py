@@ -310,7 +310,7 @@ def main(argv):
         fail(f"--device {a.device}: torch sees no CUDA device")
     if not cuda and a.device != "cpu":
         fail(f"--device {a.device}: expected cpu, cuda or cuda:N")
-    if cuda:
+    if cuda and torch.device(a.device).index is not None:
         torch.cuda.set_device(torch.device(a.device))
     tr = tracer_module()
     fn = tr.load_function(a.model)
