@@ -1,6 +1,8 @@
 """kforge.patch (kforge.modules): the loaded workloads' operators in place of the modules that compute their graphs.
 
-What it can patch: modules whose forward is, exactly, a loaded workload's graph with one input and one output,
+It matches modules two ways; ``patched_modules(model)`` says which (``how``: "rule" or "behaviour").
+
+**By rule** (always): modules whose forward is, exactly, a loaded workload's graph with one input and one output,
 the module's parameters being the spec's other inputs. The module types it reads are a table (``MODULE_RULES``),
 each giving the module's forward as steps of the spec's op language:
 
@@ -10,19 +12,31 @@ each giving the module's forward as steps of the spec's op language:
   AdaptiveAvgPool2d then Flatten, LayerNorm then GELU): the first child computes the whole run, the others become
   nn.Identity.
 
+**By behaviour** (``patch(model, example_inputs=...)``, kforge.behaviour has the details): any other module, of any
+class, whose call on the example inputs computed what a loaded workload's operator computes. The model runs once
+(no gradient) with hooks on the modules the rule table left alone; a module whose first call took one tensor and
+returned one, without changing its input, in eval mode, is tried against each workload whose first input binds the
+call's dtype and shape: the spec's other inputs bound to the module's parameters and buffers by shape (by name,
+weight or bias, where several fit; every one of them must be bound), the operator's result equal to the module's
+within the workload's output tolerance, as is or viewed with the module's extra size-1 dims (a pool's [N, C, 1, 1]
+for a pool-and-flatten workload's [N, C]), and again on a second, freshly drawn input of the same shape. That
+patches a model's own RMSNorm class written as Llama's is (it rounds twice, within bfloat16's tolerance) and not
+Gemma's (1 + weight), and the pool before an inline ``torch.flatten``. Of a module and one inside it that both
+match, the outer one is patched; a module holding a patched module never is.
+
 A patched module calls the operator when a call is what the workload describes (the input's and parameters'
 dtypes, ranks, sizes and memory layout as the spec has them, a device with a kernel loaded, no gradient needed)
 and its own forward otherwise, so a patched model computes what it did, on every input. The module keeps its class, its
 parameters and its state_dict keys (its forward is replaced on the instance); ``unpatch`` restores it.
 
-What it cannot patch: computation that is not a module of the table, such as a SwiGLU written inline in an MLP's
-forward (``down(silu(gate(x)) * up(x))``), a residual add before a norm, a softmax with its scale and mask, or a
-model's own RMSNorm class (Hugging Face's LlamaRMSNorm rounds differently, and GemmaRMSNorm scales by 1 + weight:
-matching by class name would change what they compute; add a rule to ``MODULE_RULES`` for a class you know);
-workloads with several inputs besides parameters or several outputs; modules in-place (``inplace=True``); and
-training, since the operators have no backward. Those need a graph rewrite (torch.fx): it would find a pattern in
-any forward, but only in models that trace, and it replaces the model with a GraphModule; module swapping works on
-any model, in eager and under torch.compile, and keeps the model as it was.
+What it cannot patch: computation that is not a module, such as a SwiGLU written inline in an MLP's forward
+(``down(silu(gate(x)) * up(x))``), a residual add before a norm, a softmax with its scale and mask (by rule, a
+model's own RMSNorm class neither: matching by class name would change what Gemma's computes; pass example inputs,
+or add a rule to ``MODULE_RULES`` for a class you know); workloads with several inputs besides parameters or several
+outputs; modules in-place (``inplace=True``) or in training mode; and training, since the operators have no
+backward. Those need a graph rewrite (torch.fx): it would find a pattern in any forward, but only in models that
+trace, and it replaces the model with a GraphModule; module swapping works on any model, in eager and under
+torch.compile, and keeps the model as it was.
 """
 import math
 import types
@@ -113,10 +127,18 @@ class _Binding:
     op: object
     inputs: list     # per spec input: (spec input dict, None | (module, attribute))
     kernels: dict    # device kind -> whether a kernel is loaded
+    view: list = None  # behaviour matches only: the module's output as the operator's dims (an index) and 1s (None)
 
-    def arguments(self, x):
-        """The operator's arguments for input x, or None when the call is not what the workload describes."""
-        if not isinstance(x, torch.Tensor) or not self.kernels.get(x.device.type, False):
+    def output(self, out):
+        """The operator's result as the module returns it: viewed with the module's size-1 dims where it has them."""
+        if self.view is None:
+            return out
+        return out.view([1 if i is None else out.shape[i] for i in self.view])
+
+    def arguments(self, x, need_kernel=True):
+        """The operator's arguments for input x, or None when the call is not what the workload describes (or, with
+        need_kernel, no kernel is loaded for x's device)."""
+        if not isinstance(x, torch.Tensor) or (need_kernel and not self.kernels.get(x.device.type, False)):
             return None
         args, symbols = [], {}
         grad = torch.is_grad_enabled()
@@ -182,6 +204,7 @@ class _Patch:
     parent: nn.Module = None
     rest_keys: list = field(default_factory=list)
     previous_forward: object = None  # an instance-level forward the module had before
+    how: str = "rule"               # "rule" (MODULE_RULES) or "behaviour" (its recorded calls matched the operator's)
 
 
 def _patched_forward(self, *args, **kwargs):
@@ -190,16 +213,16 @@ def _patched_forward(self, *args, **kwargs):
         for b in p.bindings:
             call = b.arguments(args[0])
             if call is not None:
-                return b.op(*call)
+                return b.output(b.op(*call))
     out = p.previous_forward(*args, **kwargs) if p.previous_forward else type(self).forward(self, *args, **kwargs)
     for m in p.rest:
         out = m(out)
     return out
 
 
-def _apply(module, bindings, parent=None, rest_keys=()):
+def _apply(module, bindings, parent=None, rest_keys=(), how="rule"):
     rest = [parent._modules[k] for k in rest_keys] if parent is not None else []
-    p = _Patch(bindings, rest, parent, list(rest_keys), module.__dict__.get("forward"))
+    p = _Patch(bindings, rest, parent, list(rest_keys), module.__dict__.get("forward"), how)
     object.__setattr__(module, "_kforge_patch", p)
     module.forward = types.MethodType(_patched_forward, module)
     for k in rest_keys:
@@ -211,10 +234,12 @@ def _descriptions():
     return [kforge.describe(n) for n in kforge.loaded()]
 
 
-def patch(model, workloads_dir=None, device="auto"):
+def patch(model, workloads_dir=None, device="auto", example_inputs=None):
     """Makes the modules of `model` whose forward is a loaded workload's graph call its operator (see the module's
-    docstring for what it can and cannot patch). Loads `workloads_dir` first when given. Returns `model`, patched in
-    place; ``patched_modules(model)`` lists what was patched."""
+    docstring for what it can and cannot patch). Loads `workloads_dir` first when given. With `example_inputs` (a
+    tensor, a tuple or list of the forward's positional arguments, or a dict of its keyword arguments), also runs
+    the model once on them and patches the modules whose calls behaved as a loaded workload's operator
+    (kforge.behaviour). Returns `model`, patched in place; ``patched_modules(model)`` lists what was patched."""
     import kforge
     if workloads_dir is not None:
         kforge.load(workloads_dir, device=device)
@@ -252,12 +277,36 @@ def patch(model, workloads_dir=None, device="auto"):
         found = bindings(steps) if steps else []
         if found:
             _apply(m, found)
+    if example_inputs is not None:
+        from .behaviour import match_behaviour
+        for m, found in match_behaviour(model, example_inputs, descriptions):
+            _apply(m, found, how="behaviour")
     return model
 
 
+class PatchedModule(tuple):
+    """One entry of patched_modules(): a (module name, [workloads]) pair, with ``how`` it matched ("rule" or
+    "behaviour") beside it (``name``, ``workloads``, ``how``; the pair unpacks and compares as before)."""
+
+    def __new__(cls, name, workloads, how):
+        t = super().__new__(cls, (name, workloads))
+        t.how = how
+        return t
+
+    name = property(lambda self: self[0])
+    workloads = property(lambda self: self[1])
+
+    def __getnewargs__(self):
+        return (self[0], self[1], self.how)
+
+    def __repr__(self):
+        return f"PatchedModule({self[0]!r}, {self[1]!r}, how={self.how!r})"
+
+
 def patched_modules(model):
-    """[(module name, [workloads])] for every patched module of `model`."""
-    return [(name, [b.workload for b in m._kforge_patch.bindings])
+    """[PatchedModule(module name, [workloads], how)] for every patched module of `model`: each is a (name,
+    [workloads]) pair with ``.how``, "rule" (MODULE_RULES) or "behaviour" (matched on the example inputs)."""
+    return [PatchedModule(name, [b.workload for b in m._kforge_patch.bindings], m._kforge_patch.how)
             for name, m in model.named_modules() if hasattr(m, "_kforge_patch")]
 
 

@@ -1,7 +1,7 @@
 """kforge_ops from Python (ctest runs it as kforge_ops_python, with KFORGE_OPS_LIBRARY and PYTHONPATH set): the
 bundled workloads' cpu winners as torch.ops.kforge operators, their eager fallback, the operators inside
-torch.compile, and kforge.patch on small models, each compared with the unpatched model within the verifier's
-tolerance. The GPU tests skip without a GPU."""
+torch.compile, and kforge.patch on small models (by the rule table, and by behaviour on example inputs), each
+compared with the unpatched model within the verifier's tolerance. The GPU tests skip without a GPU."""
 import copy
 import os
 import pathlib
@@ -254,6 +254,152 @@ class Patch(unittest.TestCase):
         model, original = self.patched_twin(LayerNormLinear().half())
         compiled = torch.compile(model, backend="aot_eager")
         self.expect_same(compiled, original, torch.randn(2, 512, 768).half(), torch.float16, "bert-base-layernorm")
+
+
+class LlamaRMSNorm(nn.Module):
+    """An RMSNorm written as Hugging Face's Llama writes it: not a module of the rule table."""
+
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(1 + torch.randn(dim) / 10)
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(dtype)
+
+
+class GemmaRMSNorm(LlamaRMSNorm):
+    """Gemma's: the same normalization, scaled by 1 + weight."""
+
+    def forward(self, x):
+        out = x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + self.variance_epsilon)
+        return (out * (1.0 + self.weight.float())).type_as(x)
+
+
+class NormDropout(LlamaRMSNorm):
+    def __init__(self, dim):
+        super().__init__(dim)
+        self.dropout = nn.Dropout(0.1)
+
+    def forward(self, x):
+        return self.dropout(super().forward(x))
+
+
+class NoisyNorm(LlamaRMSNorm):
+    """Random in eval mode too: never patched."""
+
+    def forward(self, x):
+        return F.dropout(super().forward(x), 0.1, training=True)
+
+
+class Wrapper(nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+class NormThenLinear(nn.Module):
+    def __init__(self, norm):
+        super().__init__()
+        self.norm = norm
+        self.proj = nn.Linear(3584, 32)
+
+    def forward(self, x):
+        return self.proj(self.norm(x))
+
+
+class PoolHead(nn.Module):
+    """ResNet's head: the pool a module, the flatten inline in the forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(2048, 10)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+class PatchByBehaviour(unittest.TestCase):
+    """kforge.patch(model, example_inputs=...): modules matched on their recorded calls (kforge/behaviour.py)."""
+
+    expect_same = Patch.expect_same
+
+    def patched_twin(self, model, x):
+        model.eval()
+        original = copy.deepcopy(model)
+        return kforge.patch(model, example_inputs=(x,)), original
+
+    def test_a_models_own_rms_norm_class_is_patched(self):
+        torch.manual_seed(5)
+        x = torch.randn(7, 3584).bfloat16()
+        model, original = self.patched_twin(NormThenLinear(LlamaRMSNorm(3584)).bfloat16(), x)
+        self.assertEqual(kforge.patched_modules(model), [("norm", ["qwen25-7b-rmsnorm"])])
+        self.assertEqual([p.how for p in kforge.patched_modules(model)], ["behaviour"])
+        self.assertIs(type(model.norm), LlamaRMSNorm)
+        self.assertEqual(list(model.state_dict()), list(original.state_dict()))
+        self.expect_same(model, original, x, torch.bfloat16, "qwen25-7b-rmsnorm")
+        self.expect_same(model, original, torch.randn(3, 3584).bfloat16(), torch.bfloat16, "qwen25-7b-rmsnorm")
+        kforge.unpatch(model)
+        self.assertEqual(kforge.patched_modules(model), [])
+        self.assertNotIn("forward", model.norm.__dict__)
+        with torch.no_grad():
+            got, calls = kforge_calls(lambda: model(x))
+            self.assertEqual(calls, [])
+            self.assertTrue(torch.equal(got, original(x)))
+
+    def test_without_example_inputs_it_is_left_alone(self):
+        model = kforge.patch(NormThenLinear(LlamaRMSNorm(3584)).bfloat16().eval())
+        self.assertEqual(kforge.patched_modules(model), [])
+
+    def test_gemmas_rms_norm_is_not_patched(self):
+        torch.manual_seed(6)
+        model, _ = self.patched_twin(NormThenLinear(GemmaRMSNorm(3584)).bfloat16(), torch.randn(7, 3584).bfloat16())
+        self.assertEqual(kforge.patched_modules(model), [])
+
+    def test_pool_then_an_inline_flatten_is_patched_through_a_view(self):
+        torch.manual_seed(7)
+        x = torch.randn(3, 2048, 7, 7).half()
+        model, original = self.patched_twin(PoolHead().half(), x)
+        self.assertEqual(kforge.patched_modules(model), [("avgpool", ["resnet50-avgpool"])])
+        self.assertEqual(kforge.patched_modules(model)[0].how, "behaviour")
+        with torch.no_grad():
+            self.assertEqual(model.avgpool(x).shape, torch.Size([3, 2048, 1, 1]))
+        self.expect_same(model, original, x, torch.float16, "resnet50-avgpool")
+        self.expect_same(model, original, torch.randn(1, 2048, 7, 7).half(), torch.float16, "resnet50-avgpool")
+        torch._dynamo.reset()
+        self.expect_same(torch.compile(model, backend="aot_eager"), original, x, torch.float16, "resnet50-avgpool")
+
+    def test_training_mode_with_dropout_is_not_patched(self):
+        torch.manual_seed(8)
+        x = torch.randn(7, 3584).bfloat16()
+        model = NormThenLinear(NormDropout(3584)).bfloat16().train()
+        kforge.patch(model, example_inputs=x)
+        self.assertEqual(kforge.patched_modules(model), [])
+        model.eval()  # the dropout is the identity now: the norm's forward is the workload's
+        kforge.patch(model, example_inputs=x)
+        self.assertEqual(kforge.patched_modules(model), [("norm", ["qwen25-7b-rmsnorm"])])
+
+    def test_a_random_forward_is_not_patched(self):
+        torch.manual_seed(9)
+        model, _ = self.patched_twin(NormThenLinear(NoisyNorm(3584)).bfloat16(), torch.randn(7, 3584).bfloat16())
+        self.assertEqual(kforge.patched_modules(model), [])
+
+    def test_the_outer_module_is_patched_and_never_one_holding_a_patched_module(self):
+        torch.manual_seed(10)
+        x = torch.randn(7, 3584).bfloat16()
+        model, original = self.patched_twin(NormThenLinear(Wrapper(LlamaRMSNorm(3584))).bfloat16(), x)
+        self.assertEqual(kforge.patched_modules(model), [("norm", ["qwen25-7b-rmsnorm"])])  # not norm.inner
+        self.expect_same(model, original, x, torch.bfloat16, "qwen25-7b-rmsnorm")
+        model, _ = self.patched_twin(NormThenLinear(Wrapper(nn.RMSNorm(3584, eps=1e-6))).bfloat16(), x)
+        self.assertEqual([(p.name, p.how) for p in kforge.patched_modules(model)], [("norm.inner", "rule")])
 
 
 class Environment(unittest.TestCase):
