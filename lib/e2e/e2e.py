@@ -180,7 +180,7 @@ def make_variants(model, inputs, names, a):
 
             kforge.load(a.workloads, device="cuda" if a.device.startswith("cuda") else "cpu",
                         names=[n for n in a.names.split(",") if n] or None)
-            model_kforge = kforge.patch(copy.deepcopy(model))
+            model_kforge = kforge.patch(copy.deepcopy(model), example_inputs=inputs)
             patched = [{"module": m, "workloads": w} for m, w in kforge.patched_modules(model_kforge)]
             if not patched:
                 for n in ("kforge", "compile_kforge"):
