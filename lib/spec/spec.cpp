@@ -78,6 +78,14 @@ const case_spec* workload_spec::find_case(std::string_view n) const {
   return nullptr;
 }
 
+std::vector<std::vector<int64_t>> tuning_shapes(const workload_spec& spec, const input_spec& in) {
+  const bool any_gated = std::any_of(spec.cases.begin(), spec.cases.end(), [](auto& c) { return c.gate; });
+  std::vector<std::vector<int64_t>> out;
+  for (auto& c : spec.cases)
+    if (c.gate || !any_gated) out.push_back(concrete_shape(in, c));
+  return out;
+}
+
 std::vector<int64_t> concrete_shape(const input_spec& in, const case_spec& c) {
   std::vector<int64_t> shape;
   for (auto& d : in.shape) {

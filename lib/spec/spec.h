@@ -109,6 +109,10 @@ struct workload_spec {
 // The concrete shape of an input in a case (symbols replaced by the case's bindings).
 std::vector<int64_t> concrete_shape(const input_spec& in, const case_spec& c);
 
+// The shapes of `in` a kernel is tuned for: its gated cases' when any case is gated (the others only need to be
+// right), otherwise every case's; in case order.
+std::vector<std::vector<int64_t>> tuning_shapes(const workload_spec& spec, const input_spec& in);
+
 nlohmann::json to_json(const workload_spec& s);
 workload_spec spec_from_json(const nlohmann::json& j);
 

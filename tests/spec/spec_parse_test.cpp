@@ -177,5 +177,23 @@ TEST(hash, sha256_known_vectors) {
   EXPECT_EQ(sha256_hex(std::string(1000000, 'a')), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
+// Families tune for the gated cases when a spec gates any (the others need only be right), otherwise for all.
+TEST(spec_parse, tuning_shapes_are_the_gated_cases_when_any_is_gated) {
+  const char* text = R"(version: 1
+name: t
+inputs:
+  x: {shape: [R, 64], dtype: float32}
+graph:
+  - relu: {input: x}
+cases: [{R: 1}, {R: 8, gate: true}, {R: 3}, {R: 9, gate: true}]
+)";
+  workload_spec s;
+  auto d = parse_spec_text(text, "", &s);
+  ASSERT_TRUE(d.empty()) << all_of(d);
+  EXPECT_EQ(tuning_shapes(s, s.inputs[0]), (std::vector<std::vector<int64_t>>{{8, 64}, {9, 64}}));
+  for (auto& c : s.cases) c.gate = false;
+  EXPECT_EQ(tuning_shapes(s, s.inputs[0]), (std::vector<std::vector<int64_t>>{{1, 64}, {8, 64}, {3, 64}, {9, 64}}));
+}
+
 }  // namespace
 }  // namespace kf

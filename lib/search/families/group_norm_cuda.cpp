@@ -110,10 +110,7 @@ class group_norm_cuda final : public family {
     const input_spec* x = spec.find_input(g->input);
     int64_t max_n = 0, min_rows = 0;
     bool first = true;
-    const bool any_gated = std::any_of(spec.cases.begin(), spec.cases.end(), [](auto& c) { return c.gate; });
-    for (auto& c : spec.cases) {
-      if (any_gated && !c.gate) continue;  // tune for the timed cases; the others only need to be right
-      auto shape = concrete_shape(*x, c);
+    for (auto& shape : tuning_shapes(spec, *x)) {
       int64_t total = 1;
       for (auto d : shape) total *= d;
       int64_t n = 1;

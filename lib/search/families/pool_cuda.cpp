@@ -119,10 +119,7 @@ class pool_cuda final : public family {
     const input_spec* x = spec.find_input(g->input);
     int64_t max_planes = 0, max_hw = 0, max_n = 0;
     int64_t small_hw = 0, small_n = 0;  // the timed case with the fewest images
-    const bool any_gated = std::any_of(spec.cases.begin(), spec.cases.end(), [](auto& c) { return c.gate; });
-    for (auto& c : spec.cases) {
-      if (any_gated && !c.gate) continue;  // tune for the timed cases; the others only need to be right
-      auto shape = concrete_shape(*x, c);
+    for (auto& shape : tuning_shapes(spec, *x)) {
       if (shape.size() < 3) continue;
       const int64_t n = shape.size() == 4 ? shape[0] : 1, ch = shape[shape.size() - 3];
       const int64_t hw = shape[shape.size() - 2] * shape.back();

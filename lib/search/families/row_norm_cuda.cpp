@@ -27,10 +27,7 @@ struct row_shapes {
 row_shapes summarize(const workload_spec& spec, const row_norm_graph& g) {
   row_shapes s;
   const input_spec* x = spec.find_input(spec.inputs[g.inputs[0]].name);
-  const bool any_gated = std::any_of(spec.cases.begin(), spec.cases.end(), [](auto& c) { return c.gate; });
-  for (auto& c : spec.cases) {
-    if (any_gated && !c.gate) continue;  // tune for the timed cases; the others only need to be right
-    auto shape = concrete_shape(*x, c);
+  for (auto& shape : tuning_shapes(spec, *x)) {
     if (shape.empty()) continue;
     int64_t n = 1, rows = 1;
     for (size_t d = 0; d < shape.size(); ++d) (d + g.normalized_dims < shape.size() ? rows : n) *= shape[d];

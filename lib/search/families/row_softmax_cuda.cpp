@@ -23,10 +23,7 @@ shape_summary summarize(const workload_spec& spec, const softmax_graph& g) {
   shape_summary s;
   const input_spec* x = spec.find_input(g.input);
   bool first = true;
-  const bool any_gated = std::any_of(spec.cases.begin(), spec.cases.end(), [](auto& c) { return c.gate; });
-  for (auto& c : spec.cases) {
-    if (any_gated && !c.gate) continue;  // tune for the timed cases; the others only need to be right
-    auto shape = concrete_shape(*x, c);
+  for (auto& shape : tuning_shapes(spec, *x)) {
     if (shape.empty()) continue;
     int64_t rows = 1;
     for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
