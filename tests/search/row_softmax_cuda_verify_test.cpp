@@ -1,8 +1,8 @@
 // row_softmax_cuda through the whole verifier on the GPU (skipped without one): teams of 4 to 32 threads per row, fixed
 // or sized at launch (several rows a warp, the last warp's spare teams running empty rows), rows held in registers and
-// rows streamed, shared-memory row caches per team, and additive masks broadcast every way a model builds them (a
-// causal [S, S] mask under [B, H, S, S] scores, a padding mask [B, 1, 1, S], a per-head mask [1, H, S, S]) whose
-// leading dims the launch merges before the kernel walks them.
+// rows streamed, persistent grids, shared-memory row caches per team, and additive masks broadcast every way a model
+// builds them (a causal [S, S] mask under [B, H, S, S] scores, a padding mask [B, 1, 1, S], a per-head mask [1, H, S,
+// S]) whose leading dims the launch merges before the kernel walks them.
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -22,7 +22,7 @@ using variants = std::vector<std::pair<workload_spec, knob_values>>;
 
 workload_spec suite(const char* name) { return load_spec((fs::path(KFORGE_SOURCE_DIR) / "workloads" / name).string()); }
 
-constexpr int k_per_spec = 9;
+constexpr int k_per_spec = 11;
 
 void add_teams(variants& out, const workload_spec& s) {
   out.push_back({s, {}});
@@ -33,6 +33,8 @@ void add_teams(variants& out, const workload_spec& s) {
   out.push_back({s, {{"strategy", "warp"}, {"team", "16"}, {"cache", "smem"}, {"threads", "256"}}});
   out.push_back({s, {{"strategy", "warp"}, {"team", "32"}, {"chunks", "8"}, {"vec", "1"}}});
   out.push_back({s, {{"strategy", "block"}, {"threads", "128"}, {"chunks", "2"}, {"fit", "1"}}});
+  out.push_back({s, {{"strategy", "block"}, {"threads", "64"}, {"chunks", "2"}, {"waves", "1"}}});  // persistent
+  out.push_back({s, {{"strategy", "warp"}, {"team", "auto"}, {"waves", "2"}, {"pdl", "0"}}});
   out.push_back({s, {{"strategy", "cluster"}, {"cluster", "2"}, {"threads", "128"}, {"chunks", "2"}, {"online", "1"}}});
 }
 

@@ -47,7 +47,8 @@ class row_softmax_cuda final : public family {
   device_kind device() const override { return device_kind::cuda; }
   // 2: masks with a column stride of 1 take the vector path. 3: `team` (rows shorter than a warp's vectors share
   // it), masks' leading dims merged at launch and walked in 32-bit arithmetic where the rows allow.
-  int version() const override { return 3; }
+  // 4: `waves` (persistent grids for strategy=warp and block).
+  int version() const override { return 4; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_softmax(spec, why_not);
@@ -87,6 +88,12 @@ class row_softmax_cuda final : public family {
          {"exp", "approx"},
          "softcap's tanh: one exp and one reciprocal (~1e-7) or tanh.approx.f32 (~5e-4 relative)"},
         {"fit", {"0", "1"}, "strategy=block: at run time, halve the block while the row still fits its registers"},
+        {"waves",
+         {"0", "1", "2", "4"},
+         "strategy=warp and block: 0, a block per row group; k, persistent: k waves of resident blocks looping over "
+         "the "
+         "rows (fewer block launches for many short rows)",
+         "0"},
         {"pdl",
          {"0", "1"},
          "1: launched with programmatic dependent launch, the blocks scheduled while the previous kernel on the "
@@ -96,10 +103,12 @@ class row_softmax_cuda final : public family {
   }
 
   knob_values default_variant(const workload_spec& spec) const override {
-    knob_values v{{"strategy", "block"}, {"threads", "256"}, {"vec", "8"},    {"chunks", "1"},       {"cluster", "8"},
-                  {"cache", "regs"},     {"online", "0"},    {"unroll", "1"}, {"stream_store", "0"}, {"tanh", "exp"},
-                  {"fit", "1"},          {"team", "32"},     {"pdl", "1"}};  // H200 harness, Qwen router [4096, 256],
-                                                                             // hot: 2.89 -> 2.54 us at 256 threads
+    knob_values v{
+        {"strategy", "block"}, {"threads", "256"}, {"vec", "8"},    {"chunks", "1"},       {"cluster", "8"},
+        {"cache", "regs"},     {"online", "0"},    {"unroll", "1"}, {"stream_store", "0"}, {"tanh", "exp"},
+        {"fit", "1"},          {"team", "32"},     {"waves", "0"},  {"pdl", "1"}};  // H200 harness, Qwen router [4096,
+                                                                                    // 256], hot: 2.89 -> 2.54 us at 256
+                                                                                    // threads
     auto g = match_softmax(spec, nullptr);
     if (!g) return v;
     const int vec = std::min<int>(8, static_cast<int>(16 / dtype_size(g->in_type)));
@@ -164,6 +173,7 @@ class row_softmax_cuda final : public family {
     if (v.at("strategy") != "cluster") k["cluster"] = "8";
     if (v.at("strategy") != "block") k["fit"] = "0";
     if (v.at("strategy") != "warp") k["team"] = "32";
+    if (v.at("strategy") == "cluster") k["waves"] = "0";
     bool softcap = false;
     if (auto g = match_softmax(spec, nullptr))
       for (auto& st : g->prologue) softcap = softcap || st.what == elementwise_step::kind::softcap;
@@ -204,13 +214,13 @@ class row_softmax_cuda final : public family {
         "constexpr int k_unroll = {};\nconstexpr bool k_online = {};\nconstexpr bool k_cache_smem = {};\n"
         "constexpr bool k_stream_store = {};\nconstexpr bool k_log = {};\nconstexpr int k_topk = {};\n"
         "constexpr bool k_fit = {};\nconstexpr bool k_pdl = {};\nconstexpr int k_team = {};  // 0: auto\n"
-        "constexpr size_t k_smem_limit = 227 * 1024;\n"
+        "constexpr int k_waves = {};\nconstexpr size_t k_smem_limit = 227 * 1024;\n"
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\nconstexpr int k_n_masks = {};\n",
         st, v.at("threads"), v.at("vec"), v.at("chunks"), v.at("cluster"), v.at("unroll"),
         v.at("online") == "1" ? "true" : "false", v.at("cache") == "smem" ? "true" : "false",
         v.at("stream_store") == "1" ? "true" : "false", g.log ? "true" : "false", g.topk,
         v.at("fit") == "1" ? "true" : "false", v.at("pdl") == "1" ? "true" : "false",
-        v.at("team") == "auto" ? "0" : v.at("team"), spec.inputs.size(), input_index(spec, g.input), nm);
+        v.at("team") == "auto" ? "0" : v.at("team"), v.at("waves"), spec.inputs.size(), input_index(spec, g.input), nm);
     s += fmt::format("constexpr int k_mask_input[] = {{{}}};\n", nm ? mask_idx : "-1");
     s += fmt::format("constexpr int k_mask_dtype[] = {{{}}};\n", nm ? mask_codes : "-1");
     // The fused prologue, in graph order, and the vector loader that applies it (to row_args `a`, defined in

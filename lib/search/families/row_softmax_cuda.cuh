@@ -358,7 +358,8 @@ __device__ __forceinline__ void do_row(const row_args& a, const G& g, int64_t ro
   if constexpr (k_topk > 0) topk_store(a, row, tl, g.tid);
 }
 
-// W: strategy=warp's team width (32 for the other strategies).
+// W: strategy=warp's team width (32 for the other strategies). Every strategy loops over its rows, so a grid smaller
+// than the rows (k_waves, the grid cap) is still complete.
 template <int V, int W>
 __global__ void __launch_bounds__(NT) softmax_kernel(row_args a) {
   wait_prior_grid<k_pdl>();  // before any access to global memory (a no-op unless k_pdl)
@@ -387,6 +388,30 @@ __global__ void __launch_bounds__(NT) softmax_kernel(row_args a) {
   }
 }
 
+// The GPU's SMs, read at the first launch. Host state at namespace scope with internal linkage (CONTRIBUTING.md):
+// a function-local static of an inline function would be one object for every candidate library in the worker.
+static int g_rs_sms = 0;
+inline int rs_sms() {
+  if (!g_rs_sms) {
+    int dev = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&g_rs_sms, cudaDevAttrMultiProcessorCount, dev);
+    if (g_rs_sms <= 0) g_rs_sms = 132;
+  }
+  return g_rs_sms;
+}
+
+// Blocks for `blocks` row groups: one a group (k_waves 0), or k_waves waves of resident blocks that loop over them.
+template <typename K>
+inline int64_t rs_grid(K kernel, int64_t blocks, int threads, size_t smem) {
+  if (k_waves == 0) return blocks;
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem) != cudaSuccess || per_sm < 1)
+    per_sm = 1;
+  const int64_t resident = (int64_t)rs_sms() * per_sm * k_waves;
+  return blocks < resident ? blocks : resident;
+}
+
 template <int V, int W>
 int run(row_args a, cudaStream_t s) {
   auto kernel = softmax_kernel<V, W>;
@@ -404,14 +429,15 @@ int run(row_args a, cudaStream_t s) {
   }
   const int64_t k_grid_cap = 1 << 22;
   if constexpr (k_strategy == s_warp) {
-    const int64_t blocks = (a.rows + NT / W - 1) / (NT / W);
+    const int64_t blocks = rs_grid(kernel, (a.rows + NT / W - 1) / (NT / W), NT, smem);
     return launch_kernel<k_pdl>(kernel, dim3((unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap)), NT, smem, s, a);
   } else if constexpr (k_strategy == s_block) {
     // k_fit: a short row gets a narrower block (more rows in flight per SM), as long as it still fits the
     // register cache of `k_chunks` vectors per thread.
     int bt = NT;
     while (k_fit && !a.use_smem && bt > 64 && a.n <= (int64_t)k_chunks * (bt / 2) * V) bt /= 2;
-    return launch_kernel<k_pdl>(kernel, dim3((unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap)), bt, smem, s, a);
+    const int64_t blocks = rs_grid(kernel, a.rows, bt, smem);
+    return launch_kernel<k_pdl>(kernel, dim3((unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap)), bt, smem, s, a);
   } else {
     const dim3 grid(k_cluster, (unsigned)(a.rows < 65535 ? a.rows : 65535));
     return launch_clusters<k_pdl>(kernel, k_cluster, grid, NT, smem, s, a);

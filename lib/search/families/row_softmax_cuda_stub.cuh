@@ -25,6 +25,7 @@ constexpr int k_topk = 0;
 constexpr bool k_fit = true;
 constexpr bool k_pdl = true;
 constexpr int k_team = 32;
+constexpr int k_waves = 0;
 constexpr size_t k_smem_limit = 227 * 1024;
 constexpr int k_n_inputs = 2;
 constexpr int k_x_input = 0;
