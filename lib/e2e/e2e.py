@@ -184,7 +184,9 @@ def make_variants(model, inputs, names, a):
             patched = [{"module": m, "workloads": w} for m, w in kforge.patched_modules(model_kforge)]
             if not patched:
                 for n in ("kforge", "compile_kforge"):
-                    broken[n] = "kforge.patch found no module whose forward is a loaded workload's graph"
+                    broken[n] = ("kforge.patch found no module whose forward is a loaded workload's graph (by type or "
+                                 "by behaviour on the model's inputs); a pattern written inline in a forward "
+                                 "(a softmax in an attention, a SwiGLU in an MLP) is not a module and is not patched")
         except Exception as e:  # the library missing, a workload that does not load: the variants say why
             for n in ("kforge", "compile_kforge"):
                 broken[n] = f"kforge.load/patch failed: {type(e).__name__}: {e}"
