@@ -116,6 +116,18 @@ TEST(e2e_cmd, a_variant_whose_outputs_differ_from_eager_fails) {
   EXPECT_THAT(r.out, HasSubstr("kforge failed: outputs differ from eager: output 0"));
 }
 
+// A workload that matches no module of the model: the kforge variant fails saying so (asked alone, without
+// compile_kforge, which the patch step also marks).
+TEST(e2e_cmd, nothing_patched_fails_the_kforge_variant_with_the_reason) {
+  if (auto why = missing_prerequisite(); !why.empty()) GTEST_SKIP() << why;
+  auto r = kforge(with({"e2e", "--model", k_model + ":make", "--names", "resnet50-avgpool", "--variants", "eager,kforge",
+                        "--profile-passes", "1"},
+                       k_quick));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("kforge failed: kforge.patch found no module"));
+  EXPECT_THAT(r.out + r.err, ::testing::Not(HasSubstr("Traceback")));
+}
+
 TEST(e2e_cmd, bad_input_exits_2_saying_what_is_wrong) {
   auto missing = kforge({"e2e", "--model", "nowhere/model.py:make", "--device", "cpu"});
   EXPECT_EQ(missing.exit_code, 2);
