@@ -12,6 +12,7 @@
 #include "e2e/e2e_gate.h"
 #include "e2e/e2e_runner.h"
 #include "e2e/e2e_spec.h"
+#include "pipeline/device_list.h"
 #include "pipeline/runner.h"
 #include "pipeline/worker_backend.h"
 #include "report/reporter.h"
@@ -30,6 +31,8 @@ namespace {
 std::vector<flag_def> run_flags() {
   std::vector<flag_def> defs = {
       {"device", true, "cpu, cuda, cuda:N or auto (default auto: cuda when present, and says so when not)", "D"},
+      {"devices", true, "spread the workloads over several devices, one worker each: `all` (every GPU; cpu when "
+                        "none) or a list such as cuda:0,cuda:1 (cpu,cpu: two workers on the cpu); one report", "LIST"},
       sandbox_flag(),
       {"workloads-dir", true, "where the specs are (default workloads)", "DIR"},
       {"baselines", true, "which baselines to time (default: each spec's list)", fmt::format("{}", fmt::join(baseline_names(), ","))},
@@ -218,11 +221,26 @@ int run_run(const std::vector<std::string>& argv) {
     term::say("{} {}: running without history", term::yellow("note:"), e.message());
   }
 
-  device_choice dev = choose_device(a.get_or("device", "auto"));
-  term::say("{}", dev.why);
+  // One worker per device: --devices spreads the workloads over several (pipeline/run_devices.cpp).
+  device_list devs;
+  if (auto list = a.get("devices")) {
+    if (a.has("device")) throw user_error("--device and --devices: give one (--devices LIST for several devices)");
+    devs = parse_device_list(*list);
+  } else {
+    device_choice one = choose_device(a.get_or("device", "auto"));
+    devs = {{one.id}, {one.id.str()}, one.why};
+  }
+  term::say("{}", devs.why);
+  device_choice dev{devs.ids.front(), devs.why};  // e2e entries run on the first device
   compile_options co;  // its cache root holds the baselines' products too (compile's packages)
   if (auto c = a.get("cache")) co.cache_root = *c;
-  worker_backend backend(dev.id, co, check_options{});
+  std::vector<std::unique_ptr<worker_backend>> backends;
+  std::vector<run_device> devices;
+  for (size_t i = 0; i < devs.ids.size(); ++i) {
+    backends.push_back(std::make_unique<worker_backend>(devs.ids[i], co, check_options{}));
+    devices.push_back({devs.names[i], backends.back().get()});
+  }
+  worker_backend& backend = *backends.front();
 
   // The first Ctrl-C stops after the current workload and still writes the reports; a second one aborts.
   auto on_signal = [](int sig) {
@@ -245,7 +263,7 @@ int run_run(const std::vector<std::string>& argv) {
                 shard_json["of"].size(), fmt::join(shard_json["workloads"].get<std::vector<std::string>>(), ", "),
                 shard_json["weights_from"].get<std::string>());
     }
-    r = run_workloads(specs, backend, repo.get(), o);
+    r = run_workloads(specs, devices, repo.get(), o);
     if (shard) r.options["shard"] = shard_json;
     run_e2e_entries(entries, r, o, repo.get(), dev, dir, a);
   } catch (const std::exception& e) {
@@ -269,6 +287,9 @@ int run_run(const std::vector<std::string>& argv) {
     term::say("{} a report could not be written (above): exit 2", term::red("error:"));
     code = 2;
   }
+  for (const auto& d : r.env.devices)
+    if (!d.lost.empty())
+      term::say("{} {} was taken out of the run: {}", term::yellow("warning:"), d.name, d.lost);
   print_run_summary(r, code);  // a line per workload; "nothing verified" when no kernel was (#19)
   return code;
 }

@@ -91,7 +91,10 @@ export_outcome export_cache::get(const workload_spec& spec, const std::string& c
   temp_dir tmp("kforge-export");
   std::filesystem::path spec_json = tmp.path() / "spec.json";
   write_file_atomic(spec_json, to_json(spec).dump());
-  std::filesystem::path partial = pt2.string() + fmt::format(".tmp-{}", getpid());
+  // Private to this process and thread: the export pool's threads and `kforge run --devices`' device threads (each
+  // with its own export_cache) may export one key at once; the last rename wins with an equivalent package.
+  std::filesystem::path partial = pt2.string() + fmt::format(".tmp-{}-{}", getpid(),
+                                                             std::hash<std::thread::id>{}(std::this_thread::get_id()));
   process_options po;
   po.timeout = m_options.timeout;
   po.merge_stderr = true;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -20,6 +21,9 @@ namespace kf {
 using json = nlohmann::json;
 
 namespace {
+
+// The device threads share the repository; libgit2 wants one user of a repository at a time.
+std::mutex g_repo_mutex;
 
 void say(const run_options& o, const std::string& line) {
   if (o.progress) o.progress(line);
@@ -161,6 +165,7 @@ workload_result run_one(const workload_spec& spec, run_backend& backend, const s
   if (repo && !base_commit.empty()) {
     std::optional<std::string> base_src;
     try {
+      std::lock_guard lock(g_repo_mutex);
       base_src = repo->file_at(base_commit, repo->relative(k.source));
     } catch (const user_error&) {
       // The kernel lives outside the repository: there is no base version to load.
@@ -203,7 +208,7 @@ workload_result run_one(const workload_spec& spec, run_backend& backend, const s
 
 // A baseline with a parent side (torch.compile's packages) made ready for every workload that has a kernel here
 // and times it, together before the first workload (the exports are the slow part of a cold run).
-void prepare_baseline(const baseline& b, const std::vector<workload_spec>& specs, run_backend& backend,
+static void prepare_baseline(const baseline& b, const std::vector<workload_spec>& specs, run_backend& backend,
                       const std::string& key, const run_options& o, double* prepare_seconds) {
   std::vector<baseline_work> work;
   size_t packages = 0;
@@ -249,14 +254,18 @@ run_history load_run_history(git_repo* repo, const std::string& base_ref, const 
   return h;
 }
 
-run_result run_workloads(const std::vector<workload_spec>& specs, run_backend& backend, git_repo* repo,
-                         const run_options& o) {
-  run_result r;
-  r.env.started_at = utc_now();
-  json worker_env = backend.env();
+std::string key_of_env(const json& worker_env) {
   std::string key = worker_env.value("gpu_key", "");
-  if (key.empty()) key = gpu_key(worker_env);  // cuda workers report arch and name; the key is formed here
-  std::string started = r.env.started_at;
+  return key.empty() ? gpu_key(worker_env) : key;  // cuda workers report arch and name; the key is formed here
+}
+
+namespace pipeline {
+
+run_result start_run(const std::vector<workload_spec>& specs, run_backend& backend, const json& worker_env,
+                     git_repo* repo, const run_options& o, run_history& history) {
+  run_result r;
+  std::string started = utc_now();
+  std::string key = key_of_env(worker_env);
   r.env = env_from_worker(worker_env, key);
   r.env.started_at = started;
   r.env.compiler = backend.compiler_identity();
@@ -267,14 +276,11 @@ run_result run_workloads(const std::vector<workload_spec>& specs, run_backend& b
                {"resolution", o.gate.resolution},       {"first_look", o.gate.first_look},
                {"stop_when_decided", o.decide}};
 
-  run_history rh = load_run_history(repo, o.base_ref, key);
-  const history_entry& history = rh.entry;
-  const std::string& base_commit = rh.base_commit;
-  const std::string& origin = rh.origin;
-  if (repo) r.env.git_commit = rh.head;
+  history = load_run_history(repo, o.base_ref, key);
+  if (repo) r.env.git_commit = history.head;
   if (repo && !o.base_ref.empty()) {
     r.base_ref = o.base_ref;
-    r.base_commit = base_commit;
+    r.base_commit = history.base_commit;
   }
 
   for (const auto& b : registered_baselines()) {  // exports (or cache hits) before the first workload
@@ -283,36 +289,24 @@ run_result run_workloads(const std::vector<workload_spec>& specs, run_backend& b
     prepare_baseline(b, specs, backend, key, o, &seconds);
     r.options[b.name + "_prepare_seconds"] = seconds;  // compile_prepare_seconds
   }
-
-  for (size_t i = 0; i < specs.size(); ++i) {
-    const auto& spec = specs[i];
-    if (o.stop_requested && o.stop_requested()) {
-      r.complete = false;
-      r.incomplete_reason = fmt::format("interrupted after {} of {} workloads", i, specs.size());
-      break;
-    }
-    say(o, fmt::format("[{}/{}] {}", i + 1, specs.size(), spec.name));
-    workload_result w;
-    try {
-      w = run_one(spec, backend, key, base_commit, repo, o, r.env);
-    } catch (const std::exception& e) {
-      // One workload's environment failure (a worker that cannot start, an unreadable kernel file) is its
-      // error; the others still run.
-      w = workload_result{};
-      w.name = spec.name;
-      w.spec_path = spec.path;
-      w.error = e.what();
-    }
-    history_context h;
-    h.previous = history.result ? history.result->find_workload(spec.name) : nullptr;
-    h.origin = origin;
-    h.missing_why = history.result ? fmt::format("{} has no results for {}", origin, spec.name) : history.why;
-    if (w.error.empty()) apply_gate(w, spec.gate, h, o.gate);
-    r.workloads.push_back(std::move(w));
-  }
-  apply_false_discovery_control(r, o.gate);
-  r.env.finished_at = utc_now();
   return r;
+}
+
+void gate_workload(workload_result& w, const workload_spec& spec, const run_history& rh, const run_options& o) {
+  if (!w.error.empty()) return;
+  const history_entry& history = rh.entry;
+  history_context h;
+  h.previous = history.result ? history.result->find_workload(spec.name) : nullptr;
+  h.origin = rh.origin;
+  h.missing_why = history.result ? fmt::format("{} has no results for {}", rh.origin, spec.name) : history.why;
+  apply_gate(w, spec.gate, h, o.gate);
+}
+
+}  // namespace pipeline
+
+run_result run_workloads(const std::vector<workload_spec>& specs, run_backend& backend, git_repo* repo,
+                         const run_options& o) {
+  return run_workloads(specs, std::vector<run_device>{{"", &backend}}, repo, o);
 }
 
 }  // namespace kf

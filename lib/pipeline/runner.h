@@ -55,6 +55,17 @@ class run_backend {
   }
   // The compiler's identity for the environment record ("nvcc 13.0 ...", "g++ 12.2").
   virtual std::string compiler_identity() = 0;
+  // Asked after a workload ended in an infrastructure failure (an exception, timing that could not finish):
+  // "" when the device still works (the failure stays the workload's), else why it does not (its worker cannot
+  // start or answer `env`); the run then takes the device out (docs/design.md "Several devices"). Default: works.
+  virtual std::string probe() { return ""; }
+};
+
+// One device of a run: a backend (a worker) and the name the reports give it: "cuda:1", or "cpu#2" for the
+// second worker of a list that names one device twice (pipeline/device_list.h).
+struct run_device {
+  std::string name;  // empty: the backend env()'s "device"
+  run_backend* backend = nullptr;
 };
 
 struct run_options {
@@ -84,11 +95,34 @@ run_history load_run_history(git_repo* repo, const std::string& base_ref, const 
 run_result run_workloads(const std::vector<workload_spec>& specs, run_backend& backend, git_repo* repo,
                          const run_options& options);
 
+// The same over several devices (pipeline/run_devices.cpp): one thread per device takes workloads from a shared
+// queue; a workload runs whole on one device (verified, and timed beside baselines timed on that device); the
+// results come back in the specs' order, each saying which device ran it, so the reports, gate and exit code are
+// a one-device run's. Throws user_error when the devices' GPU keys differ, infra_error when none can start. A
+// device whose probe() fails after a workload's infrastructure failure is taken out and the workload goes back
+// to the queue once; the record's env.devices says which device was lost and why; with every device lost the run
+// is incomplete.
+run_result run_workloads(const std::vector<workload_spec>& specs, const std::vector<run_device>& devices,
+                         git_repo* repo, const run_options& options);
+
 // One workload (exposed for tests): fills everything but the gate.
 workload_result run_one(const workload_spec& spec, run_backend& backend, const std::string& gpu_key,
                         const std::string& base_commit, git_repo* repo, const run_options& options, run_env& env);
 
 // The run's environment from the worker's env answer.
 run_env env_from_worker(const nlohmann::json& env, const std::string& gpu_key);
+
+// The GPU key of a worker's env answer (cuda workers report arch and name; the key is formed here).
+std::string key_of_env(const nlohmann::json& env);
+
+// The parts of run_workloads that the device threads share (exposed to run_devices.cpp).
+namespace pipeline {
+// The record before any workload ran: environment, options, history, and the baselines' parent sides made ready
+// on `backend` (compile's exports). `history` receives the history the gate compares with.
+run_result start_run(const std::vector<workload_spec>& specs, run_backend& backend, const nlohmann::json& worker_env,
+                     git_repo* repo, const run_options& o, run_history& history);
+// Gates a finished workload against the history (not one with an error).
+void gate_workload(workload_result& w, const workload_spec& spec, const run_history& history, const run_options& o);
+}  // namespace pipeline
 
 }  // namespace kf

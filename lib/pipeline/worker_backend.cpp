@@ -30,6 +30,13 @@ nlohmann::json worker_backend::env() {
   return m_env;
 }
 
+std::string worker_backend::probe() {
+  worker_outcome o = m_worker.request({{"cmd", "env"}}, std::chrono::seconds(120));
+  if (o.ok() && o.response.value("ok", false)) return "";
+  return fmt::format("kforge-worker on {} {}", m_device.str(),
+                     o.ok() ? "cannot report its environment: " + o.response.value("error", "?") : o.describe());
+}
+
 candidate_check worker_backend::check(const workload_spec& spec, const std::string& source, const std::string& name) {
   check_report rep = check_candidate(spec, source, name, m_compiler, m_worker, m_check);
   candidate_check out;

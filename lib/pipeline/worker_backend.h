@@ -24,6 +24,8 @@ class worker_backend final : public run_backend {
   void prepare_baseline(const std::string& name, const std::vector<baseline_work>& work,
                         const std::string& gpu_key) override;
   std::string compiler_identity() override;
+  // Asks the worker for its environment again (starting a fresh one when the last died): "" when it answers.
+  std::string probe() override;
 
  private:
   device_id m_device;

@@ -78,13 +78,16 @@ std::vector<row> table_rows(const run_result& r) {
   for (size_t wi = 0; wi < r.workloads.size(); ++wi) {
     const auto& w = r.workloads[wi];
     int order = rank(headline_outcome(w));
+    // Several devices (--devices): each workload's row says which one ran it.
+    std::string name = md_cell(w.name);
+    if (r.env.devices.size() > 1 && !w.device.empty()) name += fmt::format(" <sub>{}</sub>", md_cell(w.device));
     std::string kernel_cell = w.kernel_path.empty() ? md_cell(w.kernel_note.empty() ? "no kernel" : w.kernel_note) : "";
     if (w.cases.empty()) {
       check_outcome o = headline_outcome(w);  // every check counts: a verify failure is about a case that was never timed
       std::string dashes;  // the baselines' columns, speedup and of floor
       for (size_t k = 0; k < registered_baselines().size() + 2; ++k) dashes += "— | ";
       rows.push_back({order, rows.size(),
-                      fmt::format("| {} | — | {} | {}{} |\n", md_cell(w.name), kernel_cell.empty() ? "—" : kernel_cell,
+                      fmt::format("| {} | — | {} | {}{} |\n", name, kernel_cell.empty() ? "—" : kernel_cell,
                                   dashes, verdict_cell(w, "", o, true))});
       continue;
     }
@@ -100,7 +103,7 @@ std::vector<row> table_rows(const run_result& r) {
       for (auto& [b, s] : c.speedups) speedups += fmt::format("{}×{:.2f} {}", speedups.empty() ? "" : ", ", s, b);
       std::string floor = c.floor.fraction > 0 ? fmt::format("{:.0f}%", c.floor.fraction * 100) : "—";
       rows.push_back({order, rows.size(),
-                      fmt::format("| {} | {} | {}{} | {} | {} |\n", md_cell(w.name), md_cell(c.name), cells,
+                      fmt::format("| {} | {} | {}{} | {} | {} |\n", name, md_cell(c.name), cells,
                                   speedups.empty() ? "—" : speedups, floor, verdict_cell(w, c.name, o))});
     }
   }
@@ -142,7 +145,17 @@ std::string headline(const run_result& r) {
   if (s.history_missing > 0)
     out += fmt::format("> No history to compare with: {} ({} regression check{} skipped).\n\n", md_cell(s.history_why),
                        s.history_missing, s.history_missing == 1 ? "" : "s");
+  for (const auto& d : r.env.devices)  // kforge run --devices: a device taken out, its work done by the others
+    if (!d.lost.empty())
+      out += fmt::format("> **Device lost**: `{}` was taken out of the run: {}\n\n", md_cell(d.name), md_cell(d.lost));
   std::vector<std::string> env;
+  if (r.env.devices.size() > 1) {
+    std::vector<std::string> names;
+    for (const auto& d : r.env.devices)
+      names.push_back(fmt::format("{} ({} workload{}{})", d.name, d.workloads, d.workloads == 1 ? "" : "s",
+                                  d.lost.empty() ? "" : ", lost"));
+    env.push_back(fmt::format("devices {}", fmt::join(names, ", ")));
+  }
   if (!r.env.driver.empty()) env.push_back("driver " + r.env.driver);
   if (!r.env.cuda_runtime.empty()) env.push_back("CUDA " + r.env.cuda_runtime);
   if (!r.env.cudnn.empty()) env.push_back("cuDNN " + r.env.cudnn);

@@ -289,13 +289,36 @@ int run_result::exit_code() const {
 }
 
 json to_json(const run_env& e) {
-  return {{"gpu_key", e.gpu_key},       {"gpu_name", e.gpu_name},         {"device", e.device},
-          {"sm_count", e.sm_count},     {"sm_clock_mhz", e.sm_clock_mhz}, {"mem_clock_mhz", e.mem_clock_mhz},
-          {"l2_bytes", e.l2_bytes},     {"driver", e.driver},             {"cuda_runtime", e.cuda_runtime},
-          {"cudnn", e.cudnn},           {"torch", e.torch},               {"compiler", e.compiler},
-          {"kforge_version", e.kforge_version}, {"git_commit", e.git_commit}, {"cpu_model", e.cpu_model},
-          {"threads", e.threads},       {"host", e.host},                 {"started_at", e.started_at},
-          {"finished_at", e.finished_at}, {"sandbox", e.sandbox}};
+  json j = {{"gpu_key", e.gpu_key},
+            {"gpu_name", e.gpu_name},
+            {"device", e.device},
+            {"sm_count", e.sm_count},
+            {"sm_clock_mhz", e.sm_clock_mhz},
+            {"mem_clock_mhz", e.mem_clock_mhz},
+            {"l2_bytes", e.l2_bytes},
+            {"driver", e.driver},
+            {"cuda_runtime", e.cuda_runtime},
+            {"cudnn", e.cudnn},
+            {"torch", e.torch},
+            {"compiler", e.compiler},
+            {"kforge_version", e.kforge_version},
+            {"git_commit", e.git_commit},
+            {"cpu_model", e.cpu_model},
+            {"threads", e.threads},
+            {"host", e.host},
+            {"started_at", e.started_at},
+            {"finished_at", e.finished_at},
+            {"sandbox", e.sandbox}};
+  if (!e.devices.empty()) {
+    json devices = json::array();
+    for (const auto& d : e.devices) {
+      json one = {{"name", d.name}, {"workloads", d.workloads}};
+      if (!d.lost.empty()) one["lost"] = d.lost;
+      devices.push_back(one);
+    }
+    j["devices"] = devices;
+  }
+  return j;
 }
 
 run_env run_env_from_json(const json& j) {
@@ -321,6 +344,8 @@ run_env run_env_from_json(const json& j) {
   e.finished_at = j.value("finished_at", "");
   e.sandbox = j.value("sandbox", json::object());
   if (!e.sandbox.is_object()) e.sandbox = json::object();
+  for (const auto& d : j.value("devices", json::array()))
+    if (d.is_object()) e.devices.push_back({d.value("name", ""), d.value("lost", ""), d.value("workloads", 0)});
   return e;
 }
 
@@ -340,6 +365,7 @@ json to_json(const workload_result& w) {
             {"seconds", round_sig(w.seconds)}};
   if (!w.compile_log.empty()) j["compile_log"] = w.compile_log;
   if (!w.error.empty()) j["error"] = w.error;
+  if (!w.device.empty()) j["device"] = w.device;
   return j;
 }
 
@@ -355,6 +381,7 @@ workload_result workload_result_from_json(const json& j) {
   for (auto& c : j.value("cases", json::array())) w.cases.push_back(case_from(c));
   for (auto& c : j.value("checks", json::array())) w.checks.push_back(check_from(c));
   w.error = j.value("error", "");
+  w.device = j.value("device", "");
   w.seconds = j.value("seconds", 0.0);
   return w;
 }

@@ -13,6 +13,13 @@ namespace kf {
 
 inline constexpr const char* k_run_schema = "kforge.run/1";
 
+// One device of the run (`kforge run --devices`): its name and, when it was taken out before the run ended, why.
+struct run_device_record {
+  std::string name;   // "cuda:1", "cpu#2" (the second worker on one device)
+  std::string lost;   // empty: it worked to the end
+  int workloads = 0;  // how many workloads it finished
+};
+
 // Where the run happened: the worker's `env` answer plus what the parent knows (compiler, git, times).
 struct run_env {
   std::string gpu_key;         // "sm90-nvidia-h200", or "cpu" on the cpu device
@@ -31,6 +38,7 @@ struct run_env {
   std::string host;
   std::string started_at, finished_at;  // ISO 8601 UTC
   nlohmann::json sandbox = nlohmann::json::object();  // the worker's protections ({"mode", "protections"})
+  std::vector<run_device_record> devices;  // every device the run used, in the order given (one for --device)
 };
 
 // Summary statistics of one sample series (microseconds). `noise` is relative (stddev / mean, as the
@@ -133,6 +141,7 @@ struct workload_result {
   std::vector<case_result> cases;
   std::vector<gate_check> checks;
   std::string error;            // an infrastructure failure that stopped this workload
+  std::string device;           // the device that ran it (run_device_record::name); empty in older records
   double seconds = 0;
   const case_result* find_case(std::string_view name) const;
   check_outcome outcome() const;  // the worst of the non-advisory checks (error when `error` is set)
