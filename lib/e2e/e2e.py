@@ -7,9 +7,11 @@ usage: e2e.py --model FILE.py:FUNCTION --device cpu|cuda --out SAMPLES.json [--m
               [--warmup N] [--min-samples N] [--max-noise X] [--timeout S] [--profile-passes N]
               [--rtol X] [--atol X]
 
-The variants: eager (the model as given), kforge (a copy with kforge.patch: the stored kernels as operators),
-compile (torch.compile of the model), compile_kforge (torch.compile of the patched copy: the operators inside the
-compiled graph). Each runs --warmup times, then its outputs are compared with eager's (a variant whose outputs
+The variants: eager (the model as given), kforge (a copy with kforge.patch: the stored kernels as operators in
+place of modules), compile (torch.compile of the model), compile_kforge (kforge.compile of the patched copy: the
+module operators inside the compiled graph, and the loaded workloads' patterns written inline in a forward replaced
+by their operators in the graph before inductor compiles it; "patched" lists those with how "graph"). The kforge
+variant stays module patching: the rewrite needs Dynamo, whose tracing and guards would change what it times. Each runs --warmup times, then its outputs are compared with eager's (a variant whose outputs
 differ beyond the tolerance fails and is not timed), then the variants are timed in rounds, one forward of each per
 round (so drift hits all alike and the samples pair up), cold (on cuda: L2 flushed, CUDA events around one forward,
 synchronized) until each has --min-samples and a relative noise within --max-noise, or --timeout seconds; on cuda
@@ -168,11 +170,16 @@ def time_rounds(fns, t, a, reps=None, flush=True):
 
 
 def make_variants(model, inputs, names, a):
-    """{name: callable} for the variants asked for, and {name: why} for those that could not be made."""
+    """{name: callable} for the variants asked for, {name: why} for those that could not be made, what was patched
+    ([{module, workloads, how}]: kforge.patch's modules, and how "graph" for the workloads kforge.compile's rewrite
+    replaced inside compile_kforge's graph, module "(graph)", with a count), and the patched model."""
     import torch
 
     fns, broken, patched = {}, {}, []
     model_kforge = None
+    nothing = ("kforge.patch found no module whose forward is a loaded workload's graph (by type or by behaviour on "
+               "the model's inputs); a pattern written inline in a forward (a softmax in an attention, a SwiGLU in "
+               "an MLP) is not a module: only compile_kforge's graph rewrite replaces it")
     if any(n in names for n in ("kforge", "compile_kforge")):
         try:
             sys.path.insert(0, str(HERE.parents[1] / "python"))
@@ -181,12 +188,10 @@ def make_variants(model, inputs, names, a):
             kforge.load(a.workloads, device="cuda" if a.device.startswith("cuda") else "cpu",
                         names=[n for n in a.names.split(",") if n] or None)
             model_kforge = kforge.patch(copy.deepcopy(model), example_inputs=inputs)
-            patched = [{"module": m, "workloads": w} for m, w in kforge.patched_modules(model_kforge)]
+            patched = [{"module": m.name, "workloads": m.workloads, "how": m.how}
+                       for m in kforge.patched_modules(model_kforge)]
             if not patched:
-                for n in ("kforge", "compile_kforge"):
-                    broken[n] = ("kforge.patch found no module whose forward is a loaded workload's graph (by type or "
-                                 "by behaviour on the model's inputs); a pattern written inline in a forward "
-                                 "(a softmax in an attention, a SwiGLU in an MLP) is not a module and is not patched")
+                broken["kforge"] = nothing
         except Exception as e:  # the library missing, a workload that does not load: the variants say why
             for n in ("kforge", "compile_kforge"):
                 broken[n] = f"kforge.load/patch failed: {type(e).__name__}: {e}"
@@ -202,7 +207,24 @@ def make_variants(model, inputs, names, a):
             c = torch.compile(model)
             fns[n] = lambda c=c: c(*inputs)
         elif n == "compile_kforge":
-            c = torch.compile(model_kforge)
+            # The patched copy compiled with kforge's graph rewrite (the loaded workloads' patterns, inline ones
+            # too, replaced by their operators in the ATen graph inductor compiles). The first call compiles it,
+            # so what the rewrite replaced is known here.
+            import kforge
+
+            c = kforge.compile(model_kforge, backend="inductor")
+            try:
+                c(*inputs)
+            except Exception as e:
+                broken[n] = f"kforge.compile (the graph rewrite, then inductor) raised {type(e).__name__}: {e}"
+                continue
+            graph = kforge.rewritten(c)
+            patched += [{"module": "(graph)", "workloads": [r["workload"]], "how": "graph", "count": r["count"]}
+                        for r in graph]
+            if not graph and not any(p["how"] != "graph" for p in patched):
+                broken[n] = nothing.replace("only compile_kforge's graph rewrite replaces it",
+                                            "and the graph rewrite (kforge.compile) replaced no pattern either")
+                continue
             fns[n] = lambda c=c: c(*inputs)
     return fns, broken, patched, model_kforge
 
@@ -368,8 +390,9 @@ def main(argv):
                 for n, s in hot.items():
                     status[n]["hot_us"] = s
                     status[n]["launches_per_sample"] = reps[n]
-        if patched and "kforge" in fns:
-            result["profile"] = module_profile(model, model_kforge, patched, inputs, cuda,
+        modules = [p for p in patched if p["how"] != "graph"]  # the profile times modules, not graph rewrites
+        if modules and "kforge" in fns:
+            result["profile"] = module_profile(model, model_kforge, modules, inputs, cuda,
                                                max(a.profile_passes, 1))
     result["variants"] = [status[n] for n in names]
     tmp = a.out + ".tmp"

@@ -7,6 +7,7 @@ Loading a folder of workloads installs each workload's stored winner for this de
     kforge.load("workloads", device="cpu")             # or KFORGE_WORKLOADS=workloads at import
     y = torch.ops.kforge.gpt2_gelu_tanh(x)              # the stored kernel where it covers the call
     model = kforge.patch(model)                         # modules whose forward is a loaded workload's graph
+    compiled = kforge.compile(model)                    # torch.compile with the workloads' patterns rewritten
 
 An operator runs its kernel when the call is what the kernel was verified on (the spec's dtypes, ranks and sizes;
 contiguous inputs), and the workload's eager graph otherwise, with a warning once per shape. It has a Meta
@@ -21,9 +22,10 @@ import pathlib
 import torch
 
 from .modules import MODULE_RULES, Step, patch, patched_modules, unpatch
+from .rewrite import compile, rewrite_backend, rewritten
 
 __all__ = ["library_path", "load_library", "load", "loaded", "describe", "op", "op_name", "patch", "unpatch",
-           "patched_modules", "MODULE_RULES", "Step"]
+           "patched_modules", "MODULE_RULES", "Step", "compile", "rewrite_backend", "rewritten"]
 
 _library = None
 _descriptions = {}

@@ -34,9 +34,9 @@ What it cannot patch: computation that is not a module, such as a SwiGLU written
 model's own RMSNorm class neither: matching by class name would change what Gemma's computes; pass example inputs,
 or add a rule to ``MODULE_RULES`` for a class you know); workloads with several inputs besides parameters or several
 outputs; modules in-place (``inplace=True``) or in training mode; and training, since the operators have no
-backward. Those need a graph rewrite (torch.fx): it would find a pattern in any forward, but only in models that
-trace, and it replaces the model with a GraphModule; module swapping works on any model, in eager and under
-torch.compile, and keeps the model as it was.
+backward. Inline patterns are kforge.compile's (kforge.rewrite): a rewrite of the torch.compile'd graph, which finds
+a pattern in any forward, but only in what Dynamo traces; module swapping works on any model, in eager and under
+torch.compile, and keeps the model as it was. The two compose: kforge.compile(kforge.patch(model)).
 """
 import math
 import types

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import kforge
+from rewrite_python_test import GraphRewrite  # noqa: F401  (kforge.compile's graph rewrite; its own setUpModule)
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 WORKLOADS = REPO / "workloads"

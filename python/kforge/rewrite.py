@@ -1,0 +1,304 @@
+"""kforge.compile (kforge.rewrite): the loaded workloads' operators in place of their patterns inside a
+torch.compile'd graph, written anywhere in a forward (inline or not)::
+
+    kforge.load("workloads", device="cuda")
+    compiled = kforge.compile(model)                     # torch.compile(model, backend=<inductor after the rewrite>)
+    compiled = kforge.compile(model, backend="eager")    # the rewritten graph run op by op (no inductor)
+    kforge.rewritten(compiled)                           # [{"workload", "count"}]: what the rewrite replaced
+
+What it rewrites: each loaded workload's graph (its spec's ``graph`` steps, interpreted as the torch calls the spec
+reference names: ``scale`` is ``x * factor``, ``softmax`` with a dtype is ``torch.softmax(x, dim, dtype=...)``,
+``cast`` is ``.to(dtype)``, ...) is traced to ATen and becomes a pattern of torch's own pattern matcher
+(``torch._inductor.pattern_matcher.register_replacement``, ``fwd_only``); a subgraph of the model's ATen graph
+(after Dynamo and aot_autograd, forward only) equal to it, its intermediate results used nowhere else, becomes one
+call of ``torch.ops.kforge.<workload>``. With backend "inductor" the pass runs as inductor's
+``post_grad_custom_pre_pass`` on the graph inductor decomposed (the patterns are traced with inductor's
+decompositions, so they decompose alike) and inductor compiles the rest around the operator; with "eager" or
+"aot_eager" (the same here) aot_autograd gives the ATen graph without decompositions (the patterns are traced
+without them too), the pass rewrites it and it runs op by op, as eager would with the operators in place.
+
+A match is replaced only when the call is one the workload's spec covers: every input's dtype and rank as the
+spec has them, its sizes binding the spec's shape (its symbols consistently, its fixed sizes equal), on a device
+with a kernel loaded (``require_kernel=False`` rewrites where the operator would only run its eager graph, for
+tests and for workloads not yet tuned). A constant of the graph (a scale factor, a softmax dim, an eps, a dtype)
+must equal the spec's exactly. A workload with several outputs (``add`` ``as: h`` then ``rms_norm``) is replaced
+when all of its outputs are found in the graph.
+
+Limits: only what torch.compile traces (a graph break leaves two graphs, each rewritten on its own); a pattern
+written differently from the spec's reference (Llama's RMSNorm by hand: upcast, pow, mean, rsqrt, the weight
+first) is a different ATen graph and is not matched (kforge.patch's matching by behaviour takes such modules);
+symbolic sizes (``dynamic=True``) are not matched (the spec's sizes are checked on concrete ints); operand order
+matters (``mask + x`` is not ``x + mask``); a float constant must be the spec's bit for bit. Seen not to match yet:
+``rms_norm`` (traced from ``F.rms_norm``, its ATen has an in-place ``add_`` that the model's functionalized graph
+has as ``add``), so an add-then-rms_norm workload is not rewritten; softmax, log_softmax, scale, add_mask, cast,
+silu, mul and add are. Inference only: the operators have no backward, so a match whose inputs require grad is
+refused. The pass replaces inductor's ``post_grad_custom_pre_pass`` for the compile it is given to, and turns off
+inductor's FX graph cache for it (a cached graph would not run the pass, so what it replaced would go uncounted).
+"""
+import inspect
+
+import torch
+import torch.nn.functional as F
+
+from .modules import _DTYPES
+
+_SMALL = 8  # the size given to a spec's shape symbol when tracing its pattern (any size binds)
+
+
+def _reference(op, x, args, values):
+    """One spec op as the torch calls docs/workload-spec.md names."""
+    t = lambda name: values[args[name]] if args.get(name) is not None else None  # noqa: E731
+    if op == "scale":
+        return x * args["factor"]
+    if op == "softcap":
+        return torch.tanh(x / args["cap"]) * args["cap"]
+    if op == "add_mask":
+        return x + t("mask")
+    if op in ("softmax", "log_softmax"):
+        fn = torch.softmax if op == "softmax" else torch.log_softmax
+        dtype = args.get("dtype")
+        return fn(x, args["dim"], dtype=_DTYPES[dtype]) if dtype else fn(x, args["dim"])
+    if op == "topk":
+        return torch.topk(x, args["k"], dim=args.get("dim", -1), largest=args.get("largest", True),
+                          sorted=args.get("sorted", True))
+    if op == "group_norm":
+        return F.group_norm(x, args["num_groups"], t("weight"), t("bias"), args.get("eps", 1e-5))
+    if op == "layer_norm":
+        return F.layer_norm(x, list(args["normalized_shape"]), t("weight"), t("bias"), args.get("eps", 1e-5))
+    if op == "rms_norm":
+        return F.rms_norm(x, list(args["normalized_shape"]), t("weight"), args.get("eps"))
+    if op == "silu":
+        return F.silu(x)
+    if op == "gelu":
+        return F.gelu(x, approximate=args.get("approximate", "none"))
+    if op in ("sigmoid", "tanh", "relu", "exp", "rsqrt", "neg"):
+        return getattr(torch, op)(x)
+    if op in ("add", "sub", "mul", "div"):
+        return getattr(torch, op)(x, t("other"))
+    if op == "adaptive_avg_pool2d":
+        return F.adaptive_avg_pool2d(x, args["output_size"])
+    if op == "flatten":
+        return torch.flatten(x, args.get("start_dim", 0), args.get("end_dim", -1))
+    if op == "cast":
+        return x.to(_DTYPES[args["dtype"]])
+    if op == "linear":
+        return F.linear(x, t("weight"), t("bias"))
+    if op == "matmul":
+        return torch.matmul(x, t("other"))
+    raise NotImplementedError(f"kforge.rewrite: no reference for spec op {op!r}")
+
+
+def reference_function(spec):
+    """A function of the spec's inputs (named as they are) computing its graph with torch ops: the pattern."""
+    names = [i["name"] for i in spec["inputs"]]
+    graph = spec["graph"]
+    refs = spec.get("output_refs") or [{"step": len(graph) - 1, "index": 0}]
+
+    def fn(*tensors):
+        values = dict(zip(names, tensors))
+        results, prev = [], None
+        for step in graph:
+            args = step["args"]
+            x = values[args["input"]] if args.get("input") is not None else prev
+            out = _reference(step["op"], x, args, values)
+            outs = list(out) if isinstance(out, tuple) else [out]
+            results.append(outs)
+            name = step.get("as")
+            if isinstance(name, str):
+                values[name] = outs[0]
+            elif isinstance(name, list):
+                values.update(zip(name, outs))
+            prev = outs[0]
+        got = [results[r["step"]][r["index"]] for r in refs]
+        return got[0] if len(got) == 1 else tuple(got)
+
+    fn.__signature__ = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                                          for n in names])
+    fn.__name__ = "kforge_pattern"
+    return fn
+
+
+def _operator_function(description):
+    names = [i["name"] for i in description["spec"]["inputs"]]
+    opname = description["op"]
+
+    def fn(*tensors):
+        return getattr(torch.ops.kforge, opname)(*tensors)
+
+    fn.__signature__ = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                                          for n in names])
+    fn.__name__ = "kforge_" + opname
+    return fn
+
+
+def _example_inputs(spec, device):
+    """Tensors of the spec's inputs' dtypes and ranks for tracing its pattern (a symbol: a small size)."""
+    return [torch.empty([s if isinstance(s, int) else _SMALL for s in i["shape"]], dtype=_DTYPES[i["dtype"]],
+                        device=device) for i in spec["inputs"]]
+
+
+def covers(spec, values, kernels=None):
+    """Whether the match's input values (fake tensors, in the spec's input order) are a call the spec covers:
+    dtypes, ranks, sizes binding the shape, no gradient; and, given `kernels` ({device kind: bool}), a kernel loaded
+    for their device."""
+    symbols = {}
+    device = None
+    for i, v in zip(spec["inputs"], values):
+        if not isinstance(v, torch.Tensor) or v.dtype != _DTYPES[i["dtype"]] or v.dim() != len(i["shape"]):
+            return False
+        if v.requires_grad:
+            return False
+        if device is None:
+            device = v.device
+        elif v.device != device:
+            return False
+        for size, want in zip(v.shape, i["shape"]):
+            if not isinstance(size, int):
+                return False  # symbolic: the spec's sizes cannot be checked
+            if isinstance(want, str):
+                if symbols.setdefault(want, size) != size:
+                    return False
+            elif size != want:
+                return False
+    if kernels is not None and not kernels.get(device.type, False):
+        return False
+    return True
+
+
+class Rewrite:
+    """The rewrite pass of the loaded workloads (or `names`): a PatternMatcherPass with one replacement per
+    workload whose graph traces. `counts` says how many matches of each workload it replaced so far;
+    `skipped` which workloads have no pattern, and why."""
+
+    def __init__(self, descriptions, decompositions="inductor", require_kernel=True):
+        from torch._inductor import pattern_matcher as pm
+
+        self.descriptions = descriptions
+        self.require_kernel = require_kernel
+        self.counts = {}
+        self.skipped = []
+        self.pass_ = pm.PatternMatcherPass(pass_name="kforge_rewrite")
+        decomp = None if decompositions == "inductor" else (lambda: decompositions)
+
+        def trace(fn, args):
+            return pm.fwd_only(fn, args, get_decomp_fn=decomp)
+        # The longest graphs first: a workload containing another one's graph wins where both match.
+        for d in sorted(descriptions, key=lambda d: -len(d["spec"]["graph"])):
+            spec = d["spec"]
+            kernels = {k: v.get("kernel", False) for k, v in d["kernels"].items()} if require_kernel else None
+
+            def check(match, spec=spec, kernels=kernels, workload=d["workload"]):
+                values = [match.kwargs[i["name"]].meta.get("val") if isinstance(match.kwargs.get(i["name"]), torch.fx.Node)
+                          else None for i in spec["inputs"]]
+                return covers(spec, values, kernels)
+
+            def counted(*tensors, _fn=_operator_function(d), _w=d["workload"]):
+                return _fn(*tensors)
+
+            try:
+                search = reference_function(spec)
+                replace = _operator_function(d)
+                with torch.no_grad():
+                    ok = pm.register_replacement(search, replace, _example_inputs(spec, "cpu"), trace, self.pass_,
+                                                 extra_check=check)
+                if ok is False:
+                    self.skipped.append({"workload": d["workload"], "why": "a duplicate pattern"})
+            except Exception as e:  # an op without a reference, a graph that does not trace
+                self.skipped.append({"workload": d["workload"], "why": f"{type(e).__name__}: {e}"})
+
+    def __call__(self, graph):
+        """Rewrites `graph` (a torch.fx.Graph) in place; returns the number of replacements."""
+        before = self._ops(graph)
+        n = self.pass_.apply(graph)
+        after = self._ops(graph)
+        for op, k in after.items():
+            if k > before.get(op, 0):
+                w = next((d["workload"] for d in self.descriptions if d["op"] == op), op)
+                self.counts[w] = self.counts.get(w, 0) + k - before.get(op, 0)
+        return n
+
+    @staticmethod
+    def _ops(graph):
+        out = {}
+        for node in graph.nodes:
+            if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and \
+                    node.target.namespace == "kforge":
+                name = node.target._opname
+                out[name] = out.get(name, 0) + 1
+        return out
+
+
+
+def _custom_pass(rewrite):
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+
+    class _Pass(CustomGraphPass):
+        def __call__(self, graph):
+            rewrite(graph)
+
+        def uuid(self):
+            # None bypasses inductor's FX graph cache: a cached graph would skip the pass, and `counts` (what
+            # kforge.rewritten and e2e report) would miss what it replaced.
+            return None
+
+    return _Pass()
+
+
+def rewrite_backend(backend="inductor", names=None, require_kernel=True):
+    """A torch.compile backend that replaces the loaded workloads' patterns (or only `names`') with their operators,
+    then compiles with inductor ("inductor") or runs the rewritten ATen graph ("eager", "aot_eager"). The backend's
+    ``kforge_rewrite`` attribute is the pass (``.counts``: the replacements so far, by workload)."""
+    from .modules import _descriptions
+    import kforge
+
+    descriptions = [d for d in _descriptions() if names is None or d["workload"] in names or d["op"] in names]
+    if backend == "inductor":
+        rewrite = Rewrite(descriptions, "inductor", require_kernel)
+
+        def compiler(gm, example_inputs):
+            from torch._inductor.compile_fx import compile_fx
+            return compile_fx(gm, example_inputs, config_patches={"post_grad_custom_pre_pass": _custom_pass(rewrite)})
+    elif backend in ("eager", "aot_eager"):
+        from torch._dynamo.backends.common import aot_autograd
+        from torch._functorch.aot_autograd import make_boxed_func
+
+        rewrite = Rewrite(descriptions, {}, require_kernel)
+
+        def forward(gm, example_inputs):
+            if rewrite(gm.graph):
+                gm.graph.lint()
+                gm.recompile()
+            return make_boxed_func(gm)
+
+        compiler = aot_autograd(fw_compiler=forward, decompositions={})
+    else:
+        raise ValueError(f"kforge.rewrite_backend: backend {backend!r} (expected inductor, eager or aot_eager)")
+    del kforge
+
+    def kforge_backend(gm, example_inputs):
+        return compiler(gm, example_inputs)
+
+    kforge_backend.kforge_rewrite = rewrite
+    return kforge_backend
+
+
+def compile(model, backend="inductor", names=None, require_kernel=True, **kwargs):
+    """torch.compile(model, backend=rewrite_backend(backend, names, require_kernel), **kwargs): the model compiled
+    with the loaded workloads' patterns replaced by their operators. ``rewritten(result)`` says what was replaced
+    (after the first call compiles it)."""
+    b = rewrite_backend(backend, names, require_kernel)
+    compiled = torch.compile(model, backend=b, **kwargs)
+    try:
+        compiled._kforge_rewrite = b.kforge_rewrite
+    except AttributeError:
+        pass
+    return compiled
+
+
+def rewritten(compiled):
+    """[{"workload", "count"}]: the workloads whose patterns the rewrite of `compiled` (kforge.compile's result, or
+    a backend of rewrite_backend) replaced, and how many times, in the graphs compiled so far."""
+    r = getattr(compiled, "_kforge_rewrite", None) or getattr(compiled, "kforge_rewrite", None)
+    if r is None:
+        return []
+    return [{"workload": w, "count": n} for w, n in sorted(r.counts.items())]

@@ -1,0 +1,177 @@
+"""kforge.compile's graph rewrite (python/kforge/rewrite.py), run by ctest's kforge_ops_python through
+ops_python_test (which imports these classes): workloads written to a temp folder as `kforge capture` writes them,
+a small model whose forward has them inline (a scaled, masked softmax in float32 cast back, a SwiGLU), compiled on the cpu. It asserts what was rewritten (the pass's count and the profiler's
+record of kforge operator calls), that outputs match the model's, and that calls the spec does not cover (another
+dtype, another size, no kernel) are left alone."""
+import pathlib
+import tempfile
+import unittest
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import kforge
+
+SPECS = {
+    "rw-smax": """
+inputs:
+  x: {shape: [B, H, S, S], dtype: bfloat16, init: {normal: {std: 1.0}}}
+  mask: {shape: [1, 1, S, S], dtype: bfloat16, init: causal_mask}
+graph:
+  - scale: {input: x, factor: 0.25}
+  - add_mask: {mask: mask}
+  - softmax: {dim: -1, dtype: float32}
+  - cast: {dtype: bfloat16}
+cases:
+  - {B: 1, H: 4, S: 16, gate: true}
+""",
+    "rw-swiglu": """
+inputs:
+  x: {shape: [B, T, 64], dtype: bfloat16, init: {normal: {std: 1.0}}}
+  z: {shape: [B, T, 64], dtype: bfloat16, init: {normal: {std: 1.0}}}
+graph:
+  - silu: {input: x}
+  - mul: {other: z}
+cases:
+  - {B: 1, T: 16, gate: true}
+""",
+}
+NAMES = list(SPECS)
+TMP = None
+
+
+def setUpModule():
+    global TMP
+    TMP = tempfile.TemporaryDirectory(prefix="kf-rewrite-")
+    for name, body in SPECS.items():
+        (pathlib.Path(TMP.name) / f"{name}.yaml").write_text(f"version: 1\nname: {name}\n{body}")
+    report = kforge.load(TMP.name, device="cpu")
+    assert not report["skipped"], report["skipped"]
+    kforge.load(pathlib.Path(__file__).resolve().parents[2] / "workloads", device="cpu", names=["llama3-8b-swiglu"])
+
+
+def tearDownModule():
+    TMP.cleanup()
+
+
+class Block(nn.Module):
+    """Attention and an MLP written inline, as Hugging Face's eager Llama is (heads of 16)."""
+
+    def __init__(self, width=64):
+        super().__init__()
+        self.width, self.heads = width, width // 16  # heads of 16: the scale is 0.25 at any width
+        self.qkv = nn.Linear(width, 3 * width, bias=False)
+        self.gate, self.up = nn.Linear(width, width, bias=False), nn.Linear(width, width, bias=False)
+        self.norm_weight = nn.Parameter(1 + torch.randn(width) / 10)
+
+    def forward(self, x, mask):
+        b, t, _ = x.shape
+        d = self.width // self.heads
+        q, k, v = (y.view(b, t, self.heads, d).transpose(1, 2) for y in self.qkv(x).chunk(3, dim=-1))
+        scores = torch.matmul(q, k.transpose(2, 3)) * (1.0 / d ** 0.5)
+        scores = scores + mask
+        probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        attn = torch.matmul(probs, v).transpose(1, 2).reshape(b, t, -1)
+        h = x + attn
+        n = F.rms_norm(h, [self.width], self.norm_weight, 1e-6)
+        return h + F.silu(self.gate(n)) * self.up(n)
+
+
+def inputs(dtype, width=64, t=16):
+    torch.manual_seed(1)
+    x = torch.randn(1, t, width, dtype=dtype)
+    mask = torch.full((t, t), float("-inf")).triu(1)[None, None].to(dtype)
+    return x, mask
+
+
+def model(dtype, width=64):
+    torch.manual_seed(0)
+    return Block(width).to(dtype).eval()
+
+
+def kforge_calls(fn):
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        result = fn()
+    return result, sorted({e.name for e in prof.events() if e.name.startswith("kforge::")})
+
+
+def run(m, args, backend, **kw):
+    """The model's eager output, the compiled one's, what the rewrite replaced and the kforge operators called."""
+    torch._dynamo.reset()
+    with torch.no_grad():
+        ref = m(*args)
+        compiled = kforge.compile(m, backend=backend, names=kw.pop("names", NAMES), **kw)
+        compiled(*args)  # compiles
+        got, calls = kforge_calls(lambda: compiled(*args))
+    return ref, got, {r["workload"]: r["count"] for r in kforge.rewritten(compiled)}, calls
+
+
+class GraphRewrite(unittest.TestCase):
+    def assertClose(self, got, ref, rtol, atol):
+        self.assertEqual((got.shape, got.dtype), (ref.shape, ref.dtype))
+        torch.testing.assert_close(got.float(), ref.float(), rtol=rtol, atol=atol)
+
+    def test_inline_patterns_become_operators_with_the_eager_backend(self):
+        m, args = model(torch.bfloat16), inputs(torch.bfloat16)
+        ref, got, replaced, calls = run(m, args, "eager", require_kernel=False)
+        self.assertEqual(replaced, {"rw-smax": 1, "rw-swiglu": 1})
+        self.assertEqual(calls, ["kforge::rw_smax", "kforge::rw_swiglu"])
+        self.assertClose(got, ref, 1.6e-2, 1e-2)
+
+    def test_the_rewritten_graph_holds_one_operator_call_per_match(self):
+        seen = []
+        backend = kforge.rewrite_backend("eager", names=NAMES, require_kernel=False)
+
+        def recording(gm, example_inputs):
+            seen.append(gm)
+            return backend(gm, example_inputs)
+
+        torch._dynamo.reset()
+        m, args = model(torch.bfloat16), inputs(torch.bfloat16)
+        with torch.no_grad():
+            torch.compile(m, backend=recording)(*args)
+        self.assertEqual(len(seen), 1)  # one Dynamo graph, no break
+        self.assertEqual(backend.kforge_rewrite.counts, {"rw-smax": 1, "rw-swiglu": 1})
+        self.assertEqual(backend.kforge_rewrite.skipped, [])
+
+    def test_a_dtype_or_size_the_spec_does_not_cover_is_left_alone(self):
+        # float32: the SwiGLU has the bfloat16 spec's ATen graph, but not its dtype; the softmax is a different
+        # graph (no casts).
+        m, args = model(torch.float32), inputs(torch.float32)
+        ref, got, replaced, calls = run(m, args, "eager", require_kernel=False)
+        self.assertEqual((replaced, calls), ({}, []))
+        self.assertClose(got, ref, 1e-5, 1e-6)
+        # bfloat16 at width 32: the softmax's sizes are symbols (rewritten); the others' 64 is not 32.
+        m, args = model(torch.bfloat16, width=32), inputs(torch.bfloat16, width=32)
+        ref, got, replaced, calls = run(m, args, "eager", require_kernel=False)
+        self.assertEqual((replaced, calls), ({"rw-smax": 1}, ["kforge::rw_smax"]))
+        self.assertClose(got, ref, 1.6e-2, 1e-2)
+
+    def test_without_a_kernel_for_the_device_nothing_is_rewritten_by_default(self):
+        m, args = model(torch.bfloat16), inputs(torch.bfloat16)
+        _, _, replaced, calls = run(m, args, "eager")
+        self.assertEqual((replaced, calls), ({}, []))
+
+    def test_a_stored_cpu_kernel_replaces_an_inline_swiglu(self):
+        # llama3-8b-swiglu (bundled, a cpu winner; ops_python_test loads it): silu(gate) * up, bf16 [T, 14336].
+        def mlp(gate, up):
+            return (F.silu(gate) * up) * 2
+
+        gate, up = torch.randn(3, 14336).bfloat16(), torch.randn(3, 14336).bfloat16()
+        if not kforge.describe("llama3-8b-swiglu")["kernels"]["cpu"].get("kernel"):
+            self.skipTest("llama3-8b-swiglu has no cpu kernel loaded")
+        ref, got, replaced, calls = run(mlp, (gate, up), "eager", names=["llama3-8b-swiglu"])
+        self.assertEqual((replaced, calls), ({"llama3-8b-swiglu": 1}, ["kforge::llama3_8b_swiglu"]))
+        self.assertClose(got, ref, 1.6e-2, 1e-2)
+
+    def test_inductor_compiles_around_the_operators(self):
+        m, args = model(torch.bfloat16), inputs(torch.bfloat16)
+        ref, got, replaced, calls = run(m, args, "inductor", require_kernel=False)
+        self.assertEqual(replaced, {"rw-smax": 1, "rw-swiglu": 1})
+        self.assertEqual(calls, ["kforge::rw_smax", "kforge::rw_swiglu"])
+        self.assertClose(got, ref, 1.6e-2, 1e-2)
+
+
+if __name__ == "__main__":
+    unittest.main()
