@@ -6,23 +6,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "gate/gate.h"
 #include "report/summarize.h"
 #include "report/text_escape.h"
 
 namespace kf::e2e {
 namespace {
-
-gate_check make(std::string kind, std::string case_name, std::string against, check_outcome o, std::string sentence,
-                nlohmann::json numbers = nlohmann::json::object()) {
-  gate_check c;
-  c.kind = std::move(kind);
-  c.case_name = std::move(case_name);
-  c.against = std::move(against);
-  c.outcome = o;
-  c.sentence = std::move(sentence);
-  c.numbers = std::move(numbers);
-  return c;
-}
 
 impl_result impl_of(const variant_result& v, const std::string& as) {
   impl_result i;
@@ -94,21 +83,23 @@ workload_result to_workload_result(const e2e_result& r, const e2e_spec& spec, co
 void apply_e2e_gate(workload_result& w, const e2e_result& r, const e2e_spec& spec, const history_context& h,
                     const gate_options& o) {
   w.checks.clear();
-  w.checks.push_back(make("kernel", "", "", r.patched.empty() ? check_outcome::failed : check_outcome::passed,
-                          r.patched.empty() ? "kforge.patch found no module of the model whose "
-                                              "forward is a loaded "
-                                              "workload's graph: the operators are not in the model"
-                                            : w.kernel_note));
+  w.checks.push_back(make_gate_check("kernel", "", "",
+                                     r.patched.empty() ? check_outcome::failed : check_outcome::passed,
+                                     r.patched.empty() ? "kforge.patch found no module of the model whose "
+                                                         "forward is a loaded "
+                                                         "workload's graph: the operators are not in the model"
+                                                       : w.kernel_note));
   for (const auto& c : w.verify.checks)
-    w.checks.push_back(make("verify", c.case_name, "", c.passed ? check_outcome::passed : check_outcome::failed,
-                            c.passed ? fmt::format("outputs match eager: {}", c.detail) : c.detail, c.numbers));
+    w.checks.push_back(
+        make_gate_check("verify", c.case_name, "", c.passed ? check_outcome::passed : check_outcome::failed,
+                        c.passed ? fmt::format("outputs match eager: {}", c.detail) : c.detail, c.numbers));
   for (const auto& [baseline, variant] : k_beats_variant) {
     const case_result* c = w.find_case(baseline);
     if (!c) {
       if (required(spec, baseline))
         w.checks.push_back(
-            make("beats", baseline, baseline, check_outcome::failed,
-                 fmt::format("e2e.must_beat has {}, but the {} variant did not run", baseline, variant)));
+            make_gate_check("beats", baseline, baseline, check_outcome::failed,
+                            fmt::format("e2e.must_beat has {}, but the {} variant did not run", baseline, variant)));
       continue;
     }
     w.checks.push_back(beats_check(*c, baseline, required(spec, baseline), o));
@@ -125,23 +116,23 @@ void apply_e2e_gate(workload_result& w, const e2e_result& r, const e2e_spec& spe
           regression_check(*c, before, "history", h.origin.empty() ? "history" : h.origin, spec.max_regression, o));
     } else {
       std::string s = h.missing_why.empty() ? "no history to compare with" : h.missing_why;
-      w.checks.push_back(make("regression", baseline, "history",
-                              o.require_history ? check_outcome::failed : check_outcome::skipped,
-                              o.require_history ? s + " (--require-history)" : s));
+      w.checks.push_back(make_gate_check("regression", baseline, "history",
+                                         o.require_history ? check_outcome::failed : check_outcome::skipped,
+                                         o.require_history ? s + " (--require-history)" : s));
     }
   }
   if (spec.min_speedup > 1) {
     double s = r.speedup("kforge", "eager");
     bool ok = s >= spec.min_speedup;
-    w.checks.push_back(make("speedup", "eager", "eager",
-                            s <= 0 ? check_outcome::failed
-                            : ok   ? check_outcome::passed
-                                   : check_outcome::failed,
-                            s <= 0 ? "the kforge variant was not timed against eager"
-                                   : fmt::format("kforge is {:.3f}x eager's speed ({} "
-                                                 "medians); e2e.min_speedup is {:.3f}x",
-                                                 s, r.metric(), spec.min_speedup),
-                            {{"speedup", s}, {"min_speedup", spec.min_speedup}}));
+    w.checks.push_back(make_gate_check("speedup", "eager", "eager",
+                                       s <= 0 ? check_outcome::failed
+                                       : ok   ? check_outcome::passed
+                                              : check_outcome::failed,
+                                       s <= 0 ? "the kforge variant was not timed against eager"
+                                              : fmt::format("kforge is {:.3f}x eager's speed ({} "
+                                                            "medians); e2e.min_speedup is {:.3f}x",
+                                                            s, r.metric(), spec.min_speedup),
+                                       {{"speedup", s}, {"min_speedup", spec.min_speedup}}));
   }
   const amdahl& a = r.prediction;
   nlohmann::json numbers = {
@@ -152,23 +143,24 @@ void apply_e2e_gate(workload_result& w, const e2e_result& r, const e2e_spec& spe
   if (gated) numbers["min_predicted_fraction"] = need;
   gate_check c;
   if (!a.profiled)
-    c = make("amdahl", "eager", "prediction", gated ? check_outcome::failed : check_outcome::skipped, a.why, numbers);
+    c = make_gate_check("amdahl", "eager", "prediction", gated ? check_outcome::failed : check_outcome::skipped, a.why,
+                        numbers);
   else if (!a.fraction_known())
-    c = make("amdahl", "eager", "prediction", check_outcome::skipped,
-             fmt::format("the profile predicts no gain ({:.3f}x: the patched "
-                         "patterns take {:.1f}% of the forward at "
-                         "{:.2f}x), so there is no fraction of it to reach",
-                         a.predicted, a.share * 100, a.pattern_speedup),
-             numbers);
+    c = make_gate_check("amdahl", "eager", "prediction", check_outcome::skipped,
+                        fmt::format("the profile predicts no gain ({:.3f}x: the patched "
+                                    "patterns take {:.1f}% of the forward at "
+                                    "{:.2f}x), so there is no fraction of it to reach",
+                                    a.predicted, a.share * 100, a.pattern_speedup),
+                        numbers);
   else
-    c = make("amdahl", "eager", "prediction",
-             !gated || a.fraction >= need ? check_outcome::passed : check_outcome::failed,
-             fmt::format("measured {:.3f}x over eager, {:.0f}% of the {:.3f}x the "
-                         "profile predicts (the patched patterns "
-                         "take {:.1f}% of the forward, {:.2f}x faster){}",
-                         a.measured, a.fraction * 100, a.predicted, a.share * 100, a.pattern_speedup,
-                         gated ? fmt::format("; e2e.min_predicted_fraction is {:.0f}%", need * 100) : ""),
-             numbers);
+    c = make_gate_check("amdahl", "eager", "prediction",
+                        !gated || a.fraction >= need ? check_outcome::passed : check_outcome::failed,
+                        fmt::format("measured {:.3f}x over eager, {:.0f}% of the {:.3f}x the "
+                                    "profile predicts (the patched patterns "
+                                    "take {:.1f}% of the forward, {:.2f}x faster){}",
+                                    a.measured, a.fraction * 100, a.predicted, a.share * 100, a.pattern_speedup,
+                                    gated ? fmt::format("; e2e.min_predicted_fraction is {:.0f}%", need * 100) : ""),
+                        numbers);
   c.advisory = !gated;
   w.checks.push_back(c);
 }

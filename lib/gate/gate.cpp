@@ -12,10 +12,9 @@
 #include "spec/baseline_registry.h"
 
 namespace kf {
-namespace {
 
-gate_check make(std::string kind, std::string case_name, std::string against, check_outcome o, std::string sentence,
-                nlohmann::json numbers = nlohmann::json::object()) {
+gate_check make_gate_check(std::string kind, std::string case_name, std::string against, check_outcome o,
+                           std::string sentence, nlohmann::json numbers) {
   gate_check c;
   c.kind = std::move(kind);
   c.case_name = std::move(case_name);
@@ -26,6 +25,8 @@ gate_check make(std::string kind, std::string case_name, std::string against, ch
   return c;
 }
 
+namespace {
+
 std::string us(double v) { return format_us(v) + " us"; }
 std::string pv(double p) { return p < 1e-4 ? fmt::format("{:.1e}", p) : fmt::format("{:.4f}", p); }
 
@@ -34,10 +35,12 @@ const impl_result* kernel_of(const case_result& c, std::string kind, std::string
   const impl_result* k = c.find("kernel");
   if (k && k->status == impl_status::ok && !k->series(c.metric).empty()) return k;
   if (k && k->status == impl_status::failed)
-    *why = make(kind, c.name, against, check_outcome::failed, fmt::format("the kernel failed while being timed: {}", k->why));
+    *why = make_gate_check(kind, c.name, against, check_outcome::failed,
+                           fmt::format("the kernel failed while being timed: {}", k->why));
   else
-    *why = make(kind, c.name, against, check_outcome::skipped,
-                k && !k->why.empty() ? fmt::format("the kernel was not timed: {}", k->why) : "the kernel was not timed on this case");
+    *why = make_gate_check(kind, c.name, against, check_outcome::skipped,
+                           k && !k->why.empty() ? fmt::format("the kernel was not timed: {}", k->why)
+                                                : "the kernel was not timed on this case");
   return nullptr;
 }
 
@@ -45,8 +48,9 @@ void add_verify_checks(workload_result& w, const gate_options& o) {
   const auto& v = w.verify;
   if (v.verdict == "not_run") {
     if (w.error.empty())
-      w.checks.push_back(make("verify", "", "", check_outcome::error,
-                              v.why.empty() ? "verification did not run" : fmt::format("verification did not run: {}", v.why)));
+      w.checks.push_back(make_gate_check(
+          "verify", "", "", check_outcome::error,
+          v.why.empty() ? "verification did not run" : fmt::format("verification did not run: {}", v.why)));
     return;
   }
   // Groups in first-seen order; "" holds checks that are not per case (the static scan).
@@ -72,27 +76,30 @@ void add_verify_checks(workload_result& w, const gate_options& o) {
     numbers["failed"] = failed;
     any_failed_check |= failed > 0;
     if (failed)
-      w.checks.push_back(make("verify", name, "", check_outcome::failed,
-                              fmt::format("{} of {} checks failed: {}{}", failed, total, fmt::join(details, "; "),
-                                          failed > static_cast<int>(details.size()) ? "; ..." : ""),
-                              numbers));
+      w.checks.push_back(
+          make_gate_check("verify", name, "", check_outcome::failed,
+                          fmt::format("{} of {} checks failed: {}{}", failed, total, fmt::join(details, "; "),
+                                      failed > static_cast<int>(details.size()) ? "; ..." : ""),
+                          numbers));
     else
-      w.checks.push_back(make("verify", name, "", check_outcome::passed,
-                              fmt::format("{} checks passed ({})", total, fmt::join(rules, ", ")), numbers));
+      w.checks.push_back(make_gate_check("verify", name, "", check_outcome::passed,
+                                         fmt::format("{} checks passed ({})", total, fmt::join(rules, ", ")), numbers));
   }
   if (v.verdict == "failed" && !any_failed_check)
-    w.checks.push_back(make("verify", "", "", check_outcome::failed,
-                            v.why.empty() ? "the kernel was rejected without a failing check (see the worker log)" : v.why));
+    w.checks.push_back(make_gate_check(
+        "verify", "", "", check_outcome::failed,
+        v.why.empty() ? "the kernel was rejected without a failing check (see the worker log)" : v.why));
   if (v.verdict == "passed" && v.checks.empty())
-    w.checks.push_back(make("verify", "", "", check_outcome::error, "the worker reported a pass without any checks"));
+    w.checks.push_back(
+        make_gate_check("verify", "", "", check_outcome::error, "the worker reported a pass without any checks"));
 
   // Timed cases need evidence of correctness, and a time below the floor is not physically possible.
   for (auto& c : w.cases) {
     auto it = std::find_if(w.checks.begin(), w.checks.end(),
                            [&](const gate_check& k) { return k.kind == "verify" && k.case_name == c.name; });
     if (it == w.checks.end()) {
-      w.checks.push_back(make("verify", c.name, "", check_outcome::error,
-                              "this case was timed but the verification reported nothing for it"));
+      w.checks.push_back(make_gate_check("verify", c.name, "", check_outcome::error,
+                                         "this case was timed but the verification reported nothing for it"));
       it = std::prev(w.checks.end());
     }
     const impl_result* k = c.find("kernel");
@@ -137,15 +144,18 @@ gate_check beats_check(const case_result& c, std::string_view baseline, bool req
   const impl_result* base = c.find(b);
   std::string need = required ? "" : " (not required by gate.must_beat)";
   if (!base)
-    return make("beats", c.name, b, check_outcome::skipped, fmt::format("{} was not measured{}", b, need));
+    return make_gate_check("beats", c.name, b, check_outcome::skipped, fmt::format("{} was not measured{}", b, need));
   if (base->status == impl_status::skipped)
-    return make("beats", c.name, b, check_outcome::skipped, fmt::format("{} baseline skipped: {}{}", b, base->why, need));
+    return make_gate_check("beats", c.name, b, check_outcome::skipped,
+                           fmt::format("{} baseline skipped: {}{}", b, base->why, need));
   if (base->status == impl_status::failed)
-    return make("beats", c.name, b, required ? check_outcome::error : check_outcome::skipped,
-                fmt::format("{} baseline failed: {}{}", b, base->why, need));
+    return make_gate_check("beats", c.name, b, required ? check_outcome::error : check_outcome::skipped,
+                           fmt::format("{} baseline failed: {}{}", b, base->why, need));
   const auto& ks = k->series(c.metric).samples_us;
   const auto& bs = base->series(c.metric).samples_us;
-  if (bs.empty()) return make("beats", c.name, b, check_outcome::skipped, fmt::format("{} has no {} samples", b, c.metric));
+  if (bs.empty())
+    return make_gate_check("beats", c.name, b, check_outcome::skipped,
+                           fmt::format("{} has no {} samples", b, c.metric));
   double km = stats::median(ks), bm = stats::median(bs);
   const measure::ratio_judgement j = ratio_of(ks, bs, 1.0, o);
   const stats::ratio_estimate& r = j.ratio;
@@ -160,33 +170,37 @@ gate_check beats_check(const case_result& c, std::string_view baseline, bool req
   check_outcome fail = required ? check_outcome::failed : check_outcome::skipped;
   std::string tail = required ? "; the spec's gate.must_beat requires it" : need;
   if (static_cast<int>(r.n) < o.min_samples)
-    return make("beats", c.name, b, check_outcome::inconclusive,
-                fmt::format("inconclusive: kernel {} vs {} {}: too few samples to tell ({} pairs, need {}){}", us(km), b,
-                            us(bm), r.n, o.min_samples, need),
-                numbers);
+    return make_gate_check(
+        "beats", c.name, b, check_outcome::inconclusive,
+        fmt::format("inconclusive: kernel {} vs {} {}: too few samples to tell ({} pairs, need {}){}", us(km), b,
+                    us(bm), r.n, o.min_samples, need),
+        numbers);
   switch (d) {
     case stats::decision::below:
-      return make("beats", c.name, b, check_outcome::passed,
-                  fmt::format("kernel {} is {:.2f}x faster than {} {} ({})", us(km), 1 / r.ratio, b, us(bm), interval),
-                  numbers);
+      return make_gate_check(
+          "beats", c.name, b, check_outcome::passed,
+          fmt::format("kernel {} is {:.2f}x faster than {} {} ({})", us(km), 1 / r.ratio, b, us(bm), interval),
+          numbers);
     case stats::decision::above:
-      return make("beats", c.name, b, fail,
-                  fmt::format("kernel {} is not faster than {} {}: {:.2f}x slower ({:.2f}x to {:.2f}x slower at {:.0f}% "
-                              "confidence, {} pairs){}",
-                              us(km), b, us(bm), r.ratio, r.lo, r.hi, (1 - o.alpha) * 100, r.n, tail),
-                  numbers);
+      return make_gate_check(
+          "beats", c.name, b, fail,
+          fmt::format("kernel {} is not faster than {} {}: {:.2f}x slower ({:.2f}x to {:.2f}x slower at {:.0f}% "
+                      "confidence, {} pairs){}",
+                      us(km), b, us(bm), r.ratio, r.lo, r.hi, (1 - o.alpha) * 100, r.n, tail),
+          numbers);
     case stats::decision::within:
-      return make("beats", c.name, b, fail,
-                  fmt::format("kernel {} is not faster than {} {}: the same speed within {:.1f}% ({}){}", us(km), b,
-                              us(bm), r.spread * 100, interval, tail),
-                  numbers);
+      return make_gate_check("beats", c.name, b, fail,
+                             fmt::format("kernel {} is not faster than {} {}: the same speed within {:.1f}% ({}){}",
+                                         us(km), b, us(bm), r.spread * 100, interval, tail),
+                             numbers);
     case stats::decision::open: break;
   }
-  return make("beats", c.name, b, check_outcome::inconclusive,
-              fmt::format("inconclusive: kernel {} vs {} {} ({:.2f}x) could not be told apart within the time cap: "
-                          "{} (noise +-{:.1f}%){}",
-                          us(km), b, us(bm), 1 / r.ratio, interval, r.spread * 100, need),
-              numbers);
+  return make_gate_check(
+      "beats", c.name, b, check_outcome::inconclusive,
+      fmt::format("inconclusive: kernel {} vs {} {} ({:.2f}x) could not be told apart within the time cap: "
+                  "{} (noise +-{:.1f}%){}",
+                  us(km), b, us(bm), 1 / r.ratio, interval, r.spread * 100, need),
+      numbers);
 }
 
 namespace {
@@ -220,24 +234,26 @@ gate_check history_regression(const case_result& c, const sample_series& now, co
                             {"n", now.stats.count}, {"n_before", before.stats.count}, {"max_regression", max_regression}};
   std::string head = fmt::format("{} now vs {} in {} ({})", us(km), us(bm), origin, pct(ratio - 1));
   if (now.stats.count < o.min_samples || before.stats.count < o.min_samples)
-    return make("regression", c.name, "history", check_outcome::inconclusive,
-                fmt::format("inconclusive: {}, but only {} and {} samples (need {} each)", head, now.stats.count,
-                            before.stats.count, o.min_samples),
-                numbers);
+    return make_gate_check("regression", c.name, "history", check_outcome::inconclusive,
+                           fmt::format("inconclusive: {}, but only {} and {} samples (need {} each)", head,
+                                       now.stats.count, before.stats.count, o.min_samples),
+                           numbers);
   if (lo > line)
-    return make("regression", c.name, "history", check_outcome::failed,
-                fmt::format("kernel is {:.1f}% slower than in {} ({} vs {}; even the medians' intervals are {:.1f}% "
-                            "apart), over the {:.1f}% allowed by gate.max_regression",
-                            (ratio - 1) * 100, origin, us(km), us(bm), (lo - 1) * 100, max_regression * 100),
-                numbers);
+    return make_gate_check(
+        "regression", c.name, "history", check_outcome::failed,
+        fmt::format("kernel is {:.1f}% slower than in {} ({} vs {}; even the medians' intervals are {:.1f}% "
+                    "apart), over the {:.1f}% allowed by gate.max_regression",
+                    (ratio - 1) * 100, origin, us(km), us(bm), (lo - 1) * 100, max_regression * 100),
+        numbers);
   if (ratio > line)
-    return make("regression", c.name, "history", check_outcome::inconclusive,
-                fmt::format("inconclusive: {}: over the {:.1f}% allowed, but within the medians' intervals ({:.2f}x to "
-                            "{:.2f}x); runs on different days drift, so `--base` times the base kernel alongside",
-                            head, max_regression * 100, lo, hi),
-                numbers);
-  return make("regression", c.name, "history", check_outcome::passed,
-              fmt::format("{}: within the {:.1f}% allowed", head, max_regression * 100), numbers);
+    return make_gate_check(
+        "regression", c.name, "history", check_outcome::inconclusive,
+        fmt::format("inconclusive: {}: over the {:.1f}% allowed, but within the medians' intervals ({:.2f}x to "
+                    "{:.2f}x); runs on different days drift, so `--base` times the base kernel alongside",
+                    head, max_regression * 100, lo, hi),
+        numbers);
+  return make_gate_check("regression", c.name, "history", check_outcome::passed,
+                         fmt::format("{}: within the {:.1f}% allowed", head, max_regression * 100), numbers);
 }
 
 }  // namespace
@@ -249,8 +265,8 @@ gate_check regression_check(const case_result& c, const sample_series* before, s
   const impl_result* k = kernel_of(c, "regression", against, &why);
   if (!k) return why;
   if (!before || (before->empty() && before->stats.count == 0))
-    return make("regression", c.name, against, check_outcome::skipped,
-                fmt::format("no {} samples of this case in {}", c.metric, origin));
+    return make_gate_check("regression", c.name, against, check_outcome::skipped,
+                           fmt::format("no {} samples of this case in {}", c.metric, origin));
   if (against != "base") return history_regression(c, k->series(c.metric), *before, origin, max_regression, o);
 
   const auto& ks = k->series(c.metric).samples_us;
@@ -268,31 +284,34 @@ gate_check regression_check(const case_result& c, const sample_series* before, s
   std::string head = fmt::format("{} vs {} in {} ({}; {:.3f}x to {:.3f}x at {:.0f}% confidence, {} pairs)", us(km),
                                  us(bm), origin, pct(r.ratio - 1), r.lo, r.hi, (1 - o.alpha) * 100, r.n);
   if (static_cast<int>(r.n) < o.min_samples)
-    return make("regression", c.name, against, check_outcome::inconclusive,
-                fmt::format("inconclusive: {}: too few pairs (need {})", head, o.min_samples), numbers);
+    return make_gate_check("regression", c.name, against, check_outcome::inconclusive,
+                           fmt::format("inconclusive: {}: too few pairs (need {})", head, o.min_samples), numbers);
   switch (d) {
     case stats::decision::above:
-      return make("regression", c.name, against, check_outcome::failed,
-                  fmt::format("kernel is {:.1f}% slower than {} ({} vs {}, p = {}), over the {:.1f}% allowed by "
-                              "gate.max_regression",
-                              (r.ratio - 1) * 100, origin, us(km), us(bm), pv(r.p_above), max_regression * 100),
-                  numbers);
+      return make_gate_check(
+          "regression", c.name, against, check_outcome::failed,
+          fmt::format("kernel is {:.1f}% slower than {} ({} vs {}, p = {}), over the {:.1f}% allowed by "
+                      "gate.max_regression",
+                      (r.ratio - 1) * 100, origin, us(km), us(bm), pv(r.p_above), max_regression * 100),
+          numbers);
     case stats::decision::below:
     case stats::decision::within:
-      return make("regression", c.name, against, check_outcome::passed,
-                  fmt::format("{}: {}", head,
-                              d == stats::decision::within
-                                  ? fmt::format("within noise of the {:.1f}% allowed", max_regression * 100)
-                              : r.ratio < 1 ? std::string("no slower")
-                                            : fmt::format("within the {:.1f}% allowed", max_regression * 100)),
-                  numbers);
+      return make_gate_check(
+          "regression", c.name, against, check_outcome::passed,
+          fmt::format("{}: {}", head,
+                      d == stats::decision::within
+                          ? fmt::format("within noise of the {:.1f}% allowed", max_regression * 100)
+                      : r.ratio < 1 ? std::string("no slower")
+                                    : fmt::format("within the {:.1f}% allowed", max_regression * 100)),
+          numbers);
     case stats::decision::open: break;
   }
-  return make("regression", c.name, against, check_outcome::inconclusive,
-              fmt::format("inconclusive: {}: could not tell whether it is over the {:.1f}% allowed within the time cap "
-                          "(noise +-{:.1f}%)",
-                          head, max_regression * 100, r.spread * 100),
-              numbers);
+  return make_gate_check(
+      "regression", c.name, against, check_outcome::inconclusive,
+      fmt::format("inconclusive: {}: could not tell whether it is over the {:.1f}% allowed within the time cap "
+                  "(noise +-{:.1f}%)",
+                  head, max_regression * 100, r.spread * 100),
+      numbers);
 }
 
 void apply_false_discovery_control(run_result& r, const gate_options& o) {
@@ -331,14 +350,16 @@ void apply_gate(workload_result& w, const gate_spec& policy, const history_conte
   w.checks.clear();
   if (w.kernel_path.empty()) {
     std::string note = w.kernel_note.empty() ? "no kernel stored for this GPU" : w.kernel_note;
-    w.checks.push_back(make("kernel", "", "", policy.require_kernel ? check_outcome::failed : check_outcome::skipped,
-                            fmt::format("{}: nothing to verify or time (`kforge retune` searches for one){}", note,
-                                        policy.require_kernel ? "; the spec's gate.require_kernel requires one" : "")));
+    w.checks.push_back(
+        make_gate_check("kernel", "", "", policy.require_kernel ? check_outcome::failed : check_outcome::skipped,
+                        fmt::format("{}: nothing to verify or time (`kforge retune` searches for one){}", note,
+                                    policy.require_kernel ? "; the spec's gate.require_kernel requires one" : "")));
     return;
   }
-  w.checks.push_back(make("kernel", "", "", check_outcome::passed,
-                          w.kernel_note.empty() ? fmt::format("using {}", w.kernel_path)
-                                                : fmt::format("using {} ({})", w.kernel_path, w.kernel_note)));
+  w.checks.push_back(make_gate_check("kernel", "", "", check_outcome::passed,
+                                     w.kernel_note.empty()
+                                         ? fmt::format("using {}", w.kernel_path)
+                                         : fmt::format("using {} ({})", w.kernel_path, w.kernel_note)));
   add_verify_checks(w, o);
 
   for (auto& c : w.cases) {
@@ -372,8 +393,9 @@ void apply_gate(workload_result& w, const gate_spec& policy, const history_conte
         continue;
       }
       std::string s = h.missing_why.empty() ? "no history to compare with" : h.missing_why;
-      w.checks.push_back(make("regression", c.name, "history", o.require_history ? check_outcome::failed : check_outcome::skipped,
-                              o.require_history ? s + " (--require-history)" : s));
+      w.checks.push_back(make_gate_check("regression", c.name, "history",
+                                         o.require_history ? check_outcome::failed : check_outcome::skipped,
+                                         o.require_history ? s + " (--require-history)" : s));
     }
   }
 }

@@ -13,6 +13,10 @@ namespace kf {
 // The gate's statistics (docs/statistics.md): every comparison is a ratio of two series timed interleaved in
 // the same worker, answered from paired rounds with a sign-test interval (measure/ratio_test.h), alpha spent over
 // the looks the sequential stopping rule took; regression checks of a run are held to a false discovery rate.
+// A check with its fields filled (the gate's and the e2e gate's checks are made this way).
+gate_check make_gate_check(std::string kind, std::string case_name, std::string against, check_outcome o,
+                           std::string sentence, nlohmann::json numbers = nlohmann::json::object());
+
 struct gate_options {
   double alpha = 0.01;          // per question over all its looks; the run's false discovery rate for regressions
   double resolution = 0.01;     // an interval tighter than +-1 % decides a question even when it straddles the line
