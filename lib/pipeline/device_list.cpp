@@ -82,6 +82,11 @@ device_list parse_device_list(std::string_view text, const gpu_probe& probe) {
   }
   out.names = names_of(out.ids);
   out.why = fmt::format("--devices: {} (as asked), one worker each", fmt::join(out.names, ", "));
+  for (const auto& name : out.names)
+    if (name.find('#') != std::string::npos) {  // the workers share the device: each skews the other's timings
+      out.why += "; workers sharing a device time each other's load: for testing the scheduling, not for numbers";
+      break;
+    }
   return out;
 }
 

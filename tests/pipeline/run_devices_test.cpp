@@ -331,6 +331,8 @@ TEST(device_list, lists_allow_repeats_and_name_them_apart) {
   EXPECT_EQ(parse_device_list("cuda:0,cuda:1,cuda:0", {}).names,
             (std::vector<std::string>{"cuda:0#1", "cuda:1", "cuda:0#2"}));
   EXPECT_EQ(parse_device_list("cpu", {}).names, std::vector<std::string>{"cpu"});
+  EXPECT_THAT(parse_device_list("cpu,cpu", {}).why, HasSubstr("not for numbers"));
+  EXPECT_THAT(parse_device_list("cpu", {}).why, ::testing::Not(HasSubstr("not for numbers")));
 }
 
 TEST(device_list, bad_lists_name_the_item) {
