@@ -23,6 +23,7 @@ Exit 2 on the user's mistakes (no such file or function, a bad result, a bad dev
 """
 import argparse
 import copy
+import functools
 import importlib.util
 import json
 import math
@@ -47,8 +48,9 @@ def fail(message):
     sys.exit(2)
 
 
+@functools.lru_cache(maxsize=None)
 def tracer_module():
-    """lib/capture/trace.py, for its model loading (the same FILE.py:FUNCTION rules as kforge capture)."""
+    """lib/capture/trace.py, for its model loading (the same FILE.py:FUNCTION rules as kforge capture), loaded once."""
     spec = importlib.util.spec_from_file_location("kforge_capture_trace", HERE.parent / "capture" / "trace.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -64,15 +66,8 @@ def sync(cuda):
 
 
 def flat_tensors(out):
-    import torch
-
-    if isinstance(out, torch.Tensor):
-        return [out]
-    if isinstance(out, dict):
-        out = list(out.values())
-    if isinstance(out, (tuple, list)):
-        return [t for o in out for t in flat_tensors(o)]
-    return []
+    """A model's outputs as a list of tensors (capture's rule: dicts by value, nested tuples and lists in order)."""
+    return tracer_module().flat_tensors(out)
 
 
 def compare(got, ref, rtol, atol):
