@@ -24,15 +24,18 @@ tests and for workloads not yet tuned). A constant of the graph (a scale factor,
 must equal the spec's exactly. A workload with several outputs (``add`` ``as: h`` then ``rms_norm``) is replaced
 when all of its outputs are found in the graph.
 
+An ``rms_norm`` is matched in the two ways models write it (``RMS_NORM_FORMS``): as ``F.rms_norm`` decomposes
+(16-bit input upcast, pow, mean over the normalized dims, + eps in float32, rsqrt, the weight in float32, cast back)
+and as Hugging Face's LlamaRMSNorm (the same statistics, cast back, then ``weight * y``), each traced on the cpu and,
+where there is one, the GPU (the non-decomposed graph's casts name their device).
+
 Limits: only what torch.compile traces (a graph break leaves two graphs, each rewritten on its own); a pattern
-written differently from the spec's reference (Llama's RMSNorm by hand: upcast, pow, mean, rsqrt, the weight
-first) is a different ATen graph and is not matched (kforge.patch's matching by behaviour takes such modules);
-symbolic sizes (``dynamic=True``) are not matched (the spec's sizes are checked on concrete ints); operand order
-matters (``mask + x`` is not ``x + mask``); a float constant must be the spec's bit for bit. Seen not to match yet:
-``rms_norm`` (traced from ``F.rms_norm``, its ATen has an in-place ``add_`` that the model's functionalized graph
-has as ``add``), so an add-then-rms_norm workload is not rewritten; softmax, log_softmax, scale, add_mask, cast,
-silu, mul and add are. Inference only: the operators have no backward, so a match whose inputs require grad is
-refused. The pass replaces inductor's ``post_grad_custom_pre_pass`` for the compile it is given to, and turns off
+written differently from the spec's reference and its forms (another order of an RMSNorm's casts and weight, a
+GemmaRMSNorm's 1 + weight) is a different ATen graph and is not matched (kforge.patch's matching by behaviour takes
+such modules); symbolic sizes (``dynamic=True``) are not matched (the spec's sizes are checked on concrete ints); operand order
+matters (``mask + x`` is not ``x + mask``); a float constant must be the spec's bit for bit. Tested: softmax,
+log_softmax, scale, add_mask, cast, silu, mul, add, and an add then rms_norm (two outputs) written either way.
+Inference only: the operators have no backward, so a match whose inputs require grad is refused. The pass replaces inductor's ``post_grad_custom_pre_pass`` for the compile it is given to, and turns off
 inductor's FX graph cache for it (a cached graph would not run the pass, so what it replaced would go uncounted).
 """
 import inspect
@@ -45,8 +48,34 @@ from .modules import _DTYPES
 _SMALL = 8  # the size given to a spec's shape symbol when tracing its pattern (any size binds)
 
 
-def _reference(op, x, args, values):
-    """One spec op as the torch calls docs/workload-spec.md names."""
+# The ways a model writes an RMSNorm, each a pattern of its own (a spec's rms_norm is any of them, as capture lifts
+# them all to rms_norm): "aten", F.rms_norm as ATen decomposes it (16-bit inputs upcast, pow, mean over the
+# normalized dims, + eps, rsqrt, the weight multiplied in float32, cast back); "weight_first", Hugging Face's
+# LlamaRMSNorm (the same statistics, cast back, then weight * y).
+RMS_NORM_FORMS = ("aten", "weight_first")
+
+
+def _rms_norm(x, normalized_shape, w, eps, form):
+    low = x.dtype in (torch.float16, torch.bfloat16)
+    if eps is None:
+        eps = torch.finfo(torch.float32 if low else x.dtype).eps
+    xf = x.to(torch.float32) if low else x
+    if form == "aten":
+        # As the decomposition writes it: positive dims, eps rounded to float32, the cast with its layout and device.
+        dims = [x.dim() - len(normalized_shape) + i for i in range(len(normalized_shape))]
+        eps32 = torch.tensor(eps, dtype=torch.float32).item()
+        y = xf * torch.rsqrt(torch.ops.aten.add.Scalar(xf.pow(2).mean(dims, keepdim=True), eps32))
+        if w is not None:
+            y = y * w
+        return torch.ops.aten._to_copy.default(y, dtype=x.dtype, layout=torch.strided, device=x.device) if low else y
+    dims = -1 if len(normalized_shape) == 1 else [-i for i in range(len(normalized_shape), 0, -1)]
+    y = xf * torch.rsqrt(xf.pow(2).mean(dims, keepdim=True) + eps)
+    y = y.to(x.dtype) if low else y
+    return w * y if w is not None else y
+
+
+def _reference(op, x, args, values, form="aten"):
+    """One spec op as the torch calls docs/workload-spec.md names (`form`: which of RMS_NORM_FORMS an rms_norm is)."""
     t = lambda name: values[args[name]] if args.get(name) is not None else None  # noqa: E731
     if op == "scale":
         return x * args["factor"]
@@ -66,7 +95,7 @@ def _reference(op, x, args, values):
     if op == "layer_norm":
         return F.layer_norm(x, list(args["normalized_shape"]), t("weight"), t("bias"), args.get("eps", 1e-5))
     if op == "rms_norm":
-        return F.rms_norm(x, list(args["normalized_shape"]), t("weight"), args.get("eps"))
+        return _rms_norm(x, list(args["normalized_shape"]), t("weight"), args.get("eps"), form)
     if op == "silu":
         return F.silu(x)
     if op == "gelu":
@@ -88,7 +117,7 @@ def _reference(op, x, args, values):
     raise NotImplementedError(f"kforge.rewrite: no reference for spec op {op!r}")
 
 
-def reference_function(spec):
+def reference_function(spec, form="aten"):
     """A function of the spec's inputs (named as they are) computing its graph with torch ops: the pattern."""
     names = [i["name"] for i in spec["inputs"]]
     graph = spec["graph"]
@@ -100,7 +129,7 @@ def reference_function(spec):
         for step in graph:
             args = step["args"]
             x = values[args["input"]] if args.get("input") is not None else prev
-            out = _reference(step["op"], x, args, values)
+            out = _reference(step["op"], x, args, values, form)
             outs = list(out) if isinstance(out, tuple) else [out]
             results.append(outs)
             name = step.get("as")
@@ -195,16 +224,20 @@ class Rewrite:
             def counted(*tensors, _fn=_operator_function(d), _w=d["workload"]):
                 return _fn(*tensors)
 
-            try:
-                search = reference_function(spec)
-                replace = _operator_function(d)
-                with torch.no_grad():
-                    ok = pm.register_replacement(search, replace, _example_inputs(spec, "cpu"), trace, self.pass_,
-                                                 extra_check=check)
-                if ok is False:
-                    self.skipped.append({"workload": d["workload"], "why": "a duplicate pattern"})
-            except Exception as e:  # an op without a reference, a graph that does not trace
-                self.skipped.append({"workload": d["workload"], "why": f"{type(e).__name__}: {e}"})
+            forms = RMS_NORM_FORMS if any(s["op"] == "rms_norm" for s in spec["graph"]) else RMS_NORM_FORMS[:1]
+            # Traced on each device a model may run on: a cast's device is part of the non-decomposed ATen graph.
+            devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+            for form, device in [(f, dev) for f in forms for dev in devices]:
+                try:
+                    search = reference_function(spec, form)
+                    replace = _operator_function(d)
+                    with torch.no_grad():
+                        ok = pm.register_replacement(search, replace, _example_inputs(spec, device), trace, self.pass_,
+                                                     extra_check=check)
+                    if ok is False and (form, device) == (forms[0], devices[0]):
+                        self.skipped.append({"workload": d["workload"], "why": "a duplicate pattern"})
+                except Exception as e:  # an op without a reference, a graph that does not trace
+                    self.skipped.append({"workload": d["workload"], "why": f"{type(e).__name__}: {e}"})
 
     def __call__(self, graph):
         """Rewrites `graph` (a torch.fx.Graph) in place; returns the number of replacements."""

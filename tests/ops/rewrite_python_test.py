@@ -38,13 +38,29 @@ cases:
 """,
 }
 NAMES = list(SPECS)
+# A residual add then an RMSNorm (two outputs), matched however a model writes the norm; loaded beside SPECS, named
+# only by the tests of it (width 48: no other model here has it).
+NORM_SPECS = {
+    "rw-addnorm": """
+inputs:
+  x: {shape: [B, T, 48], dtype: bfloat16, init: {normal: {std: 1.0}}}
+  z: {shape: [B, T, 48], dtype: bfloat16, init: {normal: {std: 1.0}}}
+  w: {shape: [48], dtype: bfloat16, init: {normal: {mean: 1.0, std: 0.1}}}
+graph:
+  - add: {input: x, other: z, as: h}
+  - rms_norm: {normalized_shape: [48], weight: w, eps: 1.0e-6}
+outputs: [out, h]
+cases:
+  - {B: 1, T: 16, gate: true}
+""",
+}
 TMP = None
 
 
 def setUpModule():
     global TMP
     TMP = tempfile.TemporaryDirectory(prefix="kf-rewrite-")
-    for name, body in SPECS.items():
+    for name, body in {**SPECS, **NORM_SPECS}.items():
         (pathlib.Path(TMP.name) / f"{name}.yaml").write_text(f"version: 1\nname: {name}\n{body}")
     report = kforge.load(TMP.name, device="cpu")
     assert not report["skipped"], report["skipped"]
@@ -107,6 +123,24 @@ def run(m, args, backend, **kw):
     return ref, got, {r["workload"]: r["count"] for r in kforge.rewritten(compiled)}, calls
 
 
+class ResidualNorm(nn.Module):
+    """h = x + z, then an RMSNorm of h written as F.rms_norm ("aten") or as Hugging Face's LlamaRMSNorm."""
+
+    def __init__(self, form, eps=1e-6):
+        super().__init__()
+        self.form, self.eps = form, eps
+        self.weight = nn.Parameter((1 + torch.randn(48) / 10).to(torch.bfloat16))
+
+    def forward(self, x, z):
+        h = x + z
+        if self.form == "aten":
+            n = F.rms_norm(h, [48], self.weight, self.eps)
+        else:
+            f = h.to(torch.float32)
+            n = self.weight * (f * torch.rsqrt(f.pow(2).mean(-1, keepdim=True) + self.eps)).to(h.dtype)
+        return n * 2, h
+
+
 class GraphRewrite(unittest.TestCase):
     def assertClose(self, got, ref, rtol, atol):
         self.assertEqual((got.shape, got.dtype), (ref.shape, ref.dtype))
@@ -164,6 +198,22 @@ class GraphRewrite(unittest.TestCase):
         ref, got, replaced, calls = run(mlp, (gate, up), "eager", names=["llama3-8b-swiglu"])
         self.assertEqual((replaced, calls), ({"llama3-8b-swiglu": 1}, ["kforge::llama3_8b_swiglu"]))
         self.assertClose(got, ref, 1.6e-2, 1e-2)
+
+    def test_an_rms_norm_written_either_way_is_rewritten_with_its_residual_add(self):
+        args = (torch.randn(1, 16, 48, dtype=torch.bfloat16), torch.randn(1, 16, 48, dtype=torch.bfloat16))
+        for form in ("aten", "weight_first"):
+            for backend in ("eager", "inductor"):
+                with self.subTest(form=form, backend=backend):
+                    m = ResidualNorm(form).eval()
+                    ref, got, replaced, calls = run(m, args, backend, names=["rw-addnorm"], require_kernel=False)
+                    self.assertEqual(replaced, {"rw-addnorm": 1})
+                    self.assertEqual(calls, ["kforge::rw_addnorm"])
+                    for g, r in zip(got, ref):
+                        self.assertClose(g, r, 1.6e-2, 1e-2)
+        # Another eps is another computation: left alone.
+        ref, got, replaced, calls = run(ResidualNorm("aten", eps=1e-5).eval(), args, "eager", names=["rw-addnorm"],
+                                        require_kernel=False)
+        self.assertEqual((replaced, calls), ({}, []))
 
     def test_inductor_compiles_around_the_operators(self):
         m, args = model(torch.bfloat16), inputs(torch.bfloat16)
