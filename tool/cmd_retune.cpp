@@ -6,6 +6,7 @@
 #include "args.h"
 #include "commands.h"
 #include "exec/device.h"
+#include "pipeline/device_list.h"
 #include "report/run_result.h"
 #include "search_session.h"
 #include "spec/spec_parse.h"
@@ -20,6 +21,8 @@ const std::vector<flag_def>& retune_flags() {
   static const std::vector<flag_def> defs = {
       {"from", true, "a run's JSON (kforge run --json): workloads that regressed, failed verification or lost to a required baseline are retuned", "F"},
       {"device", true, "cpu, cuda, cuda:N or auto (default auto)", "D"},
+      {"devices", true, "search over several devices of one GPU key, one worker each: `all` or a list such as "
+                        "cuda:0,cuda:1 (as kforge search --devices)", "LIST"},
       sandbox_flag(),
       {"workloads", true, "the folder of workload specs (default workloads)", "DIR"},
       {"budget", true, "evaluations per workload (default: each spec's search.budget)", "N"},
@@ -65,7 +68,15 @@ int retune_run(const std::vector<std::string>& argv) {
   if (!a.positional().empty()) throw user_error("kforge retune takes no positional arguments (see --help)");
   std::optional<run_result> run;
   if (auto f = a.get("from")) run = load_run_result(*f);
-  auto choice = choose_device(a.get_or("device", "auto"));
+  device_choice choice;
+  device_list devs;  // --devices: several (search/multi_evaluator.h)
+  if (auto list = a.get("devices")) {
+    if (a.has("device")) throw user_error("--device and --devices: give one (--devices LIST for several devices)");
+    devs = parse_device_list(*list);
+    choice = {devs.ids.front(), devs.why};
+  } else {
+    choice = choose_device(a.get_or("device", "auto"));
+  }
   term::say("{}", choice.why);
   std::string dir = a.get_or("workloads", "workloads");
   std::string key;
@@ -83,6 +94,10 @@ int retune_run(const std::vector<std::string>& argv) {
     if (a.has("dry-run")) continue;
     session_settings st;
     st.device = choice.id;
+    if (devs.ids.size() > 1) {
+      st.devices = devs.ids, st.device_names = devs.names;
+      st.search.batch *= static_cast<int>(devs.ids.size());  // enough candidates a round to keep every device busy
+    }
     st.search.budget = a.get_int("budget", spec.search.evaluations);
     st.search.time_s = a.get_double("time", spec.search.seconds);
     st.search.fresh = true;  // retuning starts over from the stored kernels, not from an old tree

@@ -1,11 +1,14 @@
 // kforge search NAME: an MCTS search over kernel variants for one workload on one device; the winner is written
 // to workloads/<name>/kernels/<gpu-key>.{cpp,cu} + .json. Ctrl-C stops after the evaluations in flight and keeps
 // the tree (.kforge/search.db): `--resume` continues it.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "args.h"
 #include "commands.h"
 #include "exec/device.h"
+#include "pipeline/device_list.h"
 #include "search/proposer.h"
 #include "search/roots.h"
 #include "search_session.h"
@@ -19,6 +22,9 @@ namespace {
 const std::vector<flag_def>& search_flags() {
   static const std::vector<flag_def> defs = {
       {"device", true, "cpu, cuda, cuda:N or auto (default auto)", "D"},
+      {"devices", true, "spread the candidates over several devices, one worker each: `all` (every GPU; cpu when "
+                        "none) or a list such as cuda:0,cuda:1 of one GPU key (cpu,cpu: two workers on the cpu, for "
+                        "testing the scheduling); times are put on the first device's scale by each device's baselines", "LIST"},
       sandbox_flag(),
       {"budget", true, "evaluations in the search, all runs together (default: the spec's search.budget)", "N"},
       {"time", true, "stop this run after this long (30m, 2h, 600s)", "T"},
@@ -31,7 +37,7 @@ const std::vector<flag_def>& search_flags() {
       {"workloads", true, "the folder holding NAME.yaml (default workloads)", "DIR"},
       {"baselines", true, "baselines to time, comma-separated (default: the spec's)", "LIST"},
       {"seed", true, "the proposer's random seed (default 1)", "N"},
-      {"batch", true, "candidates proposed and compiled together (default: 16 on a GPU, whose compiles overlap the timing; 4 on the cpu)", "N"},
+      {"batch", true, "candidates proposed and compiled together (default: 16 on a GPU, whose compiles overlap the timing; 4 on the cpu; times the number of --devices)", "N"},
       {"no-write", false, "report the winner without writing it"},
       {"min-gain", true, "replace the stored kernel only when the winner is this much faster, both timed in this search (default 2%)", "PCT"},
       {"tree", true, "also write the search tree as JSON for `kforge report render --search`", "FILE"},
@@ -60,9 +66,18 @@ std::string search_help() {
 
 session_settings search_settings(const args& a, const workload_spec& spec) {
   session_settings st;
-  auto choice = choose_device(a.get_or("device", "auto"));
-  term::say("{}", choice.why);
-  st.device = choice.id;
+  if (auto list = a.get("devices")) {  // several devices (search/multi_evaluator.h); one is today's search
+    if (a.has("device")) throw user_error("--device and --devices: give one (--devices LIST for several devices)");
+    device_list devs = parse_device_list(*list);
+    term::say("{}", devs.why);
+    st.device = devs.ids.front();
+    if (devs.ids.size() > 1) st.devices = devs.ids, st.device_names = devs.names;
+  } else {
+    auto choice = choose_device(a.get_or("device", "auto"));
+    term::say("{}", choice.why);
+    st.device = choice.id;
+  }
+  const int n_devices = std::max<int>(1, static_cast<int>(st.devices.size()));
   st.search.budget = a.get_int("budget", spec.search.evaluations);
   if (st.search.budget < 1) throw user_error(fmt::format("--budget {}: expected a positive number of evaluations", st.search.budget));
   st.search.time_s = a.get_double("time", spec.search.seconds);
@@ -82,7 +97,7 @@ session_settings search_settings(const args& a, const workload_spec& spec) {
   st.search.fresh = a.has("fresh");
   if (st.search.resume && st.search.fresh) throw user_error("--resume and --fresh contradict each other: pick one");
   st.search.seed = static_cast<uint64_t>(a.get_int("seed", 1));
-  st.search.batch = std::max(1, a.get_int("batch", st.device.kind == device_kind::cuda ? 16 : 4));
+  st.search.batch = std::max(1, a.get_int("batch", (st.device.kind == device_kind::cuda ? 16 : 4) * n_devices));
   st.db_path = a.get_or("db", ".kforge/search.db");
   st.baselines = a.get_list("baselines");
   st.write = !a.has("no-write");

@@ -3,15 +3,19 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <future>
+#include <memory>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "args.h"
+#include "exec/compile.h"
 #include "measure/timing.h"
 #include "search/family.h"
 #include "search/graph_match.h"
 #include "search/interrupt.h"
+#include "search/multi_evaluator.h"
 #include "search/roots.h"
 #include "search/tree_export.h"
 #include "search/worker_evaluator.h"
@@ -22,6 +26,8 @@
 #include "util/error.h"
 #include "util/term.h"
 #include "util/time.h"
+#include "verify/check.h"
+#include "verify/static_scan.h"
 
 namespace kf {
 namespace {
@@ -111,20 +117,62 @@ session_result run_search_session(const workload_spec& spec, const session_setti
     eo.screen_stopping = {{"min_samples", 5}, {"max_noise", 0.05}, {"min_seconds", 0.02}, {"timeout_s", 1}};
     eo.full_stopping = {{"min_samples", 10}, {"max_noise", 0.02}, {"min_seconds", 0.1}, {"timeout_s", 3}};
   }
-  worker_evaluator ev(spec, eo);
-  if (eo.gpu_key.empty()) {
-    auto env = ev.environment();
-    if (env.empty()) throw infra_error(fmt::format("the {} worker did not report its environment", st.device.str()));
-    ev.set_gpu_key(gpu_key(env));
+  // One worker per device (--devices: several, search/multi_evaluator.h); every one must have the same GPU key.
+  std::vector<device_id> ids = st.devices.empty() ? std::vector<device_id>{st.device} : st.devices;
+  std::vector<std::string> names = st.devices.empty() ? std::vector<std::string>{st.device.str()} : st.device_names;
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i].kind != kind)
+      throw user_error(fmt::format("--devices: {} is not a {} device like {}; a search compares times on one kind of "
+                                   "device and files its winner under one GPU key: list devices of one kind",
+                                   names[i], device_kind_name(kind), names.front()));
+  std::vector<std::unique_ptr<worker_evaluator>> workers;
+  for (auto& id : ids) {
+    eo.device = id;
+    workers.push_back(std::make_unique<worker_evaluator>(spec, eo));
   }
-  res.gpu_key = ev.gpu_key();
+  if (eo.gpu_key.empty()) {
+    std::vector<std::future<nlohmann::json>> envs;
+    for (auto& w : workers) envs.push_back(std::async(std::launch::async, [&w] { return w->environment(); }));
+    for (size_t i = 0; i < workers.size(); ++i) {
+      auto env = envs[i].get();
+      if (env.empty()) throw infra_error(fmt::format("the {} worker did not report its environment", names[i]));
+      workers[i]->set_gpu_key(gpu_key(env));
+    }
+  }
+  std::vector<std::string> keys;
+  for (auto& w : workers) keys.push_back(w->gpu_key());
+  check_one_gpu_key(names, keys);
+  std::unique_ptr<multi_evaluator> multi;
+  if (workers.size() > 1) {
+    multi_evaluator_options mo;
+    mo.compile_first = kind == device_kind::cpu;  // as worker_evaluator does: a compiler would skew cpu timing
+    auto shared = std::make_shared<compiler>([&] {
+      compile_options co;
+      co.cache_root = st.cache_root;
+      return co;
+    }());
+    mo.compile = [shared, kind, &spec](const std::vector<candidate>& batch) {
+      std::vector<compile_request> reqs;  // what the static scan rejects is never compiled (worker_evaluator)
+      for (auto& c : batch) {
+        verdict v;
+        add_scan_checks(v, static_scan(c.source, scan_options{kind, spec.allow_libraries}));
+        if (v.passed()) reqs.push_back({c.source, kind, "sm_90a", {}, "candidate"});
+      }
+      if (!reqs.empty()) shared->compile_batch(reqs);
+    };
+    std::vector<multi_device> devs;
+    for (size_t i = 0; i < workers.size(); ++i) devs.push_back({names[i], workers[i].get()});
+    multi = std::make_unique<multi_evaluator>(std::move(devs), std::move(mo));
+  }
+  evaluator& ev = multi ? static_cast<evaluator&>(*multi) : *workers.front();
+  res.gpu_key = workers.front()->gpu_key();
   auto kdir = kernels_dir(spec.path, spec.name);
   auto roots = search_roots(spec, kind, res.gpu_key, kdir);
   for (const candidate& c : st.tried)
     if (std::none_of(roots.roots.begin(), roots.roots.end(), [&](auto& r) { return candidate_key(r) == candidate_key(c); }))
       roots.roots.push_back(c);
   for (auto& n : roots.notes) term::say("{}", term::dim(n));
-  term::say("search {} on {} ({}): {} root(s), budget {} evaluations{}", spec.name, st.device.str(), res.gpu_key,
+  term::say("search {} on {} ({}): {} root(s), budget {} evaluations{}", spec.name, fmt::join(names, ", "), res.gpu_key,
             roots.roots.size(), st.search.budget,
             st.search.time_s > 0 ? fmt::format(", at most {}", duration_text(st.search.time_s)) : "");
 
@@ -170,14 +218,36 @@ session_result run_search_session(const workload_spec& spec, const session_setti
   term::say("  baselines timed in {:.1f} s (before --time starts)", o.baseline_seconds);
   term::say("  speed: {} evaluations in {:.1f} s ({:.1f} a minute); time by stage (all runs): {}", o.session_evaluations,
             wall_s, per_minute, where.empty() ? "none" : where);
+  std::map<std::string, double> step_seconds;
+  double warm_s = 0;
+  int lost_races = 0, full_measures = 0;
+  for (auto& w : workers) {
+    for (auto& [step, s] : w->verify_step_seconds()) step_seconds[step] += s;
+    warm_s += w->warm_seconds();
+    lost_races += w->lost_races();
+    full_measures += w->full_measures();
+  }
   std::string steps;
-  for (auto& [step, s] : ev.verify_step_seconds()) steps += fmt::format("{}{} {:.1f} s", steps.empty() ? "" : ", ", step, s);
+  for (auto& [step, s] : step_seconds) steps += fmt::format("{}{} {:.1f} s", steps.empty() ? "" : ", ", step, s);
   if (!steps.empty()) term::say("  verify by step (this run): {}", steps);
-  if (ev.warm_seconds() > 0)
-    term::say("  inputs drawn while the first batch compiled (eager verified on them): {:.1f} s", ev.warm_seconds());
-  if (ev.lost_races() > 0)
+  if (warm_s > 0)
+    term::say("  inputs drawn while the first batch compiled (eager verified on them): {:.1f} s", warm_s);
+  if (lost_races > 0)
     term::say("  racing (this run): {} of {} full measurements stopped early, a case {:.0f} % slower than the fastest so far",
-              ev.lost_races(), ev.full_measures(), measure::k_race_margin * 100);
+              lost_races, full_measures, measure::k_race_margin * 100);
+  if (multi) {  // throughput per device, and the devices lost
+    std::string per;
+    for (auto& d : multi->devices())
+      per += fmt::format("{}{} {} evaluations ({:.1f} a minute of its time){}", per.empty() ? "" : ", ", d.name,
+                         d.evaluations, d.busy_s > 0 ? d.evaluations * 60.0 / d.busy_s : 0.0, d.lost ? " (lost)" : "");
+    term::say("  devices: {}; times put on {}'s scale by the {} baseline", per, names.front(),
+              multi->scale_baseline().empty() ? "(no)" : multi->scale_baseline());
+    for (auto& d : multi->devices())
+      if (d.lost) {
+        res.lost_devices.push_back(fmt::format("{}: {}", d.name, d.why_lost));
+        term::say("  {}", term::yellow(fmt::format("lost {}: {}; the search went on without it", d.name, d.why_lost)));
+      }
+  }
   if (o.reopened > 0)
     term::say("  stagnation closed every subtree {} time(s) with time and budget left: opened them again", o.reopened);
   if (o.baselines.empty())

@@ -13,6 +13,10 @@ namespace kf {
 
 struct session_settings {
   device_id device;
+  // --devices: several devices, one worker each (search/multi_evaluator.h); empty: `device` alone (the same code
+  // path as before --devices). The first is the reference the times are scaled to.
+  std::vector<device_id> devices;
+  std::vector<std::string> device_names;  // "cuda:1", "cpu#2" (pipeline/device_list.h)
   search_options search;
   std::string db_path = ".kforge/search.db";
   std::string cache_root = ".kforge/cache";
@@ -25,6 +29,7 @@ struct session_settings {
 
 struct session_result {
   std::string gpu_key;
+  std::vector<std::string> lost_devices;  // --devices: "cuda:1: why"
   search_outcome outcome;
   std::string written;  // the kernel file written, or "" (with `why_not_written`)
   std::string why_not_written;

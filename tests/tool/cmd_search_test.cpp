@@ -72,5 +72,33 @@ TEST(cmd_search, a_graph_no_family_covers_is_explained) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "workloads" / "tiny-softmax" / "kernels"));
 }
 
+// --devices cpu,cpu: two workers on the cpu take the search's candidates (how CI covers the scheduling of a
+// several-GPU search); the summary names both and their evaluations, and the winner is written as on one device.
+TEST(cmd_search, two_workers_on_the_cpu_share_a_search) {
+  temp_dir dir("kf-cmd-search-devices");
+  write_file_atomic(dir.path() / "workloads" / "tiny-softmax.yaml", with_dim("-1"));
+  auto cwd = dir.path().string();
+  auto r = kforge({"tiny-softmax", "--device", "cpu", "--devices", "cpu,cpu"}, cwd);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--device and --devices"), std::string::npos) << r.err;
+  std::vector<std::string> argv = {KFORGE_BINARY_DIR "/kforge", "search", "tiny-softmax", "--devices", "cpu,cpu",
+                                   "--time", "10s", "--budget", "6"};
+  process_options o;
+  o.cwd = cwd;
+  o.timeout = std::chrono::seconds(600);  // CI's loaded 2 cores: the baselines are timed on both workers first
+  r = run_process(argv, o);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string said = r.out + r.err;  // the summary (term::say)
+  EXPECT_NE(said.find("search tiny-softmax on cpu#1, cpu#2"), std::string::npos) << said;
+  const auto devices = said.find("  devices: cpu#1 ");
+  ASSERT_NE(devices, std::string::npos) << said;
+  EXPECT_NE(said.find(", cpu#2 ", devices), std::string::npos) << said;
+  EXPECT_NE(said.find("  winner: "), std::string::npos) << said;
+  int written = 0;  // <cpu key>.cpp and .json
+  for (auto& e : std::filesystem::directory_iterator(dir.path() / "workloads" / "tiny-softmax" / "kernels"))
+    written += e.path().extension() == ".cpp" || e.path().extension() == ".json";
+  EXPECT_EQ(written, 2);
+}
+
 }  // namespace
 }  // namespace kf
