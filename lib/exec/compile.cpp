@@ -207,14 +207,16 @@ compile_result compiler::compile(const compile_request& req) {
     // A damaged entry (truncated, deleted or rewritten library, unreadable result) is a miss: set aside, rebuilt.
     const fs::path stale = private_folder(dir.parent_path(), "stale", result.key);
     fs::rename(dir, stale, ec);
-    if (!ec) fs::remove_all(stale, ec);
+    if (!ec) remove_tree(stale.string());
   }
 
   // Build in a private folder and rename it into place, so a reader never sees half an entry and two
-  // processes compiling the same source both end up with a complete one.
+  // processes compiling the same source both end up with a complete one. Folders go with remove_tree, never
+  // std::filesystem::remove_all: in a process with LibTorch loaded (libkforge_ops.so in Python) the latter binds to
+  // torch's copy and crashed the loser of two processes racing for one entry (kforge e2e's tests, run in parallel).
   fs::create_directories(dir.parent_path());
   fs::path tmp = private_folder(dir.parent_path(), "tmp", result.key);
-  fs::remove_all(tmp, ec);
+  remove_tree(tmp.string());
   fs::create_directories(tmp);
   std::string src = (tmp / (req.device == device_kind::cuda ? "kernel.cu" : "kernel.cpp")).string();
   write_file_atomic(src, req.source);
@@ -238,7 +240,7 @@ compile_result compiler::compile(const compile_request& req) {
   else if (!result.ok) result.error = fmt::format("compile error ({})", r.describe());
   if (req.device == device_kind::cuda) result.resource = parse_ptxas_resources(result.log);
   if (r.timed_out) {  // not a property of the source: don't cache it
-    fs::remove_all(tmp, ec);
+    remove_tree(tmp.string());
     return result;
   }
   nlohmann::json entry = {{"ok", result.ok}, {"log", result.log}, {"error", result.error},
@@ -246,7 +248,7 @@ compile_result compiler::compile(const compile_request& req) {
   if (result.ok && fs::exists(tmp / "kernel.so", ec)) entry["so_sha256"] = sha256_hex(read_file(tmp / "kernel.so"));
   write_file_atomic(tmp / "result.json", entry.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   fs::rename(tmp, dir, ec);
-  if (ec) fs::remove_all(tmp, ec);  // another compile of the same key won the race; its entry is equivalent
+  if (ec) remove_tree(tmp.string());  // another compile of the same key won the race; its entry is equivalent
   if (result.ok) result.so_path = (dir / "kernel.so").string();
   return result;
 }

@@ -412,6 +412,21 @@ class Environment(unittest.TestCase):
         self.assertEqual(out.stdout.strip(), "['ops_declines', 'ops_no_kernel']")
 
 
+    def test_processes_loading_into_one_cold_cache_at_once_all_load(self):
+        # Both compile the same kernels and race to put them in place; the loser cleans up its copy, which once
+        # crashed a process with torch loaded (std::filesystem::remove_all bound to torch's copy).
+        script = ("import kforge, sys; r = kforge.load(sys.argv[1], device='cpu', names=['gpt2-gelu-tanh']); "
+                  "sys.exit(0 if r['loaded'] and r['loaded'][0]['kernels']['cpu']['kernel'] else 3)")
+        for attempt in range(2):
+            with tempfile.TemporaryDirectory(prefix="kf-cold-") as cache:
+                env = dict(os.environ, KFORGE_CACHE_DIR=cache)
+                procs = [subprocess.Popen([sys.executable, "-c", script, str(WORKLOADS)], env=env,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+                for p in procs:
+                    out, err = p.communicate(timeout=600)
+                    self.assertEqual(p.returncode, 0, f"attempt {attempt}: {err[-2000:]}")
+
+
 @unittest.skipUnless(HAVE_GPU, "no GPU (/dev/nvidiactl absent): the CUDA operators run on the GPU machine")
 class Cuda(unittest.TestCase):
     @classmethod
