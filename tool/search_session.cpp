@@ -15,6 +15,7 @@
 #include "search/family.h"
 #include "search/graph_match.h"
 #include "search/interrupt.h"
+#include "pipeline/device_list.h"
 #include "search/multi_evaluator.h"
 #include "search/roots.h"
 #include "search/tree_export.h"
@@ -141,7 +142,9 @@ session_result run_search_session(const workload_spec& spec, const session_setti
   }
   std::vector<std::string> keys;
   for (auto& w : workers) keys.push_back(w->gpu_key());
-  check_one_gpu_key(names, keys);
+  check_one_gpu_key(names, keys,
+                    "a search compares times on one kind of GPU and files its winner under one key: list devices "
+                    "of one kind");
   std::unique_ptr<multi_evaluator> multi;
   if (workers.size() > 1) {
     multi_evaluator_options mo;

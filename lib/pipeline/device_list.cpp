@@ -90,4 +90,15 @@ device_list parse_device_list(std::string_view text, const gpu_probe& probe) {
   return out;
 }
 
+void check_one_gpu_key(const std::vector<std::string>& names, const std::vector<std::string>& keys,
+                       std::string_view why) {
+  KF_ASSERT(names.size() == keys.size(), "{} devices, {} keys", names.size(), keys.size());
+  std::map<std::string, std::vector<std::string>> by_key;
+  for (size_t i = 0; i < names.size(); ++i) by_key[keys[i]].push_back(names[i]);
+  if (by_key.size() <= 1) return;
+  std::vector<std::string> parts;
+  for (auto& [key, on] : by_key) parts.push_back(fmt::format("{} on {}", key, fmt::join(on, ", ")));
+  throw user_error(fmt::format("--devices: the devices have different GPU keys ({}); {}", fmt::join(parts, "; "), why));
+}
+
 }  // namespace kf

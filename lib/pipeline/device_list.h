@@ -22,4 +22,9 @@ struct device_list {
 device_list parse_device_list(std::string_view text);
 device_list parse_device_list(std::string_view text, const gpu_probe& probe);
 
+// Throws user_error unless every device (names[i] has keys[i]) has one GPU key, naming each key with its devices;
+// `why` says what the one key is for (the run's history, the search's comparisons).
+void check_one_gpu_key(const std::vector<std::string>& names, const std::vector<std::string>& keys,
+                       std::string_view why);
+
 }  // namespace kf

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "pipeline/device_list.h"
 #include "pipeline/runner.h"
 #include "util/error.h"
 #include "util/time.h"
@@ -69,17 +70,10 @@ void start_devices(std::vector<device_slot>& slots) {
   }
   if (started == 0) std::rethrow_exception(slots[0].start_error);
   // The history, the stored kernels and the baselines' packages are all per GPU key: one run, one key.
-  std::map<std::string, std::vector<std::string>> by_key;
+  std::vector<std::string> names, keys;
   for (auto& s : slots)
-    if (s.lost.empty()) by_key[s.key].push_back(s.name);
-  if (by_key.size() > 1) {
-    std::vector<std::string> parts;
-    for (auto& [key, names] : by_key) parts.push_back(fmt::format("{} on {}", key, fmt::join(names, ", ")));
-    throw user_error(
-        fmt::format("--devices: the devices have different GPU keys ({}); results and history are kept "
-                    "per GPU key, so one run uses devices of one key",
-                    fmt::join(parts, "; ")));
-  }
+    if (s.lost.empty()) names.push_back(s.name), keys.push_back(s.key);
+  check_one_gpu_key(names, keys, "results and history are kept per GPU key, so one run uses devices of one key");
 }
 
 // The queue the device threads share, and what they found.

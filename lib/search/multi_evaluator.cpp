@@ -28,18 +28,6 @@ std::string common_baseline(const nlohmann::json& ref, const nlohmann::json& dev
 
 }  // namespace
 
-void check_one_gpu_key(const std::vector<std::string>& names, const std::vector<std::string>& keys) {
-  KF_ASSERT(names.size() == keys.size(), "{} devices, {} keys", names.size(), keys.size());
-  if (std::all_of(keys.begin(), keys.end(), [&](const std::string& k) { return k == keys.front(); })) return;
-  std::string listed;
-  for (size_t i = 0; i < names.size(); ++i)
-    listed += fmt::format("{}{} {}", listed.empty() ? "" : ", ", names[i], keys[i]);
-  throw user_error(
-      fmt::format("--devices: the devices have different GPU keys ({}); a search compares times on one "
-                  "kind of GPU and files its winner under one key: list devices of one kind",
-                  listed));
-}
-
 multi_evaluator::multi_evaluator(std::vector<multi_device> devices, multi_evaluator_options options)
     : m_devices(std::move(devices)), m_options(std::move(options)) {
   KF_ASSERT(!m_devices.empty(), "a multi_evaluator needs a device");

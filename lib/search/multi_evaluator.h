@@ -33,10 +33,6 @@ struct multi_evaluator_options {
   int probe_after_failures = 3;
 };
 
-// Throws user_error naming every device and its key unless all have one GPU key: a search compares times on one
-// kind of GPU and files its winner under one key.
-void check_one_gpu_key(const std::vector<std::string>& names, const std::vector<std::string>& keys);
-
 class multi_evaluator final : public evaluator {
  public:
   multi_evaluator(std::vector<multi_device> devices, multi_evaluator_options options = {});

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "pipeline/device_list.h"
 #include "search/multi_evaluator.h"
 #include "search/roots.h"
 #include "search/search_driver.h"
@@ -251,15 +252,15 @@ TEST(multi_evaluator, every_device_lost_stops_with_the_one_device_error) {
 }
 
 TEST(multi_evaluator, devices_of_different_gpu_keys_are_refused) {
-  EXPECT_NO_THROW(check_one_gpu_key({"cuda:0", "cuda:1"}, {"sm90-nvidia-h200", "sm90-nvidia-h200"}));
+  EXPECT_NO_THROW(check_one_gpu_key({"cuda:0", "cuda:1"}, {"sm90-nvidia-h200", "sm90-nvidia-h200"}, "one key"));
   try {
-    check_one_gpu_key({"cuda:0", "cuda:1"}, {"sm90-nvidia-h200", "sm80-nvidia-a100"});
+    check_one_gpu_key({"cuda:0", "cuda:1"}, {"sm90-nvidia-h200", "sm80-nvidia-a100"}, "one key");
     FAIL() << "differing keys accepted";
   } catch (const user_error& e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("--devices"), std::string::npos) << m;
-    EXPECT_NE(m.find("cuda:1 sm80-nvidia-a100"), std::string::npos) << m;
-    EXPECT_NE(m.find("cuda:0 sm90-nvidia-h200"), std::string::npos) << m;
+    EXPECT_NE(m.find("sm80-nvidia-a100 on cuda:1"), std::string::npos) << m;
+    EXPECT_NE(m.find("sm90-nvidia-h200 on cuda:0"), std::string::npos) << m;
   }
 }
 
