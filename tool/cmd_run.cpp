@@ -130,11 +130,7 @@ void run_e2e_entries(const std::vector<e2e::e2e_spec>& entries, run_result& r, c
       temp_dir tmp("kforge-e2e");
       e2e::e2e_result res = e2e::run_e2e(ro, tmp.path() / "samples.json");
       w = e2e::to_workload_result(res, spec, ro.workloads);
-      history_context hc;
-      hc.previous = h.entry.result ? h.entry.result->find_workload(w.name) : nullptr;
-      hc.origin = h.origin;
-      hc.missing_why = h.entry.result ? fmt::format("{} has no results for {}", h.origin, w.name) : h.entry.why;
-      e2e::apply_e2e_gate(w, res, spec, hc, o.gate);
+      e2e::apply_e2e_gate(w, res, spec, history_for(h, w.name), o.gate);
     } catch (const std::exception& e) {
       w = e2e::failed_entry(spec, e.what());
     }

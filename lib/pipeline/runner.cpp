@@ -233,6 +233,14 @@ static void prepare_baseline(const baseline& b, const std::vector<workload_spec>
   if (prepare_seconds) *prepare_seconds = seconds;
 }
 
+history_context history_for(const run_history& rh, const std::string& name) {
+  history_context h;
+  h.previous = rh.entry.result ? rh.entry.result->find_workload(name) : nullptr;
+  h.origin = rh.origin;
+  h.missing_why = rh.entry.result ? fmt::format("{} has no results for {}", rh.origin, name) : rh.entry.why;
+  return h;
+}
+
 run_history load_run_history(git_repo* repo, const std::string& base_ref, const std::string& key) {
   run_history h;
   if (repo) {
@@ -294,12 +302,7 @@ run_result start_run(const std::vector<workload_spec>& specs, run_backend& backe
 
 void gate_workload(workload_result& w, const workload_spec& spec, const run_history& rh, const run_options& o) {
   if (!w.error.empty()) return;
-  const history_entry& history = rh.entry;
-  history_context h;
-  h.previous = history.result ? history.result->find_workload(spec.name) : nullptr;
-  h.origin = rh.origin;
-  h.missing_why = history.result ? fmt::format("{} has no results for {}", rh.origin, spec.name) : history.why;
-  apply_gate(w, spec.gate, h, o.gate);
+  apply_gate(w, spec.gate, history_for(rh, spec.name), o.gate);
 }
 
 }  // namespace pipeline

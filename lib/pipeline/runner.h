@@ -88,6 +88,8 @@ struct run_history {
   std::string head, base_commit;
 };
 run_history load_run_history(git_repo* repo, const std::string& base_ref, const std::string& gpu_key);
+// What the gate compares the entry `name` (a workload, or an e2e entry's e2e:<name>) with in that history.
+history_context history_for(const run_history& rh, const std::string& name);
 
 // Runs every spec (already parsed and validated) and returns the record. `repo` may be null (no history:
 // reported as missing). Never throws for a workload's failure: that is in its result; throws for a broken
