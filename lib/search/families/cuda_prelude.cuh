@@ -81,6 +81,25 @@ __device__ __forceinline__ void load_vec(const T* __restrict__ p, float* o) {
   }
 }
 
+// V values of T as loaded, in V * sizeof(T) bytes of registers (16-bit values two a register), converted to float
+// where used: values loaded early and used late cost half the registers of floats.
+template <typename T, int V>
+struct packed {
+  static constexpr int B = V * (int)sizeof(T);
+  static constexpr int W = B > 16 ? 16 : B;
+  using R = typename raw_bits<W>::type;
+  R r[B / W];
+  __device__ __forceinline__ void load(const T* __restrict__ p) {
+#pragma unroll
+    for (int k = 0; k < B / W; ++k) r[k] = reinterpret_cast<const R*>(p)[k];
+  }
+  __device__ __forceinline__ void to_float(float* o) const {
+    const T* t = reinterpret_cast<const T*>(r);
+#pragma unroll
+    for (int v = 0; v < V; ++v) o[v] = to_f(t[v]);
+  }
+};
+
 // STREAM: evict-first stores (__stcs), so written outputs do not push inputs out of L2.
 template <typename T, int V, bool STREAM>
 __device__ __forceinline__ void store_vec(T* __restrict__ p, const float* x) {

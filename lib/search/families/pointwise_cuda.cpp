@@ -25,7 +25,7 @@ class pointwise_cuda final : public family {
  public:
   std::string name() const override { return "pointwise_cuda"; }
   device_kind device() const override { return device_kind::cuda; }
-  int version() const override { return 2; }  // 2: the pdl knob
+  int version() const override { return 3; }  // 2: the pdl knob; 3: LOADS steps load unguarded
   bool covers(const workload_spec& spec, std::string* why_not) const override { return match_chain(spec, why_not).has_value(); }
   std::vector<knob> knobs() const override {
     return {

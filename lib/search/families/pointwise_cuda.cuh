@@ -74,10 +74,12 @@ __global__ void __launch_bounds__(BLOCK) pw_vec_kernel(pw_args a, int64_t nvec, 
   const int64_t step = (int64_t)gridDim.x * BLOCK * LOADS;
   for (int64_t base = (int64_t)blockIdx.x * BLOCK * LOADS + threadIdx.x; base < nvec; base += step) {
     float y[LOADS][V];
+    // Every step loads (one past the end re-reads vector 0): a branch around each kf_vec kept its loads waiting
+    // for the math of the step before, one memory latency a step, where straight code issues all LOADS at once.
 #pragma unroll
     for (int l = 0; l < LOADS; ++l) {
       const int64_t j = base + (int64_t)l * BLOCK;
-      if (j < nvec) kf_vec(a, j * V, y[l]);
+      kf_vec(a, (j < nvec ? j : 0) * V, y[l]);
     }
 #pragma unroll
     for (int l = 0; l < LOADS; ++l) {

@@ -52,7 +52,7 @@ class row_norm_cuda final : public family {
  public:
   std::string name() const override { return "row_norm_cuda"; }
   device_kind device() const override { return device_kind::cuda; }
-  int version() const override { return 4; }  // 2: wload (1 read the weights with the row); 3: fit; 4: g_rn_sms
+  int version() const override { return 5; }  // 2: wload (1 read the weights with the row); 3: fit; 4: g_rn_sms; 5: unguarded loads, packed late weights
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_row_norm(spec, why_not);
@@ -80,8 +80,9 @@ class row_norm_cuda final : public family {
         {"waves", {"0", "1", "2", "4"}, "0: a CTA (cluster) per row step; k: persistent, k waves of resident CTAs"},
         {"wregs", {"0", "1"}, "persistent grids: weights and bias loaded into registers once, not with each row"},
         {"wload", {"auto", "row", "late"},
-         "when the weights are read: with the row, into registers (one memory latency: few rows), as each vector is "
-         "written (fewer registers: many rows), or auto: with the row when the rows fit in one wave of CTAs",
+         "when the weights are read: with the row, into registers (one memory latency: few rows), after the statistics "
+         "and before the writes, packed as stored (fewer registers: many rows), or auto: with the row when the rows "
+         "fit in one wave of CTAs",
          "row"},
         {"onepass", {"0", "1"}, "LayerNorm: sum and sum of squares in one reduction instead of mean then deviations"},
         {"store", {"default", "streaming"}, "streaming: evict-first stores of the result"},

@@ -136,7 +136,8 @@ __device__ void row_streamed(const rn_args& a, int64_t row, bool active, f2* scr
 // A row that fits is read whole before anything is stored: a store between two loads would keep the next load waiting
 // for it (the pointers may alias), one memory latency per vector. EARLY: the weights are read with the row too, in
 // registers beside it (one memory latency for a row, what a one-wave grid waits on); else each vector's weights are
-// read as it is written (fewer registers, more rows in flight an SM, what a grid of many waves needs).
+// read after the statistics, packed as stored (fewer registers, more rows in flight an SM, what a grid of many waves
+// needs).
 template <int VV, int CH, bool EARLY>
 __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
   __shared__ f2 scratch[BLOCK / 32 > 0 ? BLOCK / 32 : 1];
@@ -156,7 +157,7 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
       const int64_t col = ((int64_t)c * nthr + lane) * VV;
-      if (col < a.n) load_affine<VV>(a, col, wr[c], br[c]);
+      load_affine<VV>(a, col < a.n ? col : 0, wr[c], br[c]);  // unguarded, as the row's loads below
     }
   };
   if constexpr (hold)
@@ -168,11 +169,17 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
       row_streamed<VV>(a, row, active, scratch, &slot);
       continue;
     }
+    // Every chunk loads, one outside the row (or a thread past the last row) at row 0, column 0 (in bounds: a
+    // launch has rows and n >= VV), and is then zeroed: a branch around each chunk's load kept it waiting for the
+    // chunk before it (one memory latency a chunk, in the SASS), where straight code issues them all at once.
     float x[CH][VV];
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
       const int64_t col = ((int64_t)c * nthr + lane) * VV;
-      if (active && col < a.n) kf_pro<VV>(a, row, col, x[c]);
+      const bool in = active && col < a.n;
+      kf_pro<VV>(a, in ? row : 0, in ? col : 0, x[c]);
+#pragma unroll
+      for (int e = 0; e < VV; ++e) x[c][e] = in ? x[c][e] : 0.f;
     }
     if constexpr (hold)
       if (!WREGS && active) load_weights();
@@ -180,13 +187,12 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
       const int64_t col = ((int64_t)c * nthr + lane) * VV;
-      if (active && col < a.n) {
-        if constexpr (k_write_h) store_vec<h_t, VV, false>(a.h + row * a.n + col, x[c]);
+      if constexpr (k_write_h)
+        if (active && col < a.n) store_vec<h_t, VV, false>(a.h + row * a.n + col, x[c]);
 #pragma unroll
-        for (int e = 0; e < VV; ++e) {
-          s.a += x[c][e];
-          s.b += x[c][e] * x[c][e];
-        }
+      for (int e = 0; e < VV; ++e) {  // chunks outside the row are zeros
+        s.a += x[c][e];
+        s.b += x[c][e] * x[c][e];
       }
     }
     float mean = 0.f, rstd;
@@ -215,6 +221,19 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
       q = row_sum(q, scratch, &slot);
       rstd = rsqrtf(q.a * a.inv_n + k_eps);
     }
+    // Late weights: every chunk's loaded before the first store, as stored (16-bit values stay packed two a
+    // register), so that their loads wait one latency together rather than one each between the stores.
+    packed<w_t, VV> pw[CH];
+    packed<b_t, VV> pb[CH];
+    if constexpr (!hold) {
+#pragma unroll
+      for (int c = 0; c < CH; ++c) {
+        const int64_t col = ((int64_t)c * nthr + lane) * VV;
+        const int64_t at = col < a.n ? col : 0;
+        if constexpr (k_has_w) pw[c].load(a.w + at);
+        if constexpr (k_has_b) pb[c].load(a.b + at);
+      }
+    }
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
       const int64_t col = ((int64_t)c * nthr + lane) * VV;
@@ -223,7 +242,13 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
           finish<VV>(a, row, col, x[c], wr[c], br[c], mean, rstd);
         } else {
           float w[VV], b[VV];
-          load_affine<VV>(a, col, w, b);
+#pragma unroll
+          for (int e = 0; e < VV; ++e) {
+            w[e] = 1.f;
+            b[e] = 0.f;
+          }
+          if constexpr (k_has_w) pw[c].to_float(w);
+          if constexpr (k_has_b) pb[c].to_float(b);
           finish<VV>(a, row, col, x[c], w, b, mean, rstd);
         }
       }

@@ -48,7 +48,7 @@ class row_softmax_cuda final : public family {
   // 2: masks with a column stride of 1 take the vector path. 3: `team` (rows shorter than a warp's vectors share
   // it), masks' leading dims merged at launch and walked in 32-bit arithmetic where the rows allow.
   // 4: `waves` (persistent grids for strategy=warp and block).
-  int version() const override { return 4; }
+  int version() const override { return 5; }  // 5: the register cache loads unguarded (all chunks at once)
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_softmax(spec, why_not);

@@ -213,20 +213,24 @@ __device__ __forceinline__ void do_row(const row_args& a, const G& g, int64_t ro
   if constexpr (k_topk > 0) tl.clear();
 
   if (!(k_cache_smem && a.use_smem) && seg_max <= (int64_t)k_chunks * span) {
-    // The whole segment in registers: one read of the input.
+    // The whole segment in registers: one read of the input. Every chunk loads, one past the segment at the row's
+    // first column (in bounds: the row exists and n >= V), and is then set to -inf: a branch around each load kept
+    // every chunk's load waiting for the chunk before it (one memory latency a chunk, in the SASS), where straight
+    // code issues them all at once.
     float r[k_chunks][V];
     float lm = -INFINITY;
 #pragma unroll
     for (int c = 0; c < k_chunks; ++c) {
       const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
-      if (i < hi) load_row_vec<V>(a, moff, base, i, r[c]);
-      else {
+      const bool in = i < hi;
+      load_row_vec<V>(a, moff, base, in ? i : 0, r[c]);
 #pragma unroll
-        for (int v = 0; v < V; ++v) r[c][v] = -INFINITY;
-      }
+      for (int v = 0; v < V; ++v) r[c][v] = in ? r[c][v] : -INFINITY;
+    }
+#pragma unroll
+    for (int c = 0; c < k_chunks; ++c)
 #pragma unroll
       for (int v = 0; v < V; ++v) lm = fmaxf(lm, r[c][v]);
-    }
     if constexpr (k_online) {
       // exp relative to this thread's max, rescaled once after a single (max, sum) reduction.
       const float ref = lm == -INFINITY ? 0.f : lm;

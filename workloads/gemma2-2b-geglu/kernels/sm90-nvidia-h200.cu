@@ -1,4 +1,4 @@
-// kforge kernel: family pointwise_cuda, version 2
+// kforge kernel: family pointwise_cuda, version 3
 // knobs: block=128 loads=1 math=precise pdl=0 store=default vec=8 waves=0
 // computes: gelu -> mul (one pass)
 // kforge winner: gemma2-2b-geglu on sm90-nvidia-h200
@@ -6,6 +6,7 @@
 // lineage: default -> template: loads 2->1 block 256->128
 // measured: 12.47 us (geometric mean over gated cases), 0.85x compile, 1.40x eager
 // re-emitted: by `kforge reemit` on 2026-12-02T00:47:10Z, pointwise_cuda version 2 from version 1; knobs filled: pdl=0 (the code before the knob); measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-02T10:00:49Z, pointwise_cuda version 3 from version 2; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -89,6 +90,25 @@ __device__ __forceinline__ void load_vec(const T* __restrict__ p, float* o) {
     for (int v = 0; v < V; ++v) o[v] = to_f(t[v]);
   }
 }
+
+// V values of T as loaded, in V * sizeof(T) bytes of registers (16-bit values two a register), converted to float
+// where used: values loaded early and used late cost half the registers of floats.
+template <typename T, int V>
+struct packed {
+  static constexpr int B = V * (int)sizeof(T);
+  static constexpr int W = B > 16 ? 16 : B;
+  using R = typename raw_bits<W>::type;
+  R r[B / W];
+  __device__ __forceinline__ void load(const T* __restrict__ p) {
+#pragma unroll
+    for (int k = 0; k < B / W; ++k) r[k] = reinterpret_cast<const R*>(p)[k];
+  }
+  __device__ __forceinline__ void to_float(float* o) const {
+    const T* t = reinterpret_cast<const T*>(r);
+#pragma unroll
+    for (int v = 0; v < V; ++v) o[v] = to_f(t[v]);
+  }
+};
 
 // STREAM: evict-first stores (__stcs), so written outputs do not push inputs out of L2.
 template <typename T, int V, bool STREAM>
@@ -401,10 +421,12 @@ __global__ void __launch_bounds__(BLOCK) pw_vec_kernel(pw_args a, int64_t nvec, 
   const int64_t step = (int64_t)gridDim.x * BLOCK * LOADS;
   for (int64_t base = (int64_t)blockIdx.x * BLOCK * LOADS + threadIdx.x; base < nvec; base += step) {
     float y[LOADS][V];
+    // Every step loads (one past the end re-reads vector 0): a branch around each kf_vec kept its loads waiting
+    // for the math of the step before, one memory latency a step, where straight code issues all LOADS at once.
 #pragma unroll
     for (int l = 0; l < LOADS; ++l) {
       const int64_t j = base + (int64_t)l * BLOCK;
-      if (j < nvec) kf_vec(a, j * V, y[l]);
+      kf_vec(a, (j < nvec ? j : 0) * V, y[l]);
     }
 #pragma unroll
     for (int l = 0; l < LOADS; ++l) {

@@ -1,10 +1,11 @@
-// kforge kernel: family pointwise_cuda, version 2
+// kforge kernel: family pointwise_cuda, version 3
 // knobs: block=256 loads=1 math=fast pdl=1 store=default vec=16 waves=0
 // computes: gelu (one pass)
 // kforge winner: gpt2-gelu-tanh on sm90-nvidia-h200
 // found: by `kforge search` (template proposer) on 2026-12-02T01:01:38Z
 // lineage: default -> template: block 128->256
 // measured: 7.03 us (geometric mean over gated cases), 0.96x compile, 0.92x eager
+// re-emitted: by `kforge reemit` on 2026-12-02T10:00:49Z, pointwise_cuda version 3 from version 2; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -88,6 +89,25 @@ __device__ __forceinline__ void load_vec(const T* __restrict__ p, float* o) {
     for (int v = 0; v < V; ++v) o[v] = to_f(t[v]);
   }
 }
+
+// V values of T as loaded, in V * sizeof(T) bytes of registers (16-bit values two a register), converted to float
+// where used: values loaded early and used late cost half the registers of floats.
+template <typename T, int V>
+struct packed {
+  static constexpr int B = V * (int)sizeof(T);
+  static constexpr int W = B > 16 ? 16 : B;
+  using R = typename raw_bits<W>::type;
+  R r[B / W];
+  __device__ __forceinline__ void load(const T* __restrict__ p) {
+#pragma unroll
+    for (int k = 0; k < B / W; ++k) r[k] = reinterpret_cast<const R*>(p)[k];
+  }
+  __device__ __forceinline__ void to_float(float* o) const {
+    const T* t = reinterpret_cast<const T*>(r);
+#pragma unroll
+    for (int v = 0; v < V; ++v) o[v] = to_f(t[v]);
+  }
+};
 
 // STREAM: evict-first stores (__stcs), so written outputs do not push inputs out of L2.
 template <typename T, int V, bool STREAM>
@@ -399,10 +419,12 @@ __global__ void __launch_bounds__(BLOCK) pw_vec_kernel(pw_args a, int64_t nvec, 
   const int64_t step = (int64_t)gridDim.x * BLOCK * LOADS;
   for (int64_t base = (int64_t)blockIdx.x * BLOCK * LOADS + threadIdx.x; base < nvec; base += step) {
     float y[LOADS][V];
+    // Every step loads (one past the end re-reads vector 0): a branch around each kf_vec kept its loads waiting
+    // for the math of the step before, one memory latency a step, where straight code issues all LOADS at once.
 #pragma unroll
     for (int l = 0; l < LOADS; ++l) {
       const int64_t j = base + (int64_t)l * BLOCK;
-      if (j < nvec) kf_vec(a, j * V, y[l]);
+      kf_vec(a, (j < nvec ? j : 0) * V, y[l]);
     }
 #pragma unroll
     for (int l = 0; l < LOADS; ++l) {

@@ -1,4 +1,4 @@
-// kforge kernel: family row_softmax_cuda, version 4
+// kforge kernel: family row_softmax_cuda, version 5
 // knobs: cache=regs chunks=1 cluster=8 fit=0 online=0 pdl=1 strategy=warp stream_store=0 tanh=exp team=32 threads=128 unroll=1 vec=2 waves=0
 // computes: x[bfloat16] -> softmax(float32) -> topk(2)
 // kforge winner: mixtral-router-topk on sm90-nvidia-h200
@@ -6,6 +6,7 @@
 // lineage: default -> template: vec 8->4 -> template: vec 4->2
 // measured: 2.27 us (geometric mean over gated cases), 6.38x eager
 // re-emitted: by `kforge reemit` on 2026-12-02T07:10:53Z, row_softmax_cuda version 4 from version 3; knobs filled: waves=0 (the code before the knob); measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-02T10:00:49Z, row_softmax_cuda version 5 from version 4; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -89,6 +90,25 @@ __device__ __forceinline__ void load_vec(const T* __restrict__ p, float* o) {
     for (int v = 0; v < V; ++v) o[v] = to_f(t[v]);
   }
 }
+
+// V values of T as loaded, in V * sizeof(T) bytes of registers (16-bit values two a register), converted to float
+// where used: values loaded early and used late cost half the registers of floats.
+template <typename T, int V>
+struct packed {
+  static constexpr int B = V * (int)sizeof(T);
+  static constexpr int W = B > 16 ? 16 : B;
+  using R = typename raw_bits<W>::type;
+  R r[B / W];
+  __device__ __forceinline__ void load(const T* __restrict__ p) {
+#pragma unroll
+    for (int k = 0; k < B / W; ++k) r[k] = reinterpret_cast<const R*>(p)[k];
+  }
+  __device__ __forceinline__ void to_float(float* o) const {
+    const T* t = reinterpret_cast<const T*>(r);
+#pragma unroll
+    for (int v = 0; v < V; ++v) o[v] = to_f(t[v]);
+  }
+};
 
 // STREAM: evict-first stores (__stcs), so written outputs do not push inputs out of L2.
 template <typename T, int V, bool STREAM>
@@ -543,20 +563,24 @@ __device__ __forceinline__ void do_row(const row_args& a, const G& g, int64_t ro
   if constexpr (k_topk > 0) tl.clear();
 
   if (!(k_cache_smem && a.use_smem) && seg_max <= (int64_t)k_chunks * span) {
-    // The whole segment in registers: one read of the input.
+    // The whole segment in registers: one read of the input. Every chunk loads, one past the segment at the row's
+    // first column (in bounds: the row exists and n >= V), and is then set to -inf: a branch around each load kept
+    // every chunk's load waiting for the chunk before it (one memory latency a chunk, in the SASS), where straight
+    // code issues them all at once.
     float r[k_chunks][V];
     float lm = -INFINITY;
 #pragma unroll
     for (int c = 0; c < k_chunks; ++c) {
       const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
-      if (i < hi) load_row_vec<V>(a, moff, base, i, r[c]);
-      else {
+      const bool in = i < hi;
+      load_row_vec<V>(a, moff, base, in ? i : 0, r[c]);
 #pragma unroll
-        for (int v = 0; v < V; ++v) r[c][v] = -INFINITY;
-      }
+      for (int v = 0; v < V; ++v) r[c][v] = in ? r[c][v] : -INFINITY;
+    }
+#pragma unroll
+    for (int c = 0; c < k_chunks; ++c)
 #pragma unroll
       for (int v = 0; v < V; ++v) lm = fmaxf(lm, r[c][v]);
-    }
     if constexpr (k_online) {
       // exp relative to this thread's max, rescaled once after a single (max, sum) reduction.
       const float ref = lm == -INFINITY ? 0.f : lm;

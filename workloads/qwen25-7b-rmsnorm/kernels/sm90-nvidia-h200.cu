@@ -1,10 +1,11 @@
-// kforge kernel: family row_norm_cuda, version 4
+// kforge kernel: family row_norm_cuda, version 5
 // knobs: block=256 chunks=4 cluster=2 fit=0 math=precise onepass=0 pdl=1 store=streaming strategy=block team=32 vec=4 waves=0 wload=auto wregs=0
 // computes: rms_norm (one pass over each row)
 // kforge winner: qwen25-7b-rmsnorm on sm90-nvidia-h200
 // found: by `kforge search` (template proposer) on 2026-12-02T06:20:55Z
 // lineage: stored:sm90-nvidia-h200 -> template: wload row->auto
 // measured: 5.32 us (geometric mean over gated cases), 1.63x eager
+// re-emitted: by `kforge reemit` on 2026-12-02T10:00:49Z, row_norm_cuda version 5 from version 4; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -88,6 +89,25 @@ __device__ __forceinline__ void load_vec(const T* __restrict__ p, float* o) {
     for (int v = 0; v < V; ++v) o[v] = to_f(t[v]);
   }
 }
+
+// V values of T as loaded, in V * sizeof(T) bytes of registers (16-bit values two a register), converted to float
+// where used: values loaded early and used late cost half the registers of floats.
+template <typename T, int V>
+struct packed {
+  static constexpr int B = V * (int)sizeof(T);
+  static constexpr int W = B > 16 ? 16 : B;
+  using R = typename raw_bits<W>::type;
+  R r[B / W];
+  __device__ __forceinline__ void load(const T* __restrict__ p) {
+#pragma unroll
+    for (int k = 0; k < B / W; ++k) r[k] = reinterpret_cast<const R*>(p)[k];
+  }
+  __device__ __forceinline__ void to_float(float* o) const {
+    const T* t = reinterpret_cast<const T*>(r);
+#pragma unroll
+    for (int v = 0; v < V; ++v) o[v] = to_f(t[v]);
+  }
+};
 
 // STREAM: evict-first stores (__stcs), so written outputs do not push inputs out of L2.
 template <typename T, int V, bool STREAM>
@@ -483,7 +503,8 @@ __device__ void row_streamed(const rn_args& a, int64_t row, bool active, f2* scr
 // A row that fits is read whole before anything is stored: a store between two loads would keep the next load waiting
 // for it (the pointers may alias), one memory latency per vector. EARLY: the weights are read with the row too, in
 // registers beside it (one memory latency for a row, what a one-wave grid waits on); else each vector's weights are
-// read as it is written (fewer registers, more rows in flight an SM, what a grid of many waves needs).
+// read after the statistics, packed as stored (fewer registers, more rows in flight an SM, what a grid of many waves
+// needs).
 template <int VV, int CH, bool EARLY>
 __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
   __shared__ f2 scratch[BLOCK / 32 > 0 ? BLOCK / 32 : 1];
@@ -503,7 +524,7 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
       const int64_t col = ((int64_t)c * nthr + lane) * VV;
-      if (col < a.n) load_affine<VV>(a, col, wr[c], br[c]);
+      load_affine<VV>(a, col < a.n ? col : 0, wr[c], br[c]);  // unguarded, as the row's loads below
     }
   };
   if constexpr (hold)
@@ -515,11 +536,17 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
       row_streamed<VV>(a, row, active, scratch, &slot);
       continue;
     }
+    // Every chunk loads, one outside the row (or a thread past the last row) at row 0, column 0 (in bounds: a
+    // launch has rows and n >= VV), and is then zeroed: a branch around each chunk's load kept it waiting for the
+    // chunk before it (one memory latency a chunk, in the SASS), where straight code issues them all at once.
     float x[CH][VV];
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
       const int64_t col = ((int64_t)c * nthr + lane) * VV;
-      if (active && col < a.n) kf_pro<VV>(a, row, col, x[c]);
+      const bool in = active && col < a.n;
+      kf_pro<VV>(a, in ? row : 0, in ? col : 0, x[c]);
+#pragma unroll
+      for (int e = 0; e < VV; ++e) x[c][e] = in ? x[c][e] : 0.f;
     }
     if constexpr (hold)
       if (!WREGS && active) load_weights();
@@ -527,13 +554,12 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
       const int64_t col = ((int64_t)c * nthr + lane) * VV;
-      if (active && col < a.n) {
-        if constexpr (k_write_h) store_vec<h_t, VV, false>(a.h + row * a.n + col, x[c]);
+      if constexpr (k_write_h)
+        if (active && col < a.n) store_vec<h_t, VV, false>(a.h + row * a.n + col, x[c]);
 #pragma unroll
-        for (int e = 0; e < VV; ++e) {
-          s.a += x[c][e];
-          s.b += x[c][e] * x[c][e];
-        }
+      for (int e = 0; e < VV; ++e) {  // chunks outside the row are zeros
+        s.a += x[c][e];
+        s.b += x[c][e] * x[c][e];
       }
     }
     float mean = 0.f, rstd;
@@ -562,6 +588,19 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
       q = row_sum(q, scratch, &slot);
       rstd = rsqrtf(q.a * a.inv_n + k_eps);
     }
+    // Late weights: every chunk's loaded before the first store, as stored (16-bit values stay packed two a
+    // register), so that their loads wait one latency together rather than one each between the stores.
+    packed<w_t, VV> pw[CH];
+    packed<b_t, VV> pb[CH];
+    if constexpr (!hold) {
+#pragma unroll
+      for (int c = 0; c < CH; ++c) {
+        const int64_t col = ((int64_t)c * nthr + lane) * VV;
+        const int64_t at = col < a.n ? col : 0;
+        if constexpr (k_has_w) pw[c].load(a.w + at);
+        if constexpr (k_has_b) pb[c].load(a.b + at);
+      }
+    }
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
       const int64_t col = ((int64_t)c * nthr + lane) * VV;
@@ -570,7 +609,13 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
           finish<VV>(a, row, col, x[c], wr[c], br[c], mean, rstd);
         } else {
           float w[VV], b[VV];
-          load_affine<VV>(a, col, w, b);
+#pragma unroll
+          for (int e = 0; e < VV; ++e) {
+            w[e] = 1.f;
+            b[e] = 0.f;
+          }
+          if constexpr (k_has_w) pw[c].to_float(w);
+          if constexpr (k_has_b) pb[c].to_float(b);
           finish<VV>(a, row, col, x[c], w, b, mean, rstd);
         }
       }

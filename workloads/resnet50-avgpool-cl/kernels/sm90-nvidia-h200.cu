@@ -6,6 +6,7 @@
 // lineage: tried: pdl=1 cl_threads=32 small_cl_loop=0 small_cl_threads=4 small_cl_warp=0 small_direct=1 small_threads=256 small_tpp=16 threads=128 tpp=2 vec=4
 // measured: 2.10 us (geometric mean over gated cases), 2.10x eager, 2.12x vendor
 // re-emitted: by `kforge reemit` on 2026-12-01T22:13:10Z, pool_cuda version 1 from version 0 (none recorded: stored before families had versions); measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-02T10:00:49Z, pool_cuda version 1 from version 1; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -89,6 +90,25 @@ __device__ __forceinline__ void load_vec(const T* __restrict__ p, float* o) {
     for (int v = 0; v < V; ++v) o[v] = to_f(t[v]);
   }
 }
+
+// V values of T as loaded, in V * sizeof(T) bytes of registers (16-bit values two a register), converted to float
+// where used: values loaded early and used late cost half the registers of floats.
+template <typename T, int V>
+struct packed {
+  static constexpr int B = V * (int)sizeof(T);
+  static constexpr int W = B > 16 ? 16 : B;
+  using R = typename raw_bits<W>::type;
+  R r[B / W];
+  __device__ __forceinline__ void load(const T* __restrict__ p) {
+#pragma unroll
+    for (int k = 0; k < B / W; ++k) r[k] = reinterpret_cast<const R*>(p)[k];
+  }
+  __device__ __forceinline__ void to_float(float* o) const {
+    const T* t = reinterpret_cast<const T*>(r);
+#pragma unroll
+    for (int v = 0; v < V; ++v) o[v] = to_f(t[v]);
+  }
+};
 
 // STREAM: evict-first stores (__stcs), so written outputs do not push inputs out of L2.
 template <typename T, int V, bool STREAM>

@@ -5,6 +5,7 @@
 // found: by `kforge search` (template proposer) on 2026-12-02T06:44:33Z
 // lineage: default -> template: stats shifted->sumsq
 // measured: 12.16 us (geometric mean over gated cases), 3.78x eager
+// re-emitted: by `kforge reemit` on 2026-12-02T10:00:49Z, group_norm_cuda version 1 from version 1; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -88,6 +89,25 @@ __device__ __forceinline__ void load_vec(const T* __restrict__ p, float* o) {
     for (int v = 0; v < V; ++v) o[v] = to_f(t[v]);
   }
 }
+
+// V values of T as loaded, in V * sizeof(T) bytes of registers (16-bit values two a register), converted to float
+// where used: values loaded early and used late cost half the registers of floats.
+template <typename T, int V>
+struct packed {
+  static constexpr int B = V * (int)sizeof(T);
+  static constexpr int W = B > 16 ? 16 : B;
+  using R = typename raw_bits<W>::type;
+  R r[B / W];
+  __device__ __forceinline__ void load(const T* __restrict__ p) {
+#pragma unroll
+    for (int k = 0; k < B / W; ++k) r[k] = reinterpret_cast<const R*>(p)[k];
+  }
+  __device__ __forceinline__ void to_float(float* o) const {
+    const T* t = reinterpret_cast<const T*>(r);
+#pragma unroll
+    for (int v = 0; v < V; ++v) o[v] = to_f(t[v]);
+  }
+};
 
 // STREAM: evict-first stores (__stcs), so written outputs do not push inputs out of L2.
 template <typename T, int V, bool STREAM>
