@@ -29,12 +29,17 @@ An ``rms_norm`` is matched in the two ways models write it (``RMS_NORM_FORMS``):
 and as Hugging Face's LlamaRMSNorm (the same statistics, cast back, then ``weight * y``), each traced on the cpu and,
 where there is one, the GPU (the non-decomposed graph's casts name their device).
 
+Operand order: an add or a mul of two tensors matches either way round (``mask + x`` as ``x + mask``, ``up *
+silu(gate)`` as ``silu(gate) * up``): each traced pattern is registered once per order of its commutative calls
+(``operand_orders``: all of them up to 4 such calls, 16 patterns; beyond, each call swapped alone and all swapped).
+Sub, div and an add with alpha keep their order, as does a tensor and a Python number (Python puts the tensor first).
+
 Limits: only what torch.compile traces (a graph break leaves two graphs, each rewritten on its own); a pattern
 written differently from the spec's reference and its forms (another order of an RMSNorm's casts and weight, a
 GemmaRMSNorm's 1 + weight) is a different ATen graph and is not matched (kforge.patch's matching by behaviour takes
-such modules); symbolic sizes (``dynamic=True``) are not matched (the spec's sizes are checked on concrete ints); operand order
-matters (``mask + x`` is not ``x + mask``); a float constant must be the spec's bit for bit. Tested: softmax,
-log_softmax, scale, add_mask, cast, silu, mul, add, and an add then rms_norm (two outputs) written either way.
+such modules); symbolic sizes (``dynamic=True``) are not matched (the spec's sizes are checked on concrete ints); a
+float constant must be the spec's bit for bit. Tested: softmax, log_softmax, scale, add_mask, cast, silu, mul, add,
+an add then rms_norm (two outputs) written either way, and adds and muls with their operands swapped.
 Inference only: the operators have no backward, so a match whose inputs require grad is refused. The pass replaces inductor's ``post_grad_custom_pre_pass`` for the compile it is given to, and turns off
 inductor's FX graph cache for it (a cached graph would not run the pass, so what it replaced would go uncounted).
 """
@@ -42,10 +47,20 @@ import inspect
 
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from .modules import _DTYPES
 
 _SMALL = 8  # the size given to a spec's shape symbol when tracing its pattern (any size binds)
+
+# The ATen calls whose two tensor operands may come in either order (``mask + x`` is ``x + mask``, bit for bit, in
+# value, dtype and shape); not sub or div, and not add with an alpha.
+_COMMUTATIVE = (torch.ops.aten.add.Tensor, torch.ops.aten.mul.Tensor)
+# A traced pattern with k such calls is registered once per operand order: every order while k <= 4 (at most 16
+# patterns per form), else the traced order, each call swapped alone and all of them swapped (k + 2), so that a graph
+# with many of them stays at a few dozen patterns. Beyond 4, a model writing two of the calls the other way round
+# (and not all of them) is not matched.
+_ALL_ORDERS_UP_TO = 4
 
 
 # The ways a model writes an RMSNorm, each a pattern of its own (a spec's rms_norm is any of them, as capture lifts
@@ -115,6 +130,46 @@ def _reference(op, x, args, values, form="aten"):
     if op == "matmul":
         return torch.matmul(x, t("other"))
     raise NotImplementedError(f"kforge.rewrite: no reference for spec op {op!r}")
+
+
+class _Ordered(TorchDispatchMode):
+    """Swaps the operands of the commutative calls (_COMMUTATIVE, two distinct tensors) whose bit is set in `swaps`,
+    counting them in call order; `tally` (a one-element list) keeps the most calls one run saw."""
+
+    def __init__(self, swaps, tally=None):
+        super().__init__()
+        self.swaps, self.seen, self.tally = swaps, 0, tally
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in _COMMUTATIVE and len(args) == 2 and not kwargs and args[0] is not args[1] and \
+                all(isinstance(a, torch.Tensor) for a in args):
+            if self.swaps >> self.seen & 1:
+                args = (args[1], args[0])
+            self.seen += 1
+            if self.tally is not None:
+                self.tally[0] = max(self.tally[0], self.seen)
+        return func(*args, **kwargs)
+
+
+def in_order(fn, swaps, tally=None):
+    """`fn` (a pattern function) with the operands of its commutative calls swapped where `swaps` has a bit set
+    (bit i: the i-th such call it makes); traced, it gives the pattern of a model writing them that way round."""
+
+    def ordered(*tensors):
+        with _Ordered(swaps, tally):
+            return fn(*tensors)
+
+    ordered.__signature__ = inspect.signature(fn)
+    ordered.__name__ = fn.__name__
+    return ordered
+
+
+def operand_orders(k):
+    """The `swaps` masks registered for a pattern with k commutative calls (see _ALL_ORDERS_UP_TO); 0 first."""
+    if k <= _ALL_ORDERS_UP_TO:
+        return list(range(1 << k))
+    return [0] + [1 << i for i in range(k)] + [(1 << k) - 1]
 
 
 def reference_function(spec, form="aten"):
@@ -196,8 +251,11 @@ def covers(spec, values, kernels=None):
 
 class Rewrite:
     """The rewrite pass of the loaded workloads (or `names`): a PatternMatcherPass with one replacement per
-    workload whose graph traces. `counts` says how many matches of each workload it replaced so far;
-    `skipped` which workloads have no pattern, and why."""
+    workload whose graph traces (per form and device, and per operand order of its commutative calls:
+    operand_orders). `counts` says how many matches of each workload it replaced so far; `matches` the nodes of
+    each match, [(workload, [node names])], and `replacements` the operator nodes put in their place, {workload:
+    [node names]}, in the graphs rewritten so far; `patterns` how many patterns were registered; `skipped` which
+    workloads have no pattern, and why."""
 
     def __init__(self, descriptions, decompositions="inductor", require_kernel=True):
         from torch._inductor import pattern_matcher as pm
@@ -205,6 +263,9 @@ class Rewrite:
         self.descriptions = descriptions
         self.require_kernel = require_kernel
         self.counts = {}
+        self.matches = []
+        self.replacements = {}
+        self.patterns = 0
         self.skipped = []
         self.pass_ = pm.PatternMatcherPass(pass_name="kforge_rewrite")
         decomp = None if decompositions == "inductor" else (lambda: decompositions)
@@ -219,7 +280,10 @@ class Rewrite:
             def check(match, spec=spec, kernels=kernels, workload=d["workload"]):
                 values = [match.kwargs[i["name"]].meta.get("val") if isinstance(match.kwargs.get(i["name"]), torch.fx.Node)
                           else None for i in spec["inputs"]]
-                return covers(spec, values, kernels)
+                ok = covers(spec, values, kernels)
+                if ok:  # the pass replaces the match now (the check is the last step before it)
+                    self.matches.append((workload, [n.name for n in match.nodes]))
+                return ok
 
             def counted(*tensors, _fn=_operator_function(d), _w=d["workload"]):
                 return _fn(*tensors)
@@ -231,9 +295,17 @@ class Rewrite:
                 try:
                     search = reference_function(spec, form)
                     replace = _operator_function(d)
+                    example = _example_inputs(spec, device)
+                    tally = [0]  # the commutative calls, counted while the traced order's pattern traces
                     with torch.no_grad():
-                        ok = pm.register_replacement(search, replace, _example_inputs(spec, device), trace, self.pass_,
+                        ok = pm.register_replacement(in_order(search, 0, tally), replace, example, trace, self.pass_,
                                                      extra_check=check)
+                        self.patterns += ok is not False
+                        for swaps in operand_orders(tally[0])[1:]:
+                            # An order giving a pattern already registered (x * x) is skipped.
+                            self.patterns += pm.register_replacement(in_order(search, swaps), replace, example, trace,
+                                                                     self.pass_, extra_check=check,
+                                                                     skip_duplicates=True) is not False
                     if ok is False and (form, device) == (forms[0], devices[0]):
                         self.skipped.append({"workload": d["workload"], "why": "a duplicate pattern"})
                 except Exception as e:  # an op without a reference, a graph that does not trace
@@ -241,24 +313,20 @@ class Rewrite:
 
     def __call__(self, graph):
         """Rewrites `graph` (a torch.fx.Graph) in place; returns the number of replacements."""
-        before = self._ops(graph)
+        before = set(self._calls(graph))
         n = self.pass_.apply(graph)
-        after = self._ops(graph)
-        for op, k in after.items():
-            if k > before.get(op, 0):
+        for node in self._calls(graph):
+            if node not in before:  # an operator call the pass put in (not one a patched module makes)
+                op = node.target._opname
                 w = next((d["workload"] for d in self.descriptions if d["op"] == op), op)
-                self.counts[w] = self.counts.get(w, 0) + k - before.get(op, 0)
+                self.counts[w] = self.counts.get(w, 0) + 1
+                self.replacements.setdefault(w, []).append(node.name)
         return n
 
     @staticmethod
-    def _ops(graph):
-        out = {}
-        for node in graph.nodes:
-            if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and \
-                    node.target.namespace == "kforge":
-                name = node.target._opname
-                out[name] = out.get(name, 0) + 1
-        return out
+    def _calls(graph):
+        return [node for node in graph.nodes if node.op == "call_function" and
+                isinstance(node.target, torch._ops.OpOverload) and node.target.namespace == "kforge"]
 
 
 

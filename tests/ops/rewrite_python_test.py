@@ -1,6 +1,7 @@
 """kforge.compile's graph rewrite (python/kforge/rewrite.py), run by ctest's kforge_ops_python through
 ops_python_test (which imports these classes): workloads written to a temp folder as `kforge capture` writes them,
-a small model whose forward has them inline (a scaled, masked softmax in float32 cast back, a SwiGLU), compiled on the cpu. It asserts what was rewritten (the pass's count and the profiler's
+a small model whose forward has them inline (a scaled, masked softmax in float32 cast back, a SwiGLU; either way
+round), compiled on the cpu. It asserts what was rewritten (the pass's count and the profiler's
 record of kforge operator calls), that outputs match the model's, and that calls the spec does not cover (another
 dtype, another size, no kernel) are left alone."""
 import pathlib
@@ -74,9 +75,10 @@ def tearDownModule():
 class Block(nn.Module):
     """Attention and an MLP written inline, as Hugging Face's eager Llama is (heads of 16)."""
 
-    def __init__(self, width=64):
+    def __init__(self, width=64, swapped=False):
         super().__init__()
         self.width, self.heads = width, width // 16  # heads of 16: the scale is 0.25 at any width
+        self.swapped = swapped  # mask + scores and up * silu(gate): the other way round from the specs
         self.qkv = nn.Linear(width, 3 * width, bias=False)
         self.gate, self.up = nn.Linear(width, width, bias=False), nn.Linear(width, width, bias=False)
         self.norm_weight = nn.Parameter(1 + torch.randn(width) / 10)
@@ -86,11 +88,13 @@ class Block(nn.Module):
         d = self.width // self.heads
         q, k, v = (y.view(b, t, self.heads, d).transpose(1, 2) for y in self.qkv(x).chunk(3, dim=-1))
         scores = torch.matmul(q, k.transpose(2, 3)) * (1.0 / d ** 0.5)
-        scores = scores + mask
+        scores = mask + scores if self.swapped else scores + mask
         probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
         attn = torch.matmul(probs, v).transpose(1, 2).reshape(b, t, -1)
         h = x + attn
         n = F.rms_norm(h, [self.width], self.norm_weight, 1e-6)
+        if self.swapped:
+            return h + self.up(n) * F.silu(self.gate(n))
         return h + F.silu(self.gate(n)) * self.up(n)
 
 
@@ -101,9 +105,9 @@ def inputs(dtype, width=64, t=16):
     return x, mask
 
 
-def model(dtype, width=64):
+def model(dtype, width=64, swapped=False):
     torch.manual_seed(0)
-    return Block(width).to(dtype).eval()
+    return Block(width, swapped).to(dtype).eval()
 
 
 def kforge_calls(fn):
@@ -152,6 +156,15 @@ class GraphRewrite(unittest.TestCase):
         self.assertEqual(replaced, {"rw-smax": 1, "rw-swiglu": 1})
         self.assertEqual(calls, ["kforge::rw_smax", "kforge::rw_swiglu"])
         self.assertClose(got, ref, 1.6e-2, 1e-2)
+
+    def test_an_add_or_mul_written_the_other_way_round_is_matched(self):
+        m, args = model(torch.bfloat16, swapped=True), inputs(torch.bfloat16)
+        for backend in ("eager", "inductor"):
+            with self.subTest(backend=backend):
+                ref, got, replaced, calls = run(m, args, backend, require_kernel=False)
+                self.assertEqual(replaced, {"rw-smax": 1, "rw-swiglu": 1})
+                self.assertEqual(calls, ["kforge::rw_smax", "kforge::rw_swiglu"])
+                self.assertClose(got, ref, 1.6e-2, 1e-2)
 
     def test_the_rewritten_graph_holds_one_operator_call_per_match(self):
         seen = []
