@@ -35,8 +35,10 @@ model's own RMSNorm class neither: matching by class name would change what Gemm
 or add a rule to ``MODULE_RULES`` for a class you know); workloads with several inputs besides parameters or several
 outputs; modules in-place (``inplace=True``) or in training mode; and training, since the operators have no
 backward. Inline patterns are kforge.compile's (kforge.rewrite): a rewrite of the torch.compile'd graph, which finds
-a pattern in any forward, but only in what Dynamo traces; module swapping works on any model, in eager and under
-torch.compile, and keeps the model as it was. The two compose: kforge.compile(kforge.patch(model)).
+a pattern in any forward, but only in what Dynamo traces; and kforge.rewrite_eager's, the same rewrite of the
+forward captured as an ATen graph and run eagerly, for the call it was captured on. Module swapping works on any
+model, on any call, in eager and under torch.compile, and keeps the model as it was. They compose:
+kforge.compile(kforge.patch(model)), kforge.rewrite_eager(kforge.patch(model), inputs).
 """
 import math
 import types

@@ -39,7 +39,8 @@ written differently from the spec's reference and its forms (another order of an
 GemmaRMSNorm's 1 + weight) is a different ATen graph and is not matched (kforge.patch's matching by behaviour takes
 such modules); symbolic sizes (``dynamic=True``) are not matched (the spec's sizes are checked on concrete ints); a
 float constant must be the spec's bit for bit. Tested: softmax, log_softmax, scale, add_mask, cast, silu, mul, add,
-an add then rms_norm (two outputs) written either way, and adds and muls with their operands swapped.
+an add then rms_norm (two outputs) written either way, and adds and muls with their operands swapped. The same
+patterns rewrite a graph captured without compiling: kforge.rewrite_eager (kforge.eager_rewrite).
 Inference only: the operators have no backward, so a match whose inputs require grad is refused. The pass replaces inductor's ``post_grad_custom_pre_pass`` for the compile it is given to, and turns off
 inductor's FX graph cache for it (a cached graph would not run the pass, so what it replaced would go uncounted).
 """
@@ -397,8 +398,9 @@ def compile(model, backend="inductor", names=None, require_kernel=True, **kwargs
 
 
 def rewritten(compiled):
-    """[{"workload", "count"}]: the workloads whose patterns the rewrite of `compiled` (kforge.compile's result, or
-    a backend of rewrite_backend) replaced, and how many times, in the graphs compiled so far."""
+    """[{"workload", "count"}]: the workloads whose patterns the rewrite of `compiled` (kforge.compile's result, a
+    backend of rewrite_backend, or kforge.rewrite_eager's result) replaced, and how many times, in the graphs
+    compiled (or captured) so far."""
     r = getattr(compiled, "_kforge_rewrite", None) or getattr(compiled, "kforge_rewrite", None)
     if r is None:
         return []

@@ -1,0 +1,241 @@
+"""kforge.rewrite_eager (python/kforge/eager_rewrite.py), run by ctest's kforge_ops_python through ops_python_test
+(which imports these classes), or alone (`python3 -m unittest eager_rewrite_python_test` in tests/ops, with
+PYTHONPATH=python). Workloads are written to a temp folder as `kforge capture` writes them (no kernels:
+require_kernel=False rewrites them anyway, the operators running their eager graphs), beside the bundled
+llama3-8b-swiglu and gpt2-gelu-tanh, whose stored cpu kernels the default (require_kernel=True) takes. Small models
+on the cpu whose forwards write the patterns inline; it asserts what was replaced (the rewrite's count, the
+profiler's record of kforge operator calls), that outputs match the model's, and what is left alone (another
+constant, an uncaptured forward, a call unlike the captured one). Skips, saying why, without torch or
+libkforge_ops.so."""
+import pathlib
+import sys
+import tempfile
+import unittest
+import warnings
+
+try:
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    import kforge
+    MISSING = ""
+except ImportError as e:  # every test here skips, saying so
+    torch = nn = None
+    MISSING = f"cannot import torch or kforge ({e})"
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+SPECS = {
+    "er-smax": """
+inputs:
+  x: {shape: [B, H, S, S], dtype: float32, init: {normal: {std: 1.0}}}
+  mask: {shape: [1, 1, S, S], dtype: float32, init: causal_mask}
+graph:
+  - scale: {input: x, factor: 0.125}
+  - add_mask: {mask: mask}
+  - softmax: {dim: -1}
+cases:
+  - {B: 1, H: 2, S: 8, gate: true}
+""",
+    "er-addnorm": """
+inputs:
+  x: {shape: [B, T, 32], dtype: float32, init: {normal: {std: 1.0}}}
+  z: {shape: [B, T, 32], dtype: float32, init: {normal: {std: 1.0}}}
+  w: {shape: [32], dtype: float32, init: {normal: {mean: 1.0, std: 0.1}}}
+graph:
+  - add: {input: x, other: z, as: h}
+  - rms_norm: {normalized_shape: [32], weight: w, eps: 1.0e-5}
+outputs: [out, h]
+cases:
+  - {B: 1, T: 8, gate: true}
+""",
+}
+NAMES = list(SPECS)
+TMP = None
+
+
+def setUpModule():
+    global TMP
+    if MISSING:
+        raise unittest.SkipTest(MISSING)
+    try:
+        kforge.load_library()
+    except (FileNotFoundError, OSError) as e:
+        raise unittest.SkipTest(f"libkforge_ops.so: {e}")
+    TMP = tempfile.TemporaryDirectory(prefix="kf-eager-rewrite-")
+    for name, body in SPECS.items():
+        (pathlib.Path(TMP.name) / f"{name}.yaml").write_text(f"version: 1\nname: {name}\n{body}")
+    report = kforge.load(TMP.name, device="cpu")
+    assert not report["skipped"], report["skipped"]
+    kforge.load(REPO / "workloads", device="cpu", names=["llama3-8b-swiglu", "gpt2-gelu-tanh"])
+
+
+def tearDownModule():
+    if TMP is not None:
+        TMP.cleanup()
+
+
+class Attention(nn.Module if nn else object):
+    """A projection, then softmax(x * scale + mask) written inline (or `mask + x * scale` with mask_first)."""
+
+    def __init__(self, scale=0.125, mask_first=False):
+        super().__init__()
+        self.scale, self.mask_first = scale, mask_first
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x, mask):
+        s = self.proj(x)
+        s = mask + s * self.scale if self.mask_first else s * self.scale + mask
+        return torch.softmax(s, -1) * 2
+
+
+class ResidualNorm(nn.Module if nn else object):
+    """h = z + x, then an RMSNorm written as Hugging Face's Llama but with rsqrt(...) * x, the other way round from
+    both of kforge's RMS_NORM_FORMS."""
+
+    def __init__(self, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(1 + torch.randn(32) / 10)
+
+    def forward(self, x, z):
+        h = z + x
+        n = h.to(torch.float32)
+        n = torch.rsqrt(n.pow(2).mean(-1, keepdim=True) + self.eps) * n
+        return self.weight * n.to(h.dtype), h
+
+
+def attention_inputs():
+    torch.manual_seed(1)
+    return torch.randn(1, 2, 8, 8), torch.full((8, 8), float("-inf")).triu(1)[None, None]
+
+
+def kforge_calls(fn):
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        result = fn()
+    return result, sorted({e.name for e in prof.events() if e.name.startswith("kforge::")})
+
+
+def rewrite(m, args, **kw):
+    """The model's output, the rewritten one's, what was replaced and the kforge operators called."""
+    torch.manual_seed(0)
+    with torch.no_grad():
+        ref = m(*args)
+        fast = kforge.rewrite_eager(m, args, names=kw.pop("names", NAMES), **kw)
+        got, calls = kforge_calls(lambda: fast(*args))
+    return ref, got, {r["workload"]: r["count"] for r in kforge.rewritten(fast)}, calls, fast
+
+
+class EagerRewrite(unittest.TestCase):
+    def assertClose(self, got, ref):
+        for g, r in zip(got if isinstance(got, tuple) else (got,), ref if isinstance(ref, tuple) else (ref,)):
+            self.assertEqual((g.shape, g.dtype), (r.shape, r.dtype))
+            torch.testing.assert_close(g, r, rtol=1e-5, atol=1e-6)
+
+    def test_an_inline_scaled_masked_softmax_becomes_its_operator(self):
+        torch.manual_seed(0)
+        m = Attention().eval()
+        ref, got, replaced, calls, fast = rewrite(m, attention_inputs(), require_kernel=False)
+        self.assertEqual(fast.why, "")
+        self.assertEqual((replaced, calls), ({"er-smax": 1}, ["kforge::er_smax"]))
+        self.assertClose(got, ref)
+        # The graph runs eagerly, op by op: the operator in it, no Dynamo.
+        targets = {str(n.target) for n in fast.graph_module.graph.nodes if n.op == "call_function"}
+        self.assertIn("kforge.er_smax.default", targets)
+        self.assertNotIn("aten._softmax.default", targets)
+
+    def test_the_mask_added_first_is_matched_too(self):
+        torch.manual_seed(0)
+        ref, got, replaced, calls, _ = rewrite(Attention(mask_first=True).eval(), attention_inputs(),
+                                               require_kernel=False)
+        self.assertEqual((replaced, calls), ({"er-smax": 1}, ["kforge::er_smax"]))
+        self.assertClose(got, ref)
+
+    def test_another_scale_or_eps_is_left_alone(self):
+        torch.manual_seed(0)
+        ref, got, replaced, calls, fast = rewrite(Attention(scale=0.25).eval(), attention_inputs(),
+                                                  require_kernel=False)
+        self.assertEqual((fast.why, replaced, calls), ("", {}, []))
+        self.assertClose(got, ref)
+        args = (torch.randn(1, 8, 32), torch.randn(1, 8, 32))
+        ref, got, replaced, calls, _ = rewrite(ResidualNorm(eps=1e-6).eval(), args, require_kernel=False)
+        self.assertEqual((replaced, calls), ({}, []))
+        self.assertClose(got, ref)
+
+    def test_a_residual_add_and_an_rms_norm_with_its_operands_swapped_become_one_operator(self):
+        torch.manual_seed(0)
+        args = (torch.randn(1, 8, 32), torch.randn(1, 8, 32))
+        ref, got, replaced, calls, _ = rewrite(ResidualNorm().eval(), args, require_kernel=False)
+        self.assertEqual((replaced, calls), ({"er-addnorm": 1}, ["kforge::er_addnorm"]))
+        self.assertClose(got, ref)
+
+    def test_without_a_kernel_for_the_device_nothing_is_rewritten_by_default(self):
+        torch.manual_seed(0)
+        _, _, replaced, calls, fast = rewrite(Attention().eval(), attention_inputs())
+        self.assertEqual((fast.why, replaced, calls), ("", {}, []))
+
+    def test_a_stored_cpu_kernel_replaces_an_inline_swiglu_written_up_first(self):
+        if not kforge.describe("llama3-8b-swiglu")["kernels"]["cpu"].get("kernel"):
+            self.skipTest("llama3-8b-swiglu has no cpu kernel loaded")
+
+        class MLP(nn.Module):
+            def forward(self, gate, up):
+                return (up * F.silu(gate)) * 2
+
+        args = (torch.randn(3, 14336).bfloat16(), torch.randn(3, 14336).bfloat16())
+        ref, got, replaced, calls, _ = rewrite(MLP(), args, names=["llama3-8b-swiglu"])
+        self.assertEqual((replaced, calls), ({"llama3-8b-swiglu": 1}, ["kforge::llama3_8b_swiglu"]))
+        torch.testing.assert_close(got.float(), ref.float(), rtol=1.6e-2, atol=1e-2)
+
+    def test_a_call_unlike_the_captured_one_runs_the_model(self):
+        torch.manual_seed(0)
+        m = Attention().eval()
+        _, _, replaced, _, fast = rewrite(m, attention_inputs(), require_kernel=False)
+        self.assertEqual(replaced, {"er-smax": 1})
+        x, mask = torch.randn(1, 3, 8, 8), attention_inputs()[1]  # 3 heads, not 2
+        with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got, calls = kforge_calls(lambda: fast(x, mask))
+        self.assertEqual(calls, [])
+        self.assertClose(got, m(x, mask).detach())
+        self.assertTrue(any("a call unlike the captured one" in str(w.message) for w in caught))
+        # A call that needs a gradient (the operators have none) runs the model too.
+        got, calls = kforge_calls(lambda: fast(*attention_inputs()))
+        self.assertEqual(calls, [])
+        self.assertTrue(got.requires_grad)
+
+    def test_a_forward_that_reads_a_tensors_values_is_not_captured_and_says_why(self):
+        class Branchy(nn.Module):
+            def forward(self, x, mask):
+                return torch.softmax(x * 0.125 + mask, -1) if x.sum() > 0 else x
+
+        args = attention_inputs()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ref, got, replaced, calls, fast = rewrite(Branchy(), args, require_kernel=False)
+        self.assertIn("data-dependent", fast.why)
+        self.assertIsNone(fast.graph_module)
+        self.assertEqual((replaced, calls), ({}, []))
+        self.assertClose(got, ref)
+        self.assertTrue(any("was not captured" in str(w.message) for w in caught))
+
+    def test_a_patched_module_is_captured_as_its_operator_call(self):
+        # The e2e tiny model: an nn.GELU(tanh) that kforge.patch swaps for the stored gpt2-gelu-tanh cpu kernel. Its
+        # patched forward traces as the operator call, which the rewrite leaves as it is.
+        if not kforge.describe("gpt2-gelu-tanh")["kernels"]["cpu"].get("kernel"):
+            self.skipTest("gpt2-gelu-tanh has no cpu kernel loaded")
+        sys.path.insert(0, str(REPO / "tests/data/e2e"))
+        import tiny_model
+
+        m, args = tiny_model.make(width=3072)
+        m = kforge.patch(m.eval())
+        self.assertEqual(kforge.patched_modules(m), [("act", ["gpt2-gelu-tanh"])])
+        ref, got, replaced, calls, fast = rewrite(m, args)
+        self.assertEqual((fast.why, replaced, calls), ("", {}, ["kforge::gpt2_gelu_tanh"]))
+        targets = {str(n.target) for n in fast.graph_module.graph.nodes if n.op == "call_function"}
+        self.assertIn("kforge.gpt2_gelu_tanh.default", targets)
+        torch.testing.assert_close(got.float(), ref.float(), rtol=1e-2, atol=1e-3)
+
+
+if __name__ == "__main__":
+    unittest.main()
