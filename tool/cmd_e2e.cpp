@@ -32,7 +32,7 @@ const std::vector<flag_def> k_flags = {
      "keyword arguments for FUNCTION, k=v,... (Python literals: "
      "scale=0.05,layers=1)",
      "K=V,..."},
-    {"workloads", true, "the stored kernels kforge.patch uses (default workloads)", "DIR"},
+    {"workloads", true, "the stored kernels kforge.patch and the graph rewrites use (default workloads)", "DIR"},
     {"names", true, "load only these workloads (default: every one in DIR)", "A,B"},
     {"variants", true,
      "which to time, eager always (default "
@@ -76,20 +76,14 @@ std::string e2e_help() {
   return "usage: kforge e2e --model FILE.py:FUNCTION [--device cpu|cuda] "
          "[--model-args k=v,...] [--workloads DIR]\n"
          "                  [--json FILE] [--markdown FILE]\n\n"
-         "Times the model's forward pass four ways: eager, eager with kforge's "
-         "operators (kforge.patch), torch.compile,\n"
-         "and torch.compile with kforge's operators inside the compiled graph; "
-         "cold (one forward per sample; on cuda\n"
-         "the L2 flushed, CUDA events, synchronized) and hot (CUDA graph "
-         "replay; not on the cpu). The variants run in\n"
-         "rounds, one forward each, after a warm-up, with kforge run's "
-         "stopping rule; medians and their 99% intervals\n"
-         "are kforge's statistics. Each variant's outputs must match eager's "
-         "within the tolerance, or it fails. The\n"
-         "prediction: each patched module timed in the eager and the patched "
-         "model gives the patterns' share of the\n"
-         "forward and their speedup, so Amdahl's law predicts the end-to-end "
-         "speedup; the table says what fraction\n"
+         "Times the model's forward pass four ways: eager, eager with kforge's operators (kforge.patch, then\n"
+         "kforge.rewrite_eager for the patterns written inline), torch.compile, and torch.compile with kforge's\n"
+         "operators inside the compiled graph; cold (one forward per sample; on cuda the L2 flushed, CUDA events,\n"
+         "synchronized) and hot (CUDA graph replay; not on the cpu). The variants run in rounds, one forward each,\n"
+         "after a warm-up, with kforge run's stopping rule; medians and their 99% intervals are kforge's statistics.\n"
+         "Each variant's outputs must match eager's within the tolerance, or it fails. The prediction: each patched\n"
+         "module and graph-replaced pattern timed eager and with its operator gives the patterns' share of the\n"
+         "forward and their speedup, so Amdahl's law predicts the end-to-end speedup; the table says what fraction\n"
          "of the predicted gain was measured. `kforge run E2E.yaml` gates on "
          "it (docs/workload-spec.md).\n\noptions:\n" +
          flags_help(k_flags) +

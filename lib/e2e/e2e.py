@@ -8,16 +8,21 @@ usage: e2e.py --model FILE.py:FUNCTION --device cpu|cuda --out SAMPLES.json [--m
               [--rtol X] [--atol X]
 
 The variants: eager (the model as given), kforge (a copy with kforge.patch: the stored kernels as operators in
-place of modules), compile (torch.compile of the model), compile_kforge (kforge.compile of the patched copy: the
-module operators inside the compiled graph, and the loaded workloads' patterns written inline in a forward replaced
-by their operators in the graph before inductor compiles it; "patched" lists those with how "graph"). The kforge
-variant stays module patching: the rewrite needs Dynamo, whose tracing and guards would change what it times. Each runs --warmup times, then its outputs are compared with eager's (a variant whose outputs
+place of modules; then kforge.rewrite_eager of the patched copy: its forward captured as an ATen graph without
+compiling, the loaded workloads' patterns written inline in it replaced by their operators, run op by op as eager
+runs; where the forward cannot be captured, module patching alone, the variant's "note" saying why), compile
+(torch.compile of the model), compile_kforge (kforge.compile of the patched copy: the module operators inside the
+compiled graph, and the patterns replaced in the graph before inductor compiles it). "patched" lists the modules
+(how "rule" or "behaviour") and each variant's graph replacements (module "(graph)", how "graph", with a count and
+the variant). Each runs --warmup times, then its outputs are compared with eager's (a variant whose outputs
 differ beyond the tolerance fails and is not timed), then the variants are timed in rounds, one forward of each per
 round (so drift hits all alike and the samples pair up), cold (on cuda: L2 flushed, CUDA events around one forward,
 synchronized) until each has --min-samples and a relative noise within --max-noise, or --timeout seconds; on cuda
 the same again hot, each variant captured in a CUDA graph and replayed (per-replay times). The profile (Amdahl):
-each patched module's calls timed in the eager model and in the patched one, over --profile-passes passes, with
-the whole forward, so kforge can say what share of the time the patched patterns take and what they gain.
+each patched module's calls timed in the eager model and in the patched one, and each workload the kforge
+variant's graph rewrite replaced timed in the captured graph before the rewrite (its matched ATen ops) and after
+(its operator calls; kforge.pattern_profile), over --profile-passes passes, with the whole forward, so kforge can
+say what share of the time the replaced patterns take and what they gain.
 
 Exit 2 on the user's mistakes (no such file or function, a bad result, a bad device), with "e2e.py: error:".
 """
@@ -165,16 +170,17 @@ def time_rounds(fns, t, a, reps=None, flush=True):
 
 
 def make_variants(model, inputs, names, a):
-    """{name: callable} for the variants asked for, {name: why} for those that could not be made, what was patched
-    ([{module, workloads, how}]: kforge.patch's modules, and how "graph" for the workloads kforge.compile's rewrite
-    replaced inside compile_kforge's graph, module "(graph)", with a count), and the patched model."""
+    """{name: callable} for the variants asked for, {name: why} for those that could not be made, {name: note} for
+    those made with less than asked (the kforge variant whose forward was not captured for the graph rewrite),
+    what was patched ([{module, workloads, how}]: kforge.patch's modules, and how "graph" for the workloads the
+    graph rewrites replaced, module "(graph)", with a count and the variant), the patched model and the kforge
+    variant (kforge.rewrite_eager's result, for the profile)."""
     import torch
 
-    fns, broken, patched = {}, {}, []
-    model_kforge = None
+    fns, broken, notes, patched = {}, {}, {}, []
+    model_kforge = fast = None
     nothing = ("kforge.patch found no module whose forward is a loaded workload's graph (by type or by behaviour on "
-               "the model's inputs); a pattern written inline in a forward (a softmax in an attention, a SwiGLU in "
-               "an MLP) is not a module: only compile_kforge's graph rewrite replaces it")
+               "the model's inputs)")
     if any(n in names for n in ("kforge", "compile_kforge")):
         try:
             sys.path.insert(0, str(HERE.parents[1] / "python"))
@@ -185,19 +191,37 @@ def make_variants(model, inputs, names, a):
             model_kforge = kforge.patch(copy.deepcopy(model), example_inputs=inputs)
             patched = [{"module": m.name, "workloads": m.workloads, "how": m.how}
                        for m in kforge.patched_modules(model_kforge)]
-            if not patched:
-                broken["kforge"] = nothing
         except Exception as e:  # the library missing, a workload that does not load: the variants say why
             for n in ("kforge", "compile_kforge"):
                 broken[n] = f"kforge.load/patch failed: {type(e).__name__}: {e}"
             model_kforge = None
+    modules = bool(patched)
     for n in names:
         if n in broken:
             continue
         if n == "eager":
             fns[n] = lambda m=model: m(*inputs)
         elif n == "kforge":
-            fns[n] = lambda m=model_kforge: m(*inputs)
+            # The patched copy's forward as an ATen graph with the patterns written inline replaced by their
+            # operators, run eagerly; where it cannot be captured, the patched copy as it is.
+            import kforge
+
+            try:
+                fast = kforge.rewrite_eager(model_kforge, inputs)
+            except Exception as e:
+                broken[n] = f"kforge.rewrite_eager raised {type(e).__name__}: {e}"
+                continue
+            graph = kforge.rewritten(fast)
+            patched += [{"module": "(graph)", "workloads": [r["workload"]], "how": "graph", "count": r["count"],
+                         "variant": n} for r in graph]
+            not_captured = f"the forward was not captured for the graph rewrite ({fast.why})" if fast.why else ""
+            if not graph and not modules:
+                broken[n] = (f"{nothing}, and the graph rewrite (kforge.rewrite_eager) replaced no pattern" +
+                             (f": {not_captured}" if not_captured else ""))
+                continue
+            if not_captured:
+                notes[n] = not_captured + ": kforge.patch's modules only"
+            fns[n] = lambda m=fast: m(*inputs)
         elif n == "compile":
             c = torch.compile(model)
             fns[n] = lambda c=c: c(*inputs)
@@ -214,14 +238,13 @@ def make_variants(model, inputs, names, a):
                 broken[n] = f"kforge.compile (the graph rewrite, then inductor) raised {type(e).__name__}: {e}"
                 continue
             graph = kforge.rewritten(c)
-            patched += [{"module": "(graph)", "workloads": [r["workload"]], "how": "graph", "count": r["count"]}
-                        for r in graph]
-            if not graph and not any(p["how"] != "graph" for p in patched):
-                broken[n] = nothing.replace("only compile_kforge's graph rewrite replaces it",
-                                            "and the graph rewrite (kforge.compile) replaced no pattern either")
+            patched += [{"module": "(graph)", "workloads": [r["workload"]], "how": "graph", "count": r["count"],
+                         "variant": n} for r in graph]
+            if not graph and not modules:
+                broken[n] = f"{nothing}, and the graph rewrite (kforge.compile) replaced no pattern either"
                 continue
             fns[n] = lambda c=c: c(*inputs)
-    return fns, broken, patched, model_kforge
+    return fns, broken, notes, patched, model_kforge, fast
 
 
 def graph_of(fn, cuda):
@@ -241,11 +264,21 @@ def graph_of(fn, cuda):
     return g.replay
 
 
-def module_profile(model, patched_model, patched, inputs, cuda, passes):
+def module_profile(model, patched_model, patched, inputs, cuda, passes, graph=None):
     """Each patched module's time per pass in the eager model (the module and the later modules of its run) and in
-    the patched one, with the whole forward's, from synchronized forward hooks."""
+    the patched one, with the whole forward's, from synchronized forward hooks; with `graph` (the kforge variant,
+    kforge.rewrite_eager's result), each workload its rewrite replaced, timed in the captured graph before and
+    after the rewrite (kforge.pattern_profile), as a pattern of module "(graph)"."""
     import torch
 
+    timers, call = None, None
+    if graph is not None:
+        from kforge.pattern_profile import pattern_timers
+
+        timers = pattern_timers(graph, lambda: sync(cuda))
+        call = graph.graph_call(tuple(inputs), {})[0] if timers else None
+        timers = timers if call is not None else None
+    replaced = {}
     names = {p["module"] for p in patched}
     rest = {}
     for name, m in patched_model.named_modules():
@@ -290,8 +323,24 @@ def module_profile(model, patched_model, patched, inputs, cuda, passes):
                 out["total_us"].append(total)
             for n in names:
                 out["patterns"][n][which].append(acc.get(n, 0.0))
+        if timers:
+            for which, key in (("eager", "eager_us"), ("kforge", "kforge_us")):
+                for w, us in timers[which](call).items():
+                    replaced.setdefault(w, {"eager_us": [], "kforge_us": []})[key].append(us)
     out["patterns"] = [dict(module=p["module"], workloads=p["workloads"], **out["patterns"][p["module"]]) for p in patched]
+    counts = {r["workload"]: r["count"] for r in kforge_rewritten(graph)}
+    out["patterns"] += [dict(module="(graph)", workloads=[w], count=counts.get(w, 0), **t) for w, t in
+                        sorted(replaced.items())]
     return out
+
+
+def kforge_rewritten(graph):
+    """kforge.rewritten(graph), [] without one."""
+    if graph is None:
+        return []
+    import kforge
+
+    return kforge.rewritten(graph)
 
 
 def main(argv):
@@ -338,9 +387,11 @@ def main(argv):
               "variants": [], "hot_skipped": "" if cuda else "cpu: no CUDA graph"}
     with torch.no_grad():
         model, inputs = tr.build(fn, a.device, tr.parse_model_args(a.model_args))
-        fns, broken, patched, model_kforge = make_variants(model, inputs, names, a)
+        fns, broken, notes, patched, model_kforge, fast = make_variants(model, inputs, names, a)
         result["patched"] = patched
         status = {n: {"name": n, "status": "ok", "why": broken.get(n, "")} for n in names}
+        for n, note in notes.items():
+            status[n]["note"] = note
         for n in broken:
             if n in status:  # make_variants marks both kforge variants when either was asked for
                 status[n]["status"] = "failed"
@@ -385,10 +436,13 @@ def main(argv):
                 for n, s in hot.items():
                     status[n]["hot_us"] = s
                     status[n]["launches_per_sample"] = reps[n]
-        modules = [p for p in patched if p["how"] != "graph"]  # the profile times modules, not graph rewrites
-        if modules and "kforge" in fns:
+        # The profile: the patched modules (hooks in the eager and the patched model) and the kforge variant's
+        # graph replacements (in its graph before and after the rewrite); compile_kforge's are not profiled.
+        modules = [p for p in patched if p["how"] != "graph"]
+        graph = fast if "kforge" in fns and kforge_rewritten(fast) else None
+        if (modules or graph is not None) and "kforge" in fns:
             result["profile"] = module_profile(model, model_kforge, modules, inputs, cuda,
-                                               max(a.profile_passes, 1))
+                                               max(a.profile_passes, 1), graph)
     result["variants"] = [status[n] for n in names]
     tmp = a.out + ".tmp"
     with open(tmp, "w") as f:

@@ -39,7 +39,7 @@ workload_result to_workload_result(const e2e_result& r, const e2e_spec& spec, co
   for (const auto& p : r.patched)
     patched.push_back(fmt::format("{} ({})", p.value("module", ""),
                                   fmt::join(p.value("workloads", std::vector<std::string>{}), ", ")));
-  w.kernel_note = patched.empty() ? "kforge.patch patched no module"
+  w.kernel_note = patched.empty() ? "nothing patched (no module, no graph pattern)"
                                   : fmt::format("{} patched: {}", patched.size(), fmt::join(patched, "; "));
   w.verify.verdict = "passed";
   for (const auto& v : r.variants) {
@@ -86,8 +86,9 @@ void apply_e2e_gate(workload_result& w, const e2e_result& r, const e2e_spec& spe
   w.checks.push_back(make_gate_check("kernel", "", "",
                                      r.patched.empty() ? check_outcome::failed : check_outcome::passed,
                                      r.patched.empty() ? "kforge.patch found no module of the model whose "
-                                                         "forward is a loaded "
-                                                         "workload's graph: the operators are not in the model"
+                                                         "forward is a loaded workload's graph, and the graph "
+                                                         "rewrites replaced no pattern: the operators are not in "
+                                                         "the model"
                                                        : w.kernel_note));
   for (const auto& c : w.verify.checks)
     w.checks.push_back(

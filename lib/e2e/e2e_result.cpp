@@ -43,7 +43,7 @@ sample_series series(std::vector<double> samples) {
 void fill_prediction(e2e_result& r, const json& profile, const std::string& source) {
   amdahl& a = r.prediction;
   if (!profile.is_object()) {
-    a.why = r.patched.empty() ? "kforge.patch patched no module: nothing to predict"
+    a.why = r.patched.empty() ? "nothing patched (no module, no graph pattern): nothing to predict"
                               : "no profile (the kforge variant did not run)";
     return;
   }
@@ -158,6 +158,7 @@ e2e_result result_from_samples(const json& j, const std::string& source) {
     std::string st = v.value("status", "ok");
     out.status = st == "ok" ? impl_status::ok : st == "skipped" ? impl_status::skipped : impl_status::failed;
     out.why = v.value("why", "");
+    out.note = v.value("note", "");
     if (v.contains("max_error_ratio") && v["max_error_ratio"].is_number())
       out.max_error_ratio = v["max_error_ratio"].get<double>();
     out.cold = series(numbers(v.value("cold_us", json()), source, out.name + ".cold_us"));
@@ -180,6 +181,7 @@ json to_json(const e2e_result& r) {
               {"cold", series_json(v.cold)},
               {"hot", series_json(v.hot)}};
     if (!v.why.empty()) o["why"] = v.why;
+    if (!v.note.empty()) o["note"] = v.note;
     if (v.max_error_ratio) o["max_error_ratio"] = *v.max_error_ratio;
     if (!v.hot.measured()) o["hot_skipped"] = v.hot_skipped.empty() ? "not timed" : v.hot_skipped;
     if (v.hot.measured()) o["launches_per_sample"] = v.launches_per_sample;
@@ -238,6 +240,7 @@ std::string table_text(const e2e_result& r) {
   }
   for (const auto& v : r.variants)
     if (v.status != impl_status::ok) out += fmt::format("  {} {}: {}\n", v.name, impl_status_name(v.status), v.why);
+    else if (!v.note.empty()) out += fmt::format("  {} note: {}\n", v.name, v.note);
   if (double s = r.speedup("compile_kforge", "compile"); s > 0)
     out += fmt::format("compile_kforge vs compile: {}\n", speed(s));
   out += prediction_line(r.prediction) + "\n";
@@ -262,7 +265,9 @@ std::string markdown(const e2e_result& r) {
     auto vs = [&](const sample_series& s, const sample_series* e) {
       return e && s.measured() && e->measured() ? speed(e->stats.median_us / s.stats.median_us) : std::string("-");
     };
-    std::string status = v.status == impl_status::ok ? "ok" : fmt::format("{}: {}", impl_status_name(v.status), v.why);
+    std::string status = v.status != impl_status::ok ? fmt::format("{}: {}", impl_status_name(v.status), v.why)
+                         : v.note.empty()               ? "ok"
+                                                        : "ok (" + v.note + ")";
     std::string hot = v.hot.measured() ? median_cell(v.hot) : (v.hot_skipped.empty() ? "-" : v.hot_skipped);
     out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", v.name, md_cell(status), median_cell(v.cold),
                        v.cold.stats.count, vs(v.cold, eager ? &eager->cold : nullptr), md_cell(hot),

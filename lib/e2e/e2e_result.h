@@ -20,6 +20,7 @@ struct variant_result {
   std::string name;  // eager | kforge | compile | compile_kforge
   impl_status status = impl_status::ok;
   std::string why;                        // a failed variant: why (outputs differ from eager, the forward raised, ...)
+  std::string note;                       // an ok variant made with less than asked (kforge: no graph rewrite, why)
   std::optional<double> max_error_ratio;  // the largest output error as a share of the tolerance
   sample_series cold, hot;                // microseconds per forward
   int launches_per_sample = 1;            // hot: replays in one timed pass
@@ -27,7 +28,8 @@ struct variant_result {
   const sample_series& series(std::string_view metric) const { return metric == "hot" ? hot : cold; }
 };
 
-// One patched module (a run of an nn.Sequential counts as one): its time in the eager model and with the operator.
+// One patched module (a run of an nn.Sequential counts as one), or module "(graph)": one workload whose matches the
+// kforge variant's graph rewrite replaced; its time in the eager model (or graph) and with the operator.
 struct pattern_time {
   std::string module;
   std::vector<std::string> workloads;
@@ -56,7 +58,7 @@ struct e2e_result {
   std::string hot_skipped;  // for every variant (the cpu: no CUDA graph)
   std::string cold_stop, hot_stop;
   std::vector<variant_result> variants;
-  nlohmann::json patched = nlohmann::json::array();  // [{module, workloads}]
+  nlohmann::json patched = nlohmann::json::array();  // [{module, workloads, how}]: how "graph" with count, variant
   amdahl prediction;
   const variant_result* find(std::string_view name) const;
   // The series the comparisons use: hot when every variant that ran has hot samples, else cold.

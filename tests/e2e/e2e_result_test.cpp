@@ -96,6 +96,25 @@ TEST(e2e_result, the_table_and_json_say_what_was_measured) {
   EXPECT_THAT(e2e::markdown(r), HasSubstr("| kforge | ok |"));
 }
 
+// The kforge variant when its forward could not be captured for the graph rewrite: ok, module patching only, and
+// it says so in the table, the JSON and the Markdown; a graph-replaced pattern is a profile entry like a module.
+TEST(e2e_result, a_note_on_a_variant_that_ran_with_less_is_shown) {
+  json s = samples();
+  s["variants"][1]["note"] = "the forward was not captured for the graph rewrite (x): kforge.patch's modules only";
+  s["profile"]["patterns"].push_back({{"module", "(graph)"},
+                                      {"workloads", {"llama3-8b-swiglu"}},
+                                      {"count", 2},
+                                      {"eager_us", {100, 100, 100}},
+                                      {"kforge_us", {50, 50, 50}}});
+  auto r = e2e::result_from_samples(s, "s.json");
+  EXPECT_EQ(r.find("kforge")->status, impl_status::ok);
+  EXPECT_THAT(e2e::table_text(r), HasSubstr("  kforge note: the forward was not captured for the graph rewrite (x)"));
+  EXPECT_THAT(e2e::table_text(r), HasSubstr("(graph) (llama3-8b-swiglu): eager 100"));
+  EXPECT_EQ(e2e::to_json(r)["variants"][1]["note"], s["variants"][1]["note"]);
+  EXPECT_THAT(e2e::markdown(r), HasSubstr("| kforge | ok (the forward was not captured"));
+  EXPECT_DOUBLE_EQ(r.prediction.share, 0.6);  // 500 + 100 of 1000 us
+}
+
 TEST(e2e_result, hot_samples_are_compared_when_every_variant_has_them) {
   json s = samples();
   s["variants"].erase(2);

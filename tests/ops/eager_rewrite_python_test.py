@@ -1,13 +1,16 @@
-"""kforge.rewrite_eager (python/kforge/eager_rewrite.py), run by ctest's kforge_ops_python through ops_python_test
-(which imports these classes), or alone (`python3 -m unittest eager_rewrite_python_test` in tests/ops, with
-PYTHONPATH=python). Workloads are written to a temp folder as `kforge capture` writes them (no kernels:
-require_kernel=False rewrites them anyway, the operators running their eager graphs), beside the bundled
-llama3-8b-swiglu and gpt2-gelu-tanh, whose stored cpu kernels the default (require_kernel=True) takes. Small models
-on the cpu whose forwards write the patterns inline; it asserts what was replaced (the rewrite's count, the
-profiler's record of kforge operator calls), that outputs match the model's, and what is left alone (another
-constant, an uncaptured forward, a call unlike the captured one). Skips, saying why, without torch or
-libkforge_ops.so."""
+"""kforge.rewrite_eager (python/kforge/eager_rewrite.py) and kforge e2e's kforge variant, which uses it, run by ctest's
+kforge_ops_python through ops_python_test (which imports these classes), or alone (`python3 -m unittest
+eager_rewrite_python_test` in tests/ops, with PYTHONPATH=python). Workloads are written to a temp folder as `kforge
+capture` writes them (no kernels: require_kernel=False rewrites them anyway, the operators running their eager
+graphs), beside the bundled llama3-8b-swiglu and gpt2-gelu-tanh, whose stored cpu kernels the default
+(require_kernel=True) takes. Small models on the cpu whose forwards write the patterns inline; it asserts what was
+replaced (the rewrite's count, the profiler's record of kforge operator calls), that outputs match the model's, and
+what is left alone (another constant, an uncaptured forward, a call unlike the captured one). Skips, saying why,
+without torch or libkforge_ops.so."""
+import json
+import os
 import pathlib
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -235,6 +238,34 @@ class EagerRewrite(unittest.TestCase):
         targets = {str(n.target) for n in fast.graph_module.graph.nodes if n.op == "call_function"}
         self.assertIn("kforge.gpt2_gelu_tanh.default", targets)
         torch.testing.assert_close(got.float(), ref.float(), rtol=1e-2, atol=1e-3)
+
+
+class E2eKforgeVariant(unittest.TestCase):
+    def test_an_inline_pattern_is_reported_patched_with_how_graph(self):
+        # lib/e2e/e2e.py on tests/data/e2e/tiny_model.py:make_inline (an inline SwiGLU the stored llama3-8b-swiglu
+        # cpu kernel covers), eager and kforge only, short series: what it reports, not which is faster.
+        if not kforge.describe("llama3-8b-swiglu")["kernels"]["cpu"].get("kernel"):
+            self.skipTest("llama3-8b-swiglu has no cpu kernel loaded")
+        with tempfile.TemporaryDirectory(prefix="kf-e2e-inline-") as d:
+            out = pathlib.Path(d) / "samples.json"
+            env = dict(os.environ, OMP_NUM_THREADS="1")
+            r = subprocess.run([sys.executable, str(REPO / "lib/e2e/e2e.py"), "--model",
+                                str(REPO / "tests/data/e2e/tiny_model.py") + ":make_inline", "--device", "cpu",
+                                "--out", str(out), "--workloads", str(REPO / "workloads"), "--names",
+                                "llama3-8b-swiglu", "--variants", "eager,kforge", "--warmup", "1", "--min-samples", "3",
+                                "--timeout", "0.1", "--min-seconds", "0", "--profile-passes", "2"],
+                               capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            j = json.loads(out.read_text())
+        self.assertEqual(j["patched"], [{"module": "(graph)", "workloads": ["llama3-8b-swiglu"], "how": "graph",
+                                         "count": 1, "variant": "kforge"}])
+        kf = next(v for v in j["variants"] if v["name"] == "kforge")
+        self.assertEqual((kf["status"], kf.get("note")), ("ok", None), kf)
+        patterns = j["profile"]["patterns"]
+        self.assertEqual([(p["module"], p["workloads"], p["count"]) for p in patterns],
+                         [("(graph)", ["llama3-8b-swiglu"], 1)])
+        self.assertEqual((len(patterns[0]["eager_us"]), len(patterns[0]["kforge_us"])), (2, 2))
+        self.assertTrue(all(t > 0 for t in patterns[0]["eager_us"] + patterns[0]["kforge_us"]))
 
 
 if __name__ == "__main__":
