@@ -19,8 +19,10 @@ without them too), the pass rewrites it and it runs op by op, as eager would wit
 
 A match is replaced only when the call is one the workload's spec covers: every input's dtype and rank as the
 spec has them, its sizes binding the spec's shape (its symbols consistently, its fixed sizes equal), on a device
-with a kernel loaded (``require_kernel=False`` rewrites where the operator would only run its eager graph, for
-tests and for workloads not yet tuned). A constant of the graph (a scale factor, a softmax dim, an eps, a dtype)
+with a kernel loaded, each input laid out as the kernel takes it (contiguous or channels_last as the spec says,
+16-byte aligned within its storage: a transposed or chunked view would make the operator run its eager graph)
+(``require_kernel=False`` rewrites where the operator would only run its eager graph, for tests and for workloads
+not yet tuned). A constant of the graph (a scale factor, a softmax dim, an eps, a dtype)
 must equal the spec's exactly. A workload with several outputs (``add`` ``as: h`` then ``rms_norm``) is replaced
 when all of its outputs are found in the graph.
 
@@ -224,8 +226,10 @@ def _example_inputs(spec, device):
 
 def covers(spec, values, kernels=None):
     """Whether the match's input values (fake tensors, in the spec's input order) are a call the spec covers:
-    dtypes, ranks, sizes binding the shape, no gradient; and, given `kernels` ({device kind: bool}), a kernel loaded
-    for their device."""
+    dtypes, ranks, sizes binding the shape, no gradient; and, given `kernels` ({device kind: bool}), a call the
+    kernel takes: a kernel loaded for their device, each input laid out as the spec says (contiguous, or
+    channels_last) and starting 16-byte aligned within its storage, as the operator checks before it launches (a
+    view such as a transpose's or a chunk's would make it run its eager graph, slower than leaving the match be)."""
     symbols = {}
     device = None
     for i, v in zip(spec["inputs"], values):
@@ -233,6 +237,10 @@ def covers(spec, values, kernels=None):
             return False
         if v.requires_grad:
             return False
+        if kernels is not None:
+            layout = torch.channels_last if i.get("memory_format") == "channels_last" else torch.contiguous_format
+            if not v.is_contiguous(memory_format=layout) or v.storage_offset() * v.element_size() % 16:
+                return False
         if device is None:
             device = v.device
         elif v.device != device:

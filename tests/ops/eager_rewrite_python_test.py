@@ -190,6 +190,22 @@ class EagerRewrite(unittest.TestCase):
         self.assertEqual((replaced, calls), ({"llama3-8b-swiglu": 1}, ["kforge::llama3_8b_swiglu"]))
         torch.testing.assert_close(got.float(), ref.float(), rtol=1.6e-2, atol=1e-2)
 
+    def test_an_input_the_kernel_cannot_take_leaves_the_match_alone(self):
+        # A transposed gate (not contiguous) or a gate starting 2 bytes into its storage: the operator would run
+        # its eager graph, so with require_kernel the rewrite leaves the ATen ops as they are.
+        if not kforge.describe("llama3-8b-swiglu")["kernels"]["cpu"].get("kernel"):
+            self.skipTest("llama3-8b-swiglu has no cpu kernel loaded")
+
+        class MLP(nn.Module):
+            def forward(self, gate, up):
+                return F.silu(gate) * up
+
+        up = torch.randn(3, 14336).bfloat16()
+        for gate in (torch.randn(14336, 3).bfloat16().t(), torch.randn(3 * 14336 + 1).bfloat16()[1:].view(3, 14336)):
+            ref, got, replaced, calls, _ = rewrite(MLP(), (gate, up), names=["llama3-8b-swiglu"])
+            self.assertEqual((replaced, calls), ({}, []))
+            torch.testing.assert_close(got, ref)
+
     def test_a_call_unlike_the_captured_one_runs_the_model(self):
         torch.manual_seed(0)
         m = Attention().eval()
