@@ -103,15 +103,21 @@ void add_verify_checks(workload_result& w, const gate_options& o) {
       it = std::prev(w.checks.end());
     }
     const impl_result* k = c.find("kernel");
-    if (!k || k->status != impl_status::ok || c.floor.bandwidth_floor_us <= 0) continue;
+    // The physical floor where the worker measured one (the inputs from DRAM, outputs that may stay in L2), else
+    // the bandwidth floor with slack (records before it).
+    const bool physical = c.floor.physical_floor_us > 0;
+    const double bound = physical ? c.floor.physical_floor_us : c.floor.bandwidth_floor_us * o.floor_slack;
+    if (!k || k->status != impl_status::ok || bound <= 0) continue;
     double km = k->series(c.metric).stats.median_us;
-    if (km > 0 && km < c.floor.bandwidth_floor_us * o.floor_slack) {
+    if (km > 0 && km < bound) {
       it->outcome = check_outcome::failed;
-      it->sentence += fmt::format("{}the kernel's median {} is below the bandwidth floor {} ({:.0f} bytes): faster than "
+      it->sentence += fmt::format("{}the kernel's median {} is below the {} {} ({:.0f} bytes): faster than "
                                   "physically possible, so it skips work",
-                                  it->sentence.empty() ? "" : "; ", us(km), us(c.floor.bandwidth_floor_us), c.floor.bytes);
+                                  it->sentence.empty() ? "" : "; ", us(km),
+                                  physical ? "least time to read its inputs from DRAM" : "bandwidth floor", us(bound),
+                                  c.floor.bytes);
       it->numbers["median_us"] = km;
-      it->numbers["bandwidth_floor_us"] = c.floor.bandwidth_floor_us;
+      it->numbers[physical ? "physical_floor_us" : "bandwidth_floor_us"] = bound;
     }
   }
 }

@@ -26,6 +26,12 @@ floor_info make_floor(double bytes, double copy_bandwidth_gbs, double launch_flo
   return f;
 }
 
+double physical_floor_us(double input_bytes, double output_bytes, double cache_bytes, double copy_bandwidth_gbs) {
+  KF_ASSERT(copy_bandwidth_gbs > 0, "copy bandwidth {} GB/s", copy_bandwidth_gbs);
+  const double dram = input_bytes + std::max(0.0, output_bytes - std::max(0.0, cache_bytes));
+  return dram / (copy_bandwidth_gbs * 1.25 * 1e9) * 1e6;
+}
+
 double floor_fraction(double floor_us, double median_us) { return median_us > 0 ? floor_us / median_us : 0; }
 
 nlohmann::json to_json(const floor_info& f) {
@@ -35,7 +41,8 @@ nlohmann::json to_json(const floor_info& f) {
           {"launch_floor_us", f.launch_floor_us},
           {"launch_floor_hot_us", f.launch_floor_hot_us},
           {"floor_us", f.floor_us},
-          {"floor_hot_us", f.floor_hot_us}};
+          {"floor_hot_us", f.floor_hot_us},
+          {"physical_floor_us", f.physical_floor_us}};
 }
 
 floor_info floor_info_from_json(const nlohmann::json& j) {
@@ -47,6 +54,7 @@ floor_info floor_info_from_json(const nlohmann::json& j) {
   f.launch_floor_hot_us = j.value("launch_floor_hot_us", 0.0);
   f.floor_us = j.at("floor_us").get<double>();
   f.floor_hot_us = j.value("floor_hot_us", f.floor_us);
+  f.physical_floor_us = j.value("physical_floor_us", 0.0);
   return f;
 }
 

@@ -14,12 +14,21 @@ struct floor_info {
   double launch_floor_hot_us = 0;  // empty kernel, hot loop (0 when not measured)
   double floor_us = 0;             // max(bandwidth, launch cold): compare with cold medians
   double floor_hot_us = 0;         // max(bandwidth, launch hot): compare with hot medians
+  // The time below which a kernel cannot have done its work (physical_floor_us below); 0 when not measured.
+  double physical_floor_us = 0;
 };
 
 // Unavoidable bytes: every input read `input_reads` times (spec.input_reads), every output written once.
 double unavoidable_bytes(double input_bytes, double output_bytes, double input_reads);
 
 floor_info make_floor(double bytes, double copy_bandwidth_gbs, double launch_floor_us, double launch_floor_hot_us);
+
+// The least time in which the inputs can come from DRAM: after the L2 flush every input byte is read from it once,
+// but outputs up to `cache_bytes` can stay in the cache when the kernel ends, and a stream of reads alone can run
+// above the copy bandwidth (reads and writes mixed; the H200's peak is ~1.15x its measured copy bandwidth), so 1.25x.
+// A median below it skips work; the bandwidth floor is not that bound (BERT's LayerNorm, whose 25 MB output fits an
+// H200's L2, ran at 118 % of it, correct).
+double physical_floor_us(double input_bytes, double output_bytes, double cache_bytes, double copy_bandwidth_gbs);
 
 // The fraction of the floor reached by a median time: floor / median (1 = at the floor); 0 for no median.
 double floor_fraction(double floor_us, double median_us);

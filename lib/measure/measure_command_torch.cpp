@@ -39,6 +39,7 @@ struct measure_state {
 #endif
   std::optional<double> copy_gbs;
   std::optional<measure::impl_timing> launch_floor;
+  double cache_bytes = 0;  // the GPU's L2 (the sampler's environment), which can hold outputs at a kernel's end
 };
 
 measure_state& state_for(const worker_context& ctx) {
@@ -179,8 +180,10 @@ nlohmann::json measure_case(const workload_spec& spec, const case_spec& c, const
   for (const auto& d : infer_outputs(spec, c)) out_bytes += static_cast<double>(d.numel() * dtype_size(d.type));
   const measure::impl_timing& lf = *st.launch_floor;
   double launch_hot = lf.hot && !lf.hot->samples_us.empty() ? lf.hot->summary().median : 0;
-  floors[c.name] = measure::to_json(measure::make_floor(measure::unavoidable_bytes(in_bytes, out_bytes, spec.input_reads),
-                                                        *st.copy_gbs, lf.cold.summary().median, launch_hot));
+  measure::floor_info f = measure::make_floor(measure::unavoidable_bytes(in_bytes, out_bytes, spec.input_reads),
+                                              *st.copy_gbs, lf.cold.summary().median, launch_hot);
+  f.physical_floor_us = measure::physical_floor_us(in_bytes, out_bytes, st.cache_bytes, *st.copy_gbs);
+  floors[c.name] = measure::to_json(f);
   return results;
 }
 
@@ -201,7 +204,10 @@ nlohmann::json measure_command(const nlohmann::json& request, worker_context& ct
   if (request.contains("threads") && ctx.device.kind == device_kind::cpu) at::set_num_threads(request["threads"].get<int>());
 
   measure_state& st = state_for(ctx);
-  if (!st.copy_gbs) st.copy_gbs = st.sampler->copy_bandwidth_gbs();
+  if (!st.copy_gbs) {
+    st.copy_gbs = st.sampler->copy_bandwidth_gbs();
+    st.cache_bytes = st.sampler->environment().value("l2_bytes", 0.0);
+  }
   if (!st.launch_floor) {
     // The same protocol, a smaller budget: 0.5 s of 3.5 us launches would be 140 000 cold samples.
     measure::timing_options lo = options;

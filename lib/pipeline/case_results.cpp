@@ -62,6 +62,7 @@ std::vector<case_result> case_results(const measure_reply& reply, const std::vec
       bool hot = c.metric == "hot";
       c.floor.bytes = f.value("bytes", 0.0);
       c.floor.bandwidth_floor_us = f.value("bandwidth_floor_us", 0.0);
+      c.floor.physical_floor_us = f.value("physical_floor_us", 0.0);
       c.floor.launch_floor_us = hot ? f.value("launch_floor_hot_us", 0.0) : f.value("launch_floor_us", 0.0);
       c.floor.floor_us = hot ? f.value("floor_hot_us", 0.0) : f.value("floor_us", 0.0);
       summarize_case(c);  // the fraction of the floor

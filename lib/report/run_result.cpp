@@ -126,6 +126,7 @@ json case_json(const case_result& c) {
           {"floor",
            {{"bytes", c.floor.bytes},
             {"bandwidth_floor_us", round_sig(c.floor.bandwidth_floor_us)},
+            {"physical_floor_us", round_sig(c.floor.physical_floor_us)},
             {"launch_floor_us", round_sig(c.floor.launch_floor_us)},
             {"floor_us", round_sig(c.floor.floor_us)},
             {"fraction", round_sig(c.floor.fraction, 4)}}},
@@ -141,6 +142,7 @@ case_result case_from(const json& j) {
     const json& f = j.at("floor");
     c.floor.bytes = f.value("bytes", 0.0);
     c.floor.bandwidth_floor_us = f.value("bandwidth_floor_us", 0.0);
+    c.floor.physical_floor_us = f.value("physical_floor_us", 0.0);
     c.floor.launch_floor_us = f.value("launch_floor_us", 0.0);
     c.floor.floor_us = f.value("floor_us", 0.0);
     c.floor.fraction = f.value("fraction", 0.0);

@@ -82,7 +82,8 @@ struct floor_info {
   double bandwidth_floor_us = 0;
   double launch_floor_us = 0;
   double floor_us = 0;
-  double fraction = 0;  // floor_us / kernel median: 1.0 is at the floor; 0 when unknown
+  double fraction = 0;           // floor_us / kernel median: 1.0 is at the floor; 0 when unknown
+  double physical_floor_us = 0;  // a median below it skips work (measure/floor.h); 0 when unknown
 };
 
 struct case_result {

@@ -265,6 +265,25 @@ TEST(gate, faster_than_the_floor_is_a_verification_failure) {
   EXPECT_NE(v->sentence.find("faster than physically possible"), std::string::npos) << v->sentence;
 }
 
+// Outputs that fit the L2 can stay there when the kernel ends: a kernel under the bandwidth floor but above the
+// least time to read its inputs from DRAM is possible (BERT's LayerNorm on an H200 ran at 118 % of the floor).
+TEST(gate, the_physical_floor_decides_what_is_faster_than_possible_when_measured) {
+  workload_result w = fixture::workload("w", 1);
+  w.cases[0].floor.bandwidth_floor_us = 100;  // the kernel claims 50 us
+  w.cases[0].floor.floor_us = 100;
+  w.cases[0].floor.physical_floor_us = 40;
+  apply_gate(w, policy(), {});
+  EXPECT_EQ(find_check(w, "verify[B=1,H=8,S=1024]")->outcome, check_outcome::passed);
+
+  workload_result x = fixture::workload("x", 1);
+  x.cases[0].floor.bandwidth_floor_us = 100;
+  x.cases[0].floor.physical_floor_us = 60;
+  apply_gate(x, policy(), {});
+  auto* v = find_check(x, "verify[B=1,H=8,S=1024]");
+  EXPECT_EQ(v->outcome, check_outcome::failed);
+  EXPECT_NE(v->sentence.find("least time to read its inputs from DRAM"), std::string::npos) << v->sentence;
+}
+
 TEST(gate, timed_case_without_verification_evidence_is_an_error) {
   workload_result w = fixture::workload("w", 1);
   w.verify.checks.erase(w.verify.checks.begin(), w.verify.checks.begin() + 3);

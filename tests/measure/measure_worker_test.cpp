@@ -119,6 +119,8 @@ TEST(measure_worker, cpu_protocol_samples_floors_and_unavailable_baselines) {
   const nlohmann::json& f = r["floor"]["R=8,C=64"];
   EXPECT_DOUBLE_EQ(f["bytes"].get<double>(), 2 * 8 * 64 * 4);
   EXPECT_GT(f["bandwidth_floor_us"].get<double>(), 0);
+  EXPECT_GT(f["physical_floor_us"].get<double>(), 0);  // the cpu has no L2 entry: every byte counts, at 1.25x
+  EXPECT_LT(f["physical_floor_us"].get<double>(), f["bandwidth_floor_us"].get<double>());
   EXPECT_GE(f["floor_us"].get<double>(), f["launch_floor_us"].get<double>());
   EXPECT_GT(r["copy_bandwidth_gbs"].get<double>(), 0);
   EXPECT_GE(r["launch_floor"]["cold"]["samples_us"].size(), 10u);

@@ -405,5 +405,16 @@ TEST(timing, floors_take_the_larger) {
   EXPECT_DOUBLE_EQ(floor_info_from_json(to_json(g)).floor_hot_us, 0.9);
 }
 
+TEST(timing, the_physical_floor_reads_the_inputs_and_the_outputs_the_cache_cannot_hold) {
+  // 1.25 GB/s of reads at 1000 GB/s copy bandwidth: 1 GB in, 0.5 GB out of which 0.2 GB stay in a 0.3 GB cache.
+  EXPECT_NEAR(physical_floor_us(1e9, 0.5e9, 0.3e9, 1000), 1.2e9 / 1250e9 * 1e6, 1e-6);
+  // An output that fits the cache costs nothing; the bound stays below the bandwidth floor.
+  EXPECT_NEAR(physical_floor_us(1e9, 0.2e9, 0.3e9, 1000), 800, 1e-6);
+  EXPECT_LT(physical_floor_us(1e9, 1e9, 0, 1000), make_floor(2e9, 1000, 1, 1).bandwidth_floor_us);
+  floor_info f = make_floor(1e9, 1000, 1, 1);
+  f.physical_floor_us = 123;
+  EXPECT_DOUBLE_EQ(floor_info_from_json(to_json(f)).physical_floor_us, 123);
+}
+
 }  // namespace
 }  // namespace kf::measure
