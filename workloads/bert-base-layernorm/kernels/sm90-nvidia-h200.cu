@@ -1,11 +1,10 @@
 // kforge kernel: family row_norm_cuda, version 5
-// knobs: block=128 chunks=3 cluster=2 fit=0 math=precise onepass=0 pdl=1 store=streaming strategy=team team=32 vec=8 waves=0 wload=auto wregs=0
+// knobs: block=128 chunks=3 cluster=2 fit=0 math=precise onepass=1 pdl=1 store=streaming strategy=team team=32 vec=8 waves=1 wload=auto wregs=0
 // computes: layer_norm (one pass over each row)
 // kforge winner: bert-base-layernorm on sm90-nvidia-h200
-// found: by `kforge search` (template proposer) on 2026-12-02T06:22:05Z
-// lineage: default -> template: store default->streaming
-// measured: 5.53 us (geometric mean over gated cases), 1.96x eager
-// re-emitted: by `kforge reemit` on 2026-12-02T10:00:49Z, row_norm_cuda version 5 from version 4; measured above is the earlier kernel's
+// found: by `kforge search` (template proposer) on 2026-12-02T10:12:25Z
+// lineage: stored:sm90-nvidia-h200 -> template: onepass 0->1 -> template: waves 0->1
+// measured: 4.47 us (geometric mean over gated cases), 2.43x eager
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -321,10 +320,10 @@ constexpr bool FIT = false;
 constexpr int CL = 2;
 constexpr int V = 8;
 constexpr int CHUNKS = 3;
-constexpr int WAVES = 0;
+constexpr int WAVES = 1;
 constexpr bool WREGS = false;
 constexpr int WLOAD = 0;
-constexpr bool ONEPASS = false;
+constexpr bool ONEPASS = true;
 constexpr bool STREAM = true;
 constexpr bool PDL = true;
 constexpr bool k_layer = true;

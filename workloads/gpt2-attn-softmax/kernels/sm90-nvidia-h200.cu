@@ -1,14 +1,10 @@
 // kforge kernel: family row_softmax_cuda, version 5
-// knobs: cache=regs chunks=4 cluster=8 fit=0 online=0 pdl=1 strategy=warp stream_store=0 tanh=exp team=32 threads=128 unroll=1 vec=8 waves=0
+// knobs: cache=regs chunks=4 cluster=8 fit=0 online=0 pdl=1 strategy=warp stream_store=0 tanh=exp team=auto threads=64 unroll=1 vec=8 waves=0
 // computes: x[float16] -> scale(0.125) -> add_mask(mask) -> softmax(float16)
 // kforge winner: gpt2-attn-softmax on sm90-nvidia-h200
-// found: by `kforge search` (template proposer) on 2026-12-02T06:22:43Z
-// lineage: default
-// measured: 14.21 us (geometric mean over gated cases), 3.06x eager
-// re-emitted: by `kforge reemit` on 2026-12-02T06:32:22Z, row_softmax_cuda version 3 from version 2; knobs filled: team=32 (the code before the knob); measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T06:34:44Z, row_softmax_cuda version 3 from version 3; measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T07:10:53Z, row_softmax_cuda version 4 from version 3; knobs filled: waves=0 (the code before the knob); measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T10:00:49Z, row_softmax_cuda version 5 from version 4; measured above is the earlier kernel's
+// found: by `kforge search` (template proposer) on 2026-12-02T10:11:42Z
+// lineage: default -> template: threads 128->64
+// measured: 11.24 us (geometric mean over gated cases), 3.84x eager
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -317,7 +313,7 @@ using out_t = __half;
 using mask0_t = __half;
 constexpr int s_warp = 0, s_block = 1, s_cluster = 2;
 constexpr int k_strategy = s_warp;
-constexpr int NT = 128;
+constexpr int NT = 64;
 constexpr int k_vec = 8;
 constexpr int k_chunks = 4;
 constexpr int k_cluster = 8;
@@ -329,7 +325,7 @@ constexpr bool k_log = false;
 constexpr int k_topk = 0;
 constexpr bool k_fit = false;
 constexpr bool k_pdl = true;
-constexpr int k_team = 32;  // 0: auto
+constexpr int k_team = 0;  // 0: auto
 constexpr int k_waves = 0;
 constexpr size_t k_smem_limit = 227 * 1024;
 constexpr int k_n_inputs = 2;

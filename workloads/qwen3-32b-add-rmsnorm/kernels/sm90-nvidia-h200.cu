@@ -1,11 +1,10 @@
 // kforge kernel: family row_norm_cuda, version 5
-// knobs: block=128 chunks=5 cluster=2 fit=0 math=precise onepass=0 pdl=1 store=default strategy=block team=32 vec=8 waves=1 wload=auto wregs=0
+// knobs: block=128 chunks=5 cluster=2 fit=0 math=precise onepass=0 pdl=1 store=default strategy=block team=32 vec=8 waves=0 wload=auto wregs=0
 // computes: add -> rms_norm (one pass over each row)
 // kforge winner: qwen3-32b-add-rmsnorm on sm90-nvidia-h200
-// found: by `kforge search` (template proposer) on 2026-12-02T06:21:31Z
-// lineage: default -> template: fit 1->0 waves 0->1
-// measured: 11.80 us (geometric mean over gated cases), 1.64x eager
-// re-emitted: by `kforge reemit` on 2026-12-02T10:00:49Z, row_norm_cuda version 5 from version 4; measured above is the earlier kernel's
+// found: by `kforge search` (template proposer) on 2026-12-02T10:13:06Z
+// lineage: stored:sm90-nvidia-h200 -> template: waves 1->0
+// measured: 9.37 us (geometric mean over gated cases), 2.04x eager
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -322,7 +321,7 @@ constexpr bool FIT = false;
 constexpr int CL = 2;
 constexpr int V = 8;
 constexpr int CHUNKS = 5;
-constexpr int WAVES = 1;
+constexpr int WAVES = 0;
 constexpr bool WREGS = false;
 constexpr int WLOAD = 0;
 constexpr bool ONEPASS = false;
