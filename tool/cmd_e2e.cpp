@@ -55,8 +55,8 @@ const std::vector<flag_def> k_flags = {
      "S"},
     {"profile-passes", true, "passes of the per-module profile behind the prediction (default 5)", "N"},
     {"rtol", true,
-     "the output check against eager: |got - eager| <= atol + rtol |eager| "
-     "(default: per dtype)",
+     "check outputs elementwise instead, |got - eager| <= atol + rtol |eager| "
+     "for every value (default: the norm rule below)",
      "X"},
     {"atol", true, "with --rtol", "X"},
     {"python", true, "the Python interpreter with torch (default python3)", "PY"},
@@ -81,11 +81,16 @@ std::string e2e_help() {
          "operators inside the compiled graph; cold (one forward per sample; on cuda the L2 flushed, CUDA events,\n"
          "synchronized) and hot (CUDA graph replay; not on the cpu). The variants run in rounds, one forward each,\n"
          "after a warm-up, with kforge run's stopping rule; medians and their 99% intervals are kforge's statistics.\n"
-         "Each variant's outputs must match eager's within the tolerance, or it fails. The prediction: each patched\n"
-         "module and graph-replaced pattern timed eager and with its operator gives the patterns' share of the\n"
-         "forward and their speedup, so Amdahl's law predicts the end-to-end speedup; the table says what fraction\n"
-         "of the predicted gain was measured. `kforge run E2E.yaml` gates on "
-         "it (docs/workload-spec.md).\n\noptions:\n" +
+         "Each variant's outputs must match eager's, or it fails: per floating output, the relative error\n"
+         "||got - eager|| / ||eager|| of the whole output, and the RMS error of its worst row (the last dim) over\n"
+         "the output's RMS, each within a limit set by the lowest-precision floating dtype the model computes in\n"
+         "(its parameters, buffers, inputs and outputs; float32 on cuda with TF32 allowed counts as float16):\n"
+         "bfloat16 0.08 and 0.2, float16 0.02 and 0.05, float32 1e-3 and 5e-3, float64 1e-7 and 1e-6\n"
+         "(lib/e2e/output_check.py). --rtol/--atol check every value instead.\n"
+         "The prediction: each patched module and graph-replaced pattern timed eager and with its operator gives\n"
+         "the patterns' share of the forward and their speedup, so Amdahl's law predicts the end-to-end speedup;\n"
+         "the table says what fraction of the predicted gain was measured. `kforge run E2E.yaml` gates on it\n"
+         "(docs/workload-spec.md).\n\noptions:\n" +
          flags_help(k_flags) +
          "\nexit codes: 0 every variant ran and matched eager, 1 a variant "
          "failed, 2 usage or environment error\n";

@@ -7,22 +7,24 @@ usage: e2e.py --model FILE.py:FUNCTION --device cpu|cuda --out SAMPLES.json [--m
               [--warmup N] [--min-samples N] [--max-noise X] [--timeout S] [--profile-passes N]
               [--rtol X] [--atol X]
 
-The variants: eager (the model as given), kforge (a copy with kforge.patch: the stored kernels as operators in
-place of modules; then kforge.rewrite_eager of the patched copy: its forward captured as an ATen graph without
-compiling, the loaded workloads' patterns written inline in it replaced by their operators, run op by op as eager
-runs; where the forward cannot be captured, module patching alone, the variant's "note" saying why), compile
-(torch.compile of the model), compile_kforge (kforge.compile of the patched copy: the module operators inside the
-compiled graph, and the patterns replaced in the graph before inductor compiles it). "patched" lists the modules
-(how "rule" or "behaviour") and each variant's graph replacements (module "(graph)", how "graph", with a count and
-the variant). Each runs --warmup times, then its outputs are compared with eager's (a variant whose outputs
-differ beyond the tolerance fails and is not timed), then the variants are timed in rounds, one forward of each per
-round (so drift hits all alike and the samples pair up), cold (on cuda: L2 flushed, CUDA events around one forward,
-synchronized) until each has --min-samples and a relative noise within --max-noise, or --timeout seconds; on cuda
-the same again hot, each variant captured in a CUDA graph and replayed (per-replay times). The profile (Amdahl):
-each patched module's calls timed in the eager model and in the patched one, and each workload the kforge
-variant's graph rewrite replaced timed in the captured graph before the rewrite (its matched ATen ops) and after
-(its operator calls; kforge.pattern_profile), over --profile-passes passes, with the whole forward, so kforge can
-say what share of the time the replaced patterns take and what they gain.
+The variants: eager (the model as given), kforge (a copy with kforge.patch: the stored kernels as operators in place
+of modules; then kforge.rewrite_eager of the patched copy: its forward captured as an ATen graph without compiling,
+the loaded workloads' patterns written inline in it replaced by their operators, run op by op as eager runs; where
+the forward cannot be captured, module patching alone, the variant's "note" saying why), compile (torch.compile of
+the model), compile_kforge (kforge.compile of the patched copy: the module operators inside the compiled graph, and
+the patterns replaced in the graph before inductor compiles it). "patched" lists the modules (how "rule" or "behaviour") and each variant's graph replacements
+(module "(graph)", how "graph", with a count and the variant). Each runs --warmup times, then its outputs are
+compared with eager's (a variant whose outputs differ fails and is not timed; lib/e2e/output_check.py: per floating
+output, the relative error of the whole output, ||got - eager|| / ||eager||, and of its worst row, within limits set
+by the lowest-precision floating dtype the model computes in; --rtol/--atol: |got - eager| <= atol + rtol |eager|
+for every value instead), then the variants are timed in rounds, one forward of each per round (so drift hits all
+alike and the samples pair up), cold (on cuda: L2 flushed, CUDA events around one forward, synchronized) until each
+has --min-samples and a relative noise within --max-noise, or --timeout seconds; on cuda the same again hot, each
+variant captured in a CUDA graph and replayed (per-replay times). The profile (Amdahl): each patched module's calls
+timed in the eager model and in the patched one, and each workload the kforge variant's graph rewrite replaced timed
+in the captured graph before the rewrite (its matched ATen ops) and after (its operator calls;
+kforge.pattern_profile), over --profile-passes passes, with the whole forward, so kforge can say what share of the
+time the replaced patterns take and what they gain.
 
 Exit 2 on the user's mistakes (no such file or function, a bad result, a bad device), with "e2e.py: error:".
 """
@@ -31,7 +33,6 @@ import copy
 import functools
 import importlib.util
 import json
-import math
 import os
 import pathlib
 import statistics
@@ -42,11 +43,6 @@ import traceback
 SAMPLES_VERSION = 1
 VARIANTS = ["eager", "kforge", "compile", "compile_kforge"]
 HERE = pathlib.Path(__file__).resolve().parent
-# The dtype's tolerance for a whole model against eager (|got - eager| <= atol + rtol |eager|): looser than the
-# verifier's per-op rule, since a model's reductions compound and torch.compile reorders them.
-DEFAULT_TOLERANCE = {"float32": (1e-4, 1e-5), "float64": (1e-7, 1e-9), "float16": (1e-2, 1e-3),
-                     "bfloat16": (5e-2, 1e-2)}
-
 
 def fail(message):
     print(f"e2e.py: error: {message}", file=sys.stderr)
@@ -73,42 +69,6 @@ def sync(cuda):
 def flat_tensors(out):
     """A model's outputs as a list of tensors (capture's rule: dicts by value, nested tuples and lists in order)."""
     return tracer_module().flat_tensors(out)
-
-
-def compare(got, ref, rtol, atol):
-    """None when `got` matches `ref` (eager's outputs) within the tolerance, else a sentence saying where not;
-    and the largest error as a share of the tolerance."""
-    import torch
-
-    g, r = flat_tensors(got), flat_tensors(ref)
-    if len(g) != len(r):
-        return f"{len(g)} output tensors, eager gives {len(r)}", float("inf")
-    worst = 0.0
-    for i, (a, b) in enumerate(zip(g, r)):
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return f"output {i}: {a.dtype} {list(a.shape)}, eager gives {b.dtype} {list(b.shape)}", float("inf")
-        if not a.is_floating_point():
-            if not torch.equal(a, b):
-                return f"output {i}: {int((a != b).sum())} of {a.numel()} values differ from eager", float("inf")
-            continue
-        rt, at = (rtol, atol) if rtol is not None else DEFAULT_TOLERANCE.get(str(b.dtype).replace("torch.", ""), (1e-4, 1e-5))
-        a64, b64 = a.detach().double(), b.detach().double()
-        if not torch.isfinite(a64).eq(torch.isfinite(b64)).all():
-            return f"output {i}: non-finite values where eager has finite ones (or the reverse)", float("inf")
-        fin = torch.isfinite(b64)
-        err = (a64 - b64).abs()[fin]
-        unit = (at + rt * b64.abs())[fin]
-        if err.numel() == 0:
-            continue
-        # A zero tolerance (rtol = atol = 0) allows exact equality only: 0/0 is no error, x/0 an infinite one.
-        ratios = torch.where(unit > 0, err / unit.clamp_min(1e-300), torch.where(err > 0, math.inf, 0.0))
-        ratio = ratios.max().item()
-        worst = max(worst, ratio)
-        if ratio > 1:
-            k = int(ratios.argmax())
-            return (f"output {i} ({b.dtype}, {list(b.shape)}): max |diff| {err.max().item():.3g}, {ratio:.3g}x the "
-                    f"tolerance (rtol {rt:g}, atol {at:g}) at flat index {k}"), ratio
-    return None, worst
 
 
 class timer:
@@ -373,6 +333,9 @@ def main(argv):
 
     import torch
 
+    sys.path.insert(0, str(HERE))
+    import output_check  # lib/e2e/output_check.py
+
     cuda = a.device.startswith("cuda")
     if cuda and not torch.cuda.is_available():
         fail(f"--device {a.device}: torch sees no CUDA device")
@@ -409,9 +372,11 @@ def main(argv):
                     fail(f"the eager forward of {a.model} raised {type(e).__name__}: {e}")
                 continue
             if n == "eager":
-                reference = out
+                reference = flat_tensors(out)
+                compute = output_check.compute_dtype(model, inputs, reference)
+                result["compute_dtype"] = compute
                 continue
-            why, worst = compare(out, reference, a.rtol, a.atol)
+            why, worst = output_check.compare(flat_tensors(out), reference, compute, a.rtol, a.atol)
             status[n]["max_error_ratio"] = worst if worst != float("inf") else None
             if why:
                 status[n].update(status="failed", why=f"outputs differ from eager: {why}")
