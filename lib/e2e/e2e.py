@@ -12,7 +12,9 @@ of modules; then kforge.rewrite_eager of the patched copy: its forward captured 
 the loaded workloads' patterns written inline in it replaced by their operators, run op by op as eager runs; where
 the forward cannot be captured, module patching alone, the variant's "note" saying why), compile (torch.compile of
 the model), compile_kforge (kforge.compile of the patched copy: the module operators inside the compiled graph, and
-the patterns replaced in the graph before inductor compiles it). "patched" lists the modules (how "rule" or "behaviour") and each variant's graph replacements
+the patterns replaced in the graph before inductor compiles it, where kforge.compile's policy does not leave them to
+inductor: elementwise-only workloads and kernels recorded slower than torch.compile, each named with its reason in
+the variant's "note"). "patched" lists the modules (how "rule" or "behaviour") and each variant's graph replacements
 (module "(graph)", how "graph", with a count and the variant). Each runs --warmup times, then its outputs are
 compared with eager's (a variant whose outputs differ fails and is not timed; lib/e2e/output_check.py: per floating
 output, the relative error of the whole output, ||got - eager|| / ||eager||, and of its worst row, within limits set
@@ -131,7 +133,8 @@ def time_rounds(fns, t, a, reps=None, flush=True):
 
 def make_variants(model, inputs, names, a):
     """{name: callable} for the variants asked for, {name: why} for those that could not be made, {name: note} for
-    those made with less than asked (the kforge variant whose forward was not captured for the graph rewrite),
+    those made with less than asked (the kforge variant whose forward was not captured for the graph rewrite;
+    compile_kforge's calls that kforge.compile's policy left to inductor),
     what was patched ([{module, workloads, how}]: kforge.patch's modules, and how "graph" for the workloads the
     graph rewrites replaced, module "(graph)", with a count and the variant), the patched model and the kforge
     variant (kforge.rewrite_eager's result, for the profile)."""
@@ -200,7 +203,13 @@ def make_variants(model, inputs, names, a):
             graph = kforge.rewritten(c)
             patched += [{"module": "(graph)", "workloads": [r["workload"]], "how": "graph", "count": r["count"],
                          "variant": n} for r in graph]
-            if not graph and not modules:
+            # What kforge.compile's policy left to inductor (elementwise-only workloads, kernels recorded slower
+            # than torch.compile): matches left as written and patched modules' calls put back, with the reasons.
+            left = kforge.left_to_inductor(c)
+            if left:
+                notes[n] = "kforge.compile left to inductor: " + "; ".join(
+                    f"{x['workload']} ({x['count']} call{'s' if x['count'] != 1 else ''}): {x['why']}" for x in left)
+            if not graph and not modules and not left:
                 broken[n] = f"{nothing}, and the graph rewrite (kforge.compile) replaced no pattern either"
                 continue
             fns[n] = lambda c=c: c(*inputs)

@@ -20,7 +20,8 @@ struct variant_result {
   std::string name;  // eager | kforge | compile | compile_kforge
   impl_status status = impl_status::ok;
   std::string why;                        // a failed variant: why (outputs differ from eager, the forward raised, ...)
-  std::string note;                       // an ok variant made with less than asked (kforge: no graph rewrite, why)
+  std::string note;                       // an ok variant made with less than asked (kforge: no graph rewrite, why;
+                                          // compile_kforge: what kforge.compile's policy left to inductor)
   std::optional<double> max_error_ratio;  // the largest output error as a share of its limit (e2e.py's check)
   sample_series cold, hot;                // microseconds per forward
   int launches_per_sample = 1;            // hot: replays in one timed pass

@@ -8,6 +8,7 @@ Loading a folder of workloads installs each workload's stored winner for this de
     y = torch.ops.kforge.gpt2_gelu_tanh(x)              # the stored kernel where it covers the call
     model = kforge.patch(model)                         # modules whose forward is a loaded workload's graph
     compiled = kforge.compile(model)                    # torch.compile with the workloads' patterns rewritten
+    kforge.left_to_inductor(compiled)                   # what its policy left to inductor, and why
     fast = kforge.rewrite_eager(model, inputs)          # the same rewrite of the ATen graph, run eagerly
 
 An operator runs its kernel when the call is what the kernel was verified on (the spec's dtypes, ranks and sizes;
@@ -23,11 +24,12 @@ import pathlib
 import torch
 
 from .modules import MODULE_RULES, Step, patch, patched_modules, unpatch
-from .rewrite import compile, rewrite_backend, rewritten
+from .rewrite import compile, left_to_inductor, rewrite_backend, rewritten
 from .eager_rewrite import EagerRewrite, rewrite_eager
 
 __all__ = ["library_path", "load_library", "load", "loaded", "describe", "op", "op_name", "patch", "unpatch",
-           "patched_modules", "MODULE_RULES", "Step", "compile", "rewrite_backend", "rewritten", "rewrite_eager",
+           "patched_modules", "MODULE_RULES", "Step", "compile", "rewrite_backend", "rewritten", "left_to_inductor",
+           "rewrite_eager",
            "EagerRewrite"]
 
 _library = None

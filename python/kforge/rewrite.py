@@ -5,6 +5,8 @@ torch.compile'd graph, written anywhere in a forward (inline or not)::
     compiled = kforge.compile(model)                     # torch.compile(model, backend=<inductor after the rewrite>)
     compiled = kforge.compile(model, backend="eager")    # the rewritten graph run op by op (no inductor)
     kforge.rewritten(compiled)                           # [{"workload", "count"}]: what the rewrite replaced
+    kforge.left_to_inductor(compiled)                    # [{"workload", "count", "why"}]: what its policy did not
+    compiled = kforge.compile(model, pointwise=True)     # elementwise-only workloads replaced too
 
 What it rewrites: each loaded workload's graph (its spec's ``graph`` steps, interpreted as the torch calls the spec
 reference names: ``scale`` is ``x * factor``, ``softmax`` with a dtype is ``torch.softmax(x, dim, dtype=...)``,
@@ -16,6 +18,11 @@ call of ``torch.ops.kforge.<workload>``. With backend "inductor" the pass runs a
 decompositions, so they decompose alike) and inductor compiles the rest around the operator; with "eager" or
 "aot_eager" (the same here) aot_autograd gives the ATen graph without decompositions (the patterns are traced
 without them too), the pass rewrites it and it runs op by op, as eager would with the operators in place.
+
+The policy (kforge.policy, with backend "inductor" only): a workload whose graph is only elementwise ops is left to
+inductor, which fuses it into the kernels beside it (``pointwise=True`` or a list of names replaces it), and so is
+one whose stored kernel's record is slower than torch.compile on the call's case (``slower=True`` or names); the
+operator calls patched modules put in the graph are held to it too (put back as the workload's ops).
 
 A match is replaced only when the call is one the workload's spec covers: every input's dtype and rank as the
 spec has them, its sizes binding the spec's shape (its symbols consistently, its fixed sizes equal), on a device
@@ -224,13 +231,30 @@ def _example_inputs(spec, device):
                         device=device) for i in spec["inputs"]]
 
 
+def bindings(spec, values):
+    """The spec's shape symbols as the match's input values (fake tensors, in the spec's input order) bind them,
+    {symbol: size}, or None when their sizes are not concrete or do not bind the spec's shape."""
+    symbols = {}
+    for i, v in zip(spec["inputs"], values):
+        if not isinstance(v, torch.Tensor) or v.dim() != len(i["shape"]):
+            return None
+        for size, want in zip(v.shape, i["shape"]):
+            if not isinstance(size, int):
+                return None  # symbolic: the spec's sizes cannot be checked
+            if isinstance(want, str):
+                if symbols.setdefault(want, size) != size:
+                    return None
+            elif size != want:
+                return None
+    return symbols
+
+
 def covers(spec, values, kernels=None):
     """Whether the match's input values (fake tensors, in the spec's input order) are a call the spec covers:
     dtypes, ranks, sizes binding the shape, no gradient; and, given `kernels` ({device kind: bool}), a call the
     kernel takes: a kernel loaded for their device, each input laid out as the spec says (contiguous, or
     channels_last) and starting 16-byte aligned within its storage, as the operator checks before it launches (a
     view such as a transpose's or a chunk's would make it run its eager graph, slower than leaving the match be)."""
-    symbols = {}
     device = None
     for i, v in zip(spec["inputs"], values):
         if not isinstance(v, torch.Tensor) or v.dtype != _DTYPES[i["dtype"]] or v.dim() != len(i["shape"]):
@@ -245,14 +269,8 @@ def covers(spec, values, kernels=None):
             device = v.device
         elif v.device != device:
             return False
-        for size, want in zip(v.shape, i["shape"]):
-            if not isinstance(size, int):
-                return False  # symbolic: the spec's sizes cannot be checked
-            if isinstance(want, str):
-                if symbols.setdefault(want, size) != size:
-                    return False
-            elif size != want:
-                return False
+    if bindings(spec, values) is None:
+        return False
     if kernels is not None and not kernels.get(device.type, False):
         return False
     return True
@@ -264,20 +282,26 @@ class Rewrite:
     operand_orders). `counts` says how many matches of each workload it replaced so far; `matches` the nodes of
     each match, [(workload, [node names])], and `replacements` the operator nodes put in their place, {workload:
     [node names]}, in the graphs rewritten so far; `patterns` how many patterns were registered; `skipped` which
-    workloads have no pattern, and why."""
+    workloads have no pattern, and why. With a `policy` (kforge.policy.CompilePolicy, kforge.compile's), a match it
+    declines is left as it is and an operator call already in the graph (a patched module's) that it declines is put
+    back as the workload's reference ops; `left` counts them, {workload: {why: count}}."""
 
-    def __init__(self, descriptions, decompositions="inductor", require_kernel=True):
+    def __init__(self, descriptions, decompositions="inductor", require_kernel=True, policy=None):
         from torch._inductor import pattern_matcher as pm
 
         self.descriptions = descriptions
         self.require_kernel = require_kernel
+        self.policy = policy
         self.counts = {}
         self.matches = []
         self.replacements = {}
         self.patterns = 0
         self.skipped = []
+        self.left = {}
+        self._declined = set()  # the matches declined so far: several patterns of a workload may find one match
         self.pass_ = pm.PatternMatcherPass(pass_name="kforge_rewrite")
         decomp = None if decompositions == "inductor" else (lambda: decompositions)
+        self._decomp = decomp
 
         def trace(fn, args):
             return pm.fwd_only(fn, args, get_decomp_fn=decomp)
@@ -286,10 +310,18 @@ class Rewrite:
             spec = d["spec"]
             kernels = {k: v.get("kernel", False) for k, v in d["kernels"].items()} if require_kernel else None
 
-            def check(match, spec=spec, kernels=kernels, workload=d["workload"]):
+            def check(match, spec=spec, kernels=kernels, workload=d["workload"], description=d):
                 values = [match.kwargs[i["name"]].meta.get("val") if isinstance(match.kwargs.get(i["name"]), torch.fx.Node)
                           else None for i in spec["inputs"]]
                 ok = covers(spec, values, kernels)
+                if ok and self.policy is not None:
+                    why = self.policy.why_not(description, bindings(spec, values), values[0].device.type)
+                    if why:
+                        key = (workload, id(match.nodes[0].graph), frozenset(n.name for n in match.nodes))
+                        if key not in self._declined:
+                            self._declined.add(key)
+                            self._leave(workload, why)
+                        return False
                 if ok:  # the pass replaces the match now (the check is the last step before it)
                     self.matches.append((workload, [n.name for n in match.nodes]))
                 return ok
@@ -320,23 +352,104 @@ class Rewrite:
                 except Exception as e:  # an op without a reference, a graph that does not trace
                     self.skipped.append({"workload": d["workload"], "why": f"{type(e).__name__}: {e}"})
 
+    def _leave(self, workload, why):
+        by_why = self.left.setdefault(workload, {})
+        by_why[why] = by_why.get(why, 0) + 1
+
     def __call__(self, graph):
         """Rewrites `graph` (a torch.fx.Graph) in place; returns the number of replacements."""
-        before = set(self._calls(graph))
+        before = self._calls(graph)
+        seen = set(before)
         n = self.pass_.apply(graph)
         for node in self._calls(graph):
-            if node not in before:  # an operator call the pass put in (not one a patched module makes)
+            if node not in seen:  # an operator call the pass put in (not one a patched module makes)
                 op = node.target._opname
                 w = next((d["workload"] for d in self.descriptions if d["op"] == op), op)
                 self.counts[w] = self.counts.get(w, 0) + 1
                 self.replacements.setdefault(w, []).append(node.name)
+        if self.policy is not None:
+            for node in before:  # a patched module's calls: the policy holds for them too
+                self._apply_policy(graph, node)
         return n
+
+    def _apply_policy(self, graph, node):
+        """Puts a patched module's operator call the policy declines back as the workload's reference ops."""
+        op = node.target._opname
+        d = next((d for d in self.descriptions if d["op"] == op), None)
+        if d is None:
+            import kforge
+            try:
+                d = kforge.describe(op)
+            except RuntimeError:
+                return
+        spec = d["spec"]
+        values = [a.meta.get("val") if isinstance(a, torch.fx.Node) else None for a in node.args]
+        b = bindings(spec, values) if len(values) == len(spec["inputs"]) and not node.kwargs else None
+        if b is None:
+            return
+        why = self.policy.why_not(d, b, values[0].device.type)
+        if not why:
+            return
+        if _inline_reference(graph, node, spec, values, self._decomp):
+            self._leave(d["workload"], why)
+        else:
+            import warnings
+            warnings.warn(f"kforge.compile: {d['workload']}'s call in {node.name} stays: its policy would leave it to "
+                          f"inductor ({why}), but it could not be put back as the workload's ops")
 
     @staticmethod
     def _calls(graph):
         return [node for node in graph.nodes if node.op == "call_function" and
                 isinstance(node.target, torch._ops.OpOverload) and node.target.namespace == "kforge"]
 
+
+
+def _inline_reference(graph, node, spec, values, decomp):
+    """Replaces the operator call `node` in `graph` by the spec's graph as ATen ops (traced on the call's fake input
+    values, with the rewrite's decompositions), for inductor to compile; False when that cannot be done (a traced
+    constant, or outputs that are not the call's)."""
+    import contextlib
+    import operator
+
+    from torch._inductor import pattern_matcher as pm
+    from torch._inductor.virtualized import NullHandler, V
+
+    fake_mode = V.fake_mode  # inductor's, while its passes run
+    if fake_mode is None or isinstance(fake_mode, NullHandler):
+        fake_mode = torch._guards.detect_fake_mode(values)
+    try:
+        with fake_mode if fake_mode is not None else contextlib.nullcontext(), torch.no_grad():
+            gm = pm.fwd_only(reference_function(spec), values, get_decomp_fn=decomp)
+    except Exception:
+        return False
+    if any(n.op == "get_attr" for n in gm.graph.nodes):
+        return False  # a constant the traced graph holds, which `graph`'s module does not
+    users = list(node.users)
+    many = len(spec.get("output_refs") or [None]) > 1
+    if many and not all(u.target is operator.getitem and isinstance(u.args[1], int) for u in users):
+        return False
+    env = {}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(node.args):
+        return False
+    env.update(zip(placeholders, node.args))
+    out = None
+    with graph.inserting_before(node):
+        for n in gm.graph.nodes:
+            if n.op == "placeholder":
+                continue
+            if n.op == "output":
+                out = torch.fx.map_arg(n.args[0], lambda a: env[a])
+                break
+            env[n] = graph.node_copy(n, lambda a: env[a])
+    if many:
+        for u in users:
+            u.replace_all_uses_with(out[u.args[1]])
+            graph.erase_node(u)
+    else:
+        node.replace_all_uses_with(out[0] if isinstance(out, (tuple, list)) else out)
+    graph.erase_node(node)
+    return True
 
 
 def _custom_pass(rewrite):
@@ -354,16 +467,21 @@ def _custom_pass(rewrite):
     return _Pass()
 
 
-def rewrite_backend(backend="inductor", names=None, require_kernel=True):
+def rewrite_backend(backend="inductor", names=None, require_kernel=True, pointwise=False, slower=False):
     """A torch.compile backend that replaces the loaded workloads' patterns (or only `names`') with their operators,
     then compiles with inductor ("inductor") or runs the rewritten ATen graph ("eager", "aot_eager"). The backend's
-    ``kforge_rewrite`` attribute is the pass (``.counts``: the replacements so far, by workload)."""
+    ``kforge_rewrite`` attribute is the pass (``.counts``: the replacements so far, by workload; ``.left``: what
+    the policy left to inductor, and why). With "inductor", kforge.compile's policy (kforge.policy) leaves to
+    inductor the workloads whose graphs are elementwise only (unless `pointwise`: True, or the workloads' names)
+    and those whose stored kernel's record is slower than torch.compile on the call's case (unless `slower`: True,
+    or names); the other backends fuse nothing and replace every match."""
     from .modules import _descriptions
+    from .policy import CompilePolicy
     import kforge
 
     descriptions = [d for d in _descriptions() if names is None or d["workload"] in names or d["op"] in names]
     if backend == "inductor":
-        rewrite = Rewrite(descriptions, "inductor", require_kernel)
+        rewrite = Rewrite(descriptions, "inductor", require_kernel, CompilePolicy(pointwise, slower))
 
         def compiler(gm, example_inputs):
             from torch._inductor.compile_fx import compile_fx
@@ -392,11 +510,15 @@ def rewrite_backend(backend="inductor", names=None, require_kernel=True):
     return kforge_backend
 
 
-def compile(model, backend="inductor", names=None, require_kernel=True, **kwargs):
-    """torch.compile(model, backend=rewrite_backend(backend, names, require_kernel), **kwargs): the model compiled
-    with the loaded workloads' patterns replaced by their operators. ``rewritten(result)`` says what was replaced
-    (after the first call compiles it)."""
-    b = rewrite_backend(backend, names, require_kernel)
+def compile(model, backend="inductor", names=None, require_kernel=True, pointwise=False, slower=False, **kwargs):
+    """torch.compile(model, backend=rewrite_backend(backend, names, require_kernel, pointwise, slower), **kwargs):
+    the model compiled with the loaded workloads' patterns replaced by their operators, where the policy
+    (kforge.policy; with backend "inductor") does not leave them to inductor: a workload whose graph is elementwise
+    only is left to inductor, which fuses it (``pointwise=True``, or a list of workload names, replaces it), and so
+    is one whose stored kernel's record is slower than torch.compile on the call's case (``slower=True`` or names).
+    ``rewritten(result)`` says what was replaced and ``left_to_inductor(result)`` what was not, and why (after the
+    first call compiles it)."""
+    b = rewrite_backend(backend, names, require_kernel, pointwise, slower)
     compiled = torch.compile(model, backend=b, **kwargs)
     try:
         compiled._kforge_rewrite = b.kforge_rewrite
@@ -405,11 +527,26 @@ def compile(model, backend="inductor", names=None, require_kernel=True, **kwargs
     return compiled
 
 
+def _pass_of(compiled):
+    return getattr(compiled, "_kforge_rewrite", None) or getattr(compiled, "kforge_rewrite", None)
+
+
 def rewritten(compiled):
     """[{"workload", "count"}]: the workloads whose patterns the rewrite of `compiled` (kforge.compile's result, a
     backend of rewrite_backend, or kforge.rewrite_eager's result) replaced, and how many times, in the graphs
     compiled (or captured) so far."""
-    r = getattr(compiled, "_kforge_rewrite", None) or getattr(compiled, "kforge_rewrite", None)
+    r = _pass_of(compiled)
     if r is None:
         return []
     return [{"workload": w, "count": n} for w, n in sorted(r.counts.items())]
+
+
+def left_to_inductor(compiled):
+    """[{"workload", "count", "why"}]: the operator calls kforge.compile's policy left to inductor in `compiled`'s
+    graphs so far (matches of the rewrite left as they were, patched modules' calls put back as the workload's
+    ops), by workload and reason; [] for a rewrite without the policy (kforge.rewrite_eager, the eager backends)."""
+    r = _pass_of(compiled)
+    if r is None:
+        return []
+    return [{"workload": w, "count": n, "why": why} for w, by_why in sorted(r.left.items())
+            for why, n in by_why.items()]

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import kforge
-from rewrite_python_test import GraphRewrite  # noqa: F401  (kforge.compile's graph rewrite; its own setUpModule)
+from rewrite_python_test import GraphRewrite, Policy  # noqa: F401  (kforge.compile: rewrite, policy; own setUpModule)
 from eager_rewrite_python_test import E2eKforgeVariant, EagerRewrite  # noqa: F401  (kforge.rewrite_eager; ditto)
 
 REPO = pathlib.Path(__file__).resolve().parents[2]

@@ -4,7 +4,9 @@ a small model whose forward has them inline (a scaled, masked softmax in float32
 round), compiled on the cpu. It asserts what was rewritten (the pass's count and the profiler's
 record of kforge operator calls), that outputs match the model's, and that calls the spec does not cover (another
 dtype, another size, no kernel) are left alone."""
+import json
 import pathlib
+import shutil
 import tempfile
 import unittest
 
@@ -55,17 +57,55 @@ cases:
   - {B: 1, T: 16, gate: true}
 """,
 }
+# kforge.compile's policy (kforge.policy): an elementwise-only workload (add + relu) and one with a reduction
+# (softmax), float32 [B, 64], named only by the policy's tests.
+POLICY_SPECS = {
+    "rw-addrelu": """
+inputs:
+  x: {shape: [B, 64], dtype: float32, init: {normal: {std: 1.0}}}
+  z: {shape: [B, 64], dtype: float32, init: {normal: {std: 1.0}}}
+graph:
+  - add: {input: x, other: z}
+  - relu
+cases:
+  - {B: 8, gate: true}
+""",
+    "rw-softmax": """
+inputs:
+  x: {shape: [B, 64], dtype: float32, init: {normal: {std: 1.0}}}
+graph:
+  - softmax: {input: x, dim: -1}
+cases:
+  - {B: 8, gate: true}
+""",
+}
+POLICY = list(POLICY_SPECS)
+# A softmax with a stored cpu kernel (the bundled qwen-router-softmax's, copied) whose record says it is slower than
+# torch.compile on case T=7,E=257 and across its cases (speedup 0.5), for the policy's second rule.
+SLOW = "rw-slow-softmax"
+SLOW_RECORD = {"results": {"case_us": {"T=7,E=257": 2.0, "T=1000,E=256": 1.0},
+                           "baselines": {"compile": {"T=7,E=257": 1.0, "T=1000,E=256": 2.0}},
+                           "speedup": {"compile": 0.5}}}
 TMP = None
 
 
 def setUpModule():
     global TMP
     TMP = tempfile.TemporaryDirectory(prefix="kf-rewrite-")
-    for name, body in {**SPECS, **NORM_SPECS}.items():
+    for name, body in {**SPECS, **NORM_SPECS, **POLICY_SPECS}.items():
         (pathlib.Path(TMP.name) / f"{name}.yaml").write_text(f"version: 1\nname: {name}\n{body}")
     report = kforge.load(TMP.name, device="cpu")
     assert not report["skipped"], report["skipped"]
-    kforge.load(pathlib.Path(__file__).resolve().parents[2] / "workloads", device="cpu", names=["llama3-8b-swiglu"])
+    repo = pathlib.Path(__file__).resolve().parents[2]
+    kforge.load(repo / "workloads", device="cpu", names=["llama3-8b-swiglu", "gpt2-gelu-tanh"])
+    slow = pathlib.Path(TMP.name) / "slow"
+    (slow / SLOW / "kernels").mkdir(parents=True)
+    spec = (repo / "workloads/qwen-router-softmax.yaml").read_text().replace("name: qwen-router-softmax", f"name: {SLOW}")
+    (slow / f"{SLOW}.yaml").write_text(spec)
+    shutil.copy(repo / "workloads/qwen-router-softmax/kernels/cpu-x86-64.cpp", slow / SLOW / "kernels")
+    (slow / SLOW / "kernels/cpu-x86-64.json").write_text(json.dumps(SLOW_RECORD))
+    report = kforge.load(slow, device="cpu")
+    assert not report["skipped"], report["skipped"]
 
 
 def tearDownModule():
@@ -161,7 +201,8 @@ class GraphRewrite(unittest.TestCase):
         m, args = model(torch.bfloat16, swapped=True), inputs(torch.bfloat16)
         for backend in ("eager", "inductor"):
             with self.subTest(backend=backend):
-                ref, got, replaced, calls = run(m, args, backend, require_kernel=False)
+                # pointwise=True: the SwiGLU is elementwise only, which inductor's policy otherwise leaves alone.
+                ref, got, replaced, calls = run(m, args, backend, require_kernel=False, pointwise=True)
                 self.assertEqual(replaced, {"rw-smax": 1, "rw-swiglu": 1})
                 self.assertEqual(calls, ["kforge::rw_smax", "kforge::rw_swiglu"])
                 self.assertClose(got, ref, 1.6e-2, 1e-2)
@@ -230,10 +271,111 @@ class GraphRewrite(unittest.TestCase):
 
     def test_inductor_compiles_around_the_operators(self):
         m, args = model(torch.bfloat16), inputs(torch.bfloat16)
+        # The SwiGLU (elementwise only) is left to inductor by default; pointwise=True replaces it too.
         ref, got, replaced, calls = run(m, args, "inductor", require_kernel=False)
+        self.assertEqual((replaced, calls), ({"rw-smax": 1}, ["kforge::rw_smax"]))
+        self.assertClose(got, ref, 1.6e-2, 1e-2)
+        ref, got, replaced, calls = run(m, args, "inductor", require_kernel=False, pointwise=True)
         self.assertEqual(replaced, {"rw-smax": 1, "rw-swiglu": 1})
         self.assertEqual(calls, ["kforge::rw_smax", "kforge::rw_swiglu"])
         self.assertClose(got, ref, 1.6e-2, 1e-2)
+
+
+class AddReluSoftmax(nn.Module):
+    """relu(x + z) (rw-addrelu's graph) then a linear layer and a softmax (rw-softmax's)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.proj = nn.Linear(64, 64)
+
+    def forward(self, x, z):
+        return torch.softmax(self.proj(torch.relu(x + z)), dim=-1)
+
+
+class Policy(unittest.TestCase):
+    """kforge.compile's policy: elementwise-only workloads and kernels recorded slower than torch.compile are left to
+    inductor, each with its reason (kforge.left_to_inductor); explicit opt-ins replace them."""
+
+    def compiled(self, m, args, backend="inductor", **kw):
+        torch._dynamo.reset()
+        with torch.no_grad():
+            ref = m(*args)
+            c = kforge.compile(m, backend=backend, **kw)
+            c(*args)
+            got, calls = kforge_calls(lambda: c(*args))
+        torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-5)
+        return {r["workload"]: r["count"] for r in kforge.rewritten(c)}, calls, kforge.left_to_inductor(c)
+
+    def test_the_softmax_is_replaced_and_the_add_relu_left_to_inductor_with_the_reason(self):
+        args = (torch.randn(8, 64), torch.randn(8, 64))
+        replaced, calls, left = self.compiled(AddReluSoftmax().eval(), args, names=POLICY, require_kernel=False)
+        self.assertEqual((replaced, calls), ({"rw-softmax": 1}, ["kforge::rw_softmax"]))
+        self.assertEqual([(x["workload"], x["count"]) for x in left], [("rw-addrelu", 1)])
+        self.assertEqual(left[0]["why"], "elementwise only (add, relu): inductor fuses it into the kernels beside it, "
+                                         "an operator would be one kernel more (pointwise=True replaces it)")
+
+    def test_asked_for_explicitly_the_add_relu_is_replaced_too(self):
+        args = (torch.randn(8, 64), torch.randn(8, 64))
+        for pointwise in (True, ["rw-addrelu"]):
+            with self.subTest(pointwise=pointwise):
+                replaced, calls, left = self.compiled(AddReluSoftmax().eval(), args, names=POLICY,
+                                                      require_kernel=False, pointwise=pointwise)
+                self.assertEqual(replaced, {"rw-addrelu": 1, "rw-softmax": 1})
+                self.assertEqual(calls, ["kforge::rw_addrelu", "kforge::rw_softmax"])
+                self.assertEqual(left, [])
+
+    def test_without_inductor_and_in_eager_every_match_is_replaced(self):
+        args = (torch.randn(8, 64), torch.randn(8, 64))
+        replaced, calls, left = self.compiled(AddReluSoftmax().eval(), args, backend="eager", names=POLICY,
+                                              require_kernel=False)
+        self.assertEqual((replaced, left), ({"rw-addrelu": 1, "rw-softmax": 1}, []))
+        m = AddReluSoftmax().eval()
+        fast = kforge.rewrite_eager(m, args, names=POLICY, require_kernel=False)
+        self.assertEqual({r["workload"]: r["count"] for r in kforge.rewritten(fast)}, {"rw-addrelu": 1, "rw-softmax": 1})
+        self.assertEqual(kforge.left_to_inductor(fast), [])
+
+    def test_a_kernel_recorded_slower_than_compile_on_the_case_is_left_to_inductor(self):
+        def router(x):
+            return torch.softmax(x, dim=-1, dtype=torch.float32) * 2
+
+        x = torch.randn(7, 257).bfloat16()
+        replaced, calls, left = self.compiled(router, (x,), names=[SLOW])
+        self.assertEqual((replaced, calls), ({}, []))
+        self.assertEqual([(y["workload"], y["count"]) for y in left], [(SLOW, 1)])
+        self.assertEqual(left[0]["why"], "its stored kernel (cpu-x86-64) is slower than torch.compile on case "
+                                         "T=7,E=257: 2 us against 1 us, 0.50x (slower=True replaces it)")
+        # A recorded case where the kernel is faster: replaced.
+        replaced, calls, left = self.compiled(router, (torch.randn(1000, 256).bfloat16(),), names=[SLOW])
+        self.assertEqual((replaced, left), ({SLOW: 1}, []))
+        # Sizes of no recorded case: the record's speedup across its cases (0.5) decides.
+        _, _, left = self.compiled(router, (torch.randn(5, 257).bfloat16(),), names=[SLOW])
+        self.assertIn("slower than torch.compile across its recorded cases, 0.50x (T=5,E=257 is none of them",
+                      left[0]["why"])
+        # Asked for explicitly: replaced.
+        replaced, calls, left = self.compiled(router, (x,), names=[SLOW], slower=True)
+        self.assertEqual((replaced, calls, left), ({SLOW: 1}, ["kforge::rw_slow_softmax"], []))
+
+    def test_a_patched_modules_call_the_policy_declines_is_put_back_for_inductor(self):
+        # gpt2-gelu-tanh (bundled, a cpu winner; ops_python_test loads it): kforge.patch swaps the GELU module for
+        # its operator; kforge.compile puts the call back as the workload's ops (elementwise only).
+        if not kforge.describe("gpt2-gelu-tanh")["kernels"]["cpu"].get("kernel"):
+            self.skipTest("gpt2-gelu-tanh has no cpu kernel loaded")
+        m = kforge.patch(nn.Sequential(nn.Linear(3072, 3072), nn.GELU(approximate="tanh")).half().eval())
+        self.assertEqual([p.workloads for p in kforge.patched_modules(m)], [["gpt2-gelu-tanh"]])
+        x = torch.randn(4, 3072).half()
+        torch._dynamo.reset()
+        with torch.no_grad():
+            ref = m(x)
+            for pointwise, want in ((False, []), (True, ["kforge::gpt2_gelu_tanh"])):
+                c = kforge.compile(m, names=["gpt2-gelu-tanh"], pointwise=pointwise)
+                c(x)
+                got, calls = kforge_calls(lambda: c(x))
+                self.assertEqual(calls, want)
+                torch.testing.assert_close(got.float(), ref.float(), rtol=1e-2, atol=1e-2)
+                left = kforge.left_to_inductor(c)
+                self.assertEqual([(y["workload"], y["count"]) for y in left], [] if pointwise else [("gpt2-gelu-tanh", 1)])
+                torch._dynamo.reset()
 
 
 if __name__ == "__main__":

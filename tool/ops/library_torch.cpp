@@ -9,6 +9,7 @@
 #include "loader_torch.h"
 #include "op_registry_torch.h"
 #include "register.h"  // baselines/
+#include "search/families/elementwise_emit.h"
 #include "spec/ops.h"
 #include "util/error.h"
 
@@ -56,7 +57,9 @@ const char* kind_code(kf::arg_kind k) {
   return "unknown";
 }
 
-// The op registry's argument schema (spec/ops.h), for kforge.patch: what a module's arguments are compared with.
+// The op registry's argument schema (spec/ops.h), for kforge.patch: what a module's arguments are compared with; and
+// whether each op is elementwise (ew::is_elementwise, the pointwise family's rule), for kforge.compile's policy (an
+// elementwise-only workload is left to inductor, which fuses such chains into their neighbours).
 std::string op_table_op() {
   nlohmann::json table = nlohmann::json::object();
   for (const kf::op_def& op : kf::op_table()) {
@@ -64,7 +67,9 @@ std::string op_table_op() {
     for (const kf::arg_def& a : op.args)
       args.push_back({{"name", a.name}, {"kind", kind_code(a.kind)}, {"required", a.required},
                       {"default", a.default_value}});
-    table[op.name] = {{"args", args}, {"outputs", op.output_names.empty() ? std::vector<std::string>{"out"} : op.output_names}};
+    table[op.name] = {{"args", args},
+                      {"outputs", op.output_names.empty() ? std::vector<std::string>{"out"} : op.output_names},
+                      {"elementwise", kf::ew::is_elementwise(op.name)}};
   }
   return table.dump();
 }
