@@ -59,6 +59,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .behaviour import _bind
 from .modules import _DTYPES
 
 _SMALL = 8  # the size given to a spec's shape symbol when tracing its pattern (any size binds)
@@ -236,16 +237,11 @@ def bindings(spec, values):
     {symbol: size}, or None when their sizes are not concrete or do not bind the spec's shape."""
     symbols = {}
     for i, v in zip(spec["inputs"], values):
-        if not isinstance(v, torch.Tensor) or v.dim() != len(i["shape"]):
+        if not isinstance(v, torch.Tensor) or not all(isinstance(size, int) for size in v.shape):
+            return None  # symbolic: the spec's sizes cannot be checked
+        symbols = _bind(i["shape"], tuple(v.shape), symbols)
+        if symbols is None:
             return None
-        for size, want in zip(v.shape, i["shape"]):
-            if not isinstance(size, int):
-                return None  # symbolic: the spec's sizes cannot be checked
-            if isinstance(want, str):
-                if symbols.setdefault(want, size) != size:
-                    return None
-            elif size != want:
-                return None
     return symbols
 
 
