@@ -131,6 +131,12 @@ def time_rounds(fns, t, a, reps=None, flush=True):
                 return samples, "timed_out"
 
 
+def graph_entries(rewritten, variant):
+    """`patched` entries, module "(graph)", for what a graph rewrite (kforge.rewritten's list) replaced in a variant."""
+    return [{"module": "(graph)", "workloads": [r["workload"]], "how": "graph", "count": r["count"], "variant": variant}
+            for r in rewritten]
+
+
 def make_variants(model, inputs, names, a):
     """{name: callable} for the variants asked for, {name: why} for those that could not be made, {name: note} for
     those made with less than asked (the kforge variant whose forward was not captured for the graph rewrite;
@@ -175,8 +181,7 @@ def make_variants(model, inputs, names, a):
                 broken[n] = f"kforge.rewrite_eager raised {type(e).__name__}: {e}"
                 continue
             graph = kforge.rewritten(fast)
-            patched += [{"module": "(graph)", "workloads": [r["workload"]], "how": "graph", "count": r["count"],
-                         "variant": n} for r in graph]
+            patched += graph_entries(graph, n)
             not_captured = f"the forward was not captured for the graph rewrite ({fast.why})" if fast.why else ""
             if not graph and not modules:
                 broken[n] = (f"{nothing}, and the graph rewrite (kforge.rewrite_eager) replaced no pattern" +
@@ -201,8 +206,7 @@ def make_variants(model, inputs, names, a):
                 broken[n] = f"kforge.compile (the graph rewrite, then inductor) raised {type(e).__name__}: {e}"
                 continue
             graph = kforge.rewritten(c)
-            patched += [{"module": "(graph)", "workloads": [r["workload"]], "how": "graph", "count": r["count"],
-                         "variant": n} for r in graph]
+            patched += graph_entries(graph, n)
             # What kforge.compile's policy left to inductor (elementwise-only workloads, kernels recorded slower
             # than torch.compile): matches left as written and patched modules' calls put back, with the reasons.
             left = kforge.left_to_inductor(c)
