@@ -15,6 +15,8 @@ constexpr int BLOCK = 256;
 constexpr int WAVES = 0;
 constexpr bool STREAM = false;
 constexpr bool PDL = true;
+constexpr bool SPREAD = true;
+#define KF_PW_MINB 1
 constexpr int NOPND = 2;
 constexpr int KF_N_INPUTS = 2;
 constexpr int KF_OUT_RANK = 2;

@@ -71,7 +71,7 @@ class row_softmax_cuda final : public family {
   std::vector<knob> knobs() const override {
     return {
         {"strategy", {"warp", "block", "cluster"}, "threads per row: a warp, a block, or a cluster of blocks"},
-        {"threads", {"64", "128", "256", "512", "1024"}, "threads per block"},
+        {"threads", {"32", "64", "128", "256", "512", "1024"}, "threads per block (32: a warp a block, as Inductor launches short rows)"},
         {"team",
          {"auto", "4", "8", "16", "32"},
          "strategy=warp: threads per row (a warp holds 32 / team rows); auto: at launch, the narrowest team whose "

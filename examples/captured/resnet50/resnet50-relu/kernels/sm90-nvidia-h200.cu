@@ -1,10 +1,12 @@
-// kforge kernel: family pointwise_cuda, version 3
-// knobs: block=256 loads=1 math=fast pdl=1 store=default vec=8 waves=0
+// kforge kernel: family pointwise_cuda, version 4
+// knobs: block=256 loads=1 math=fast occupancy=any pdl=1 spread=0 store=default vec=8 waves=0
 // computes: relu (one pass)
 // kforge winner: resnet50-relu on sm90-nvidia-h200
 // found: by `kforge search` (template proposer) on 2026-12-02T10:17:01Z
 // lineage: default -> template: vec 16->8 block 128->256
 // measured: 4.73 us (geometric mean over gated cases), 1.02x eager
+// re-emitted: by `kforge reemit` on 2026-12-02T12:56:45Z, pointwise_cuda version 4 from version 3; knobs filled: occupancy=any (the code before the knob), spread=0 (the code before the knob); measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-02T12:58:23Z, pointwise_cuda version 4 from version 4; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -316,6 +318,8 @@ constexpr int BLOCK = 256;
 constexpr int WAVES = 0;
 constexpr bool STREAM = false;
 constexpr bool PDL = true;
+constexpr bool SPREAD = false;
+#define KF_PW_MINB 1
 constexpr int NOPND = 1;
 constexpr int KF_N_INPUTS = 1;
 constexpr int KF_OUT_RANK = 4;
@@ -347,7 +351,8 @@ __device__ __forceinline__ float kf_one(const pw_args& a, int64_t i);
 
 // pointwise_cuda.cuh: the fixed code of the pointwise family (pointwise_cuda.cpp): any chain of elementwise ops in
 // one pass, one read of each operand element and one write of each result. Emitted before it (namespace kfk):
-//   V, LOADS, BLOCK, WAVES, STREAM, PDL, NOPND  the variant's knobs and the operand count
+//   V, LOADS, BLOCK, WAVES, STREAM, PDL, SPREAD, NOPND  the variant's knobs and the operand count
+//   KF_PW_MINB (a macro)                  the occupancy knob's minimum blocks an SM (1: none)
 //   out_t, t0 .. t<NOPND-1>                the stored types; operand 0 is the chain's input
 //   kf_vec(const pw_args&, int64_t i, float* y)   V results from the V elements at i (every operand full or row)
 //   kf_one(const pw_args&, int64_t i)             one result from element i, any layout (broadcast, strided)
@@ -412,51 +417,82 @@ __device__ __forceinline__ void pw_load_vec(const pw_opnd& t, int64_t i, float* 
 // issued before any math; then the scalar tail [tail_start, n).
 // (Templates, so that kf_vec and kf_one, which the emitter defines after this file, are needed only where kf_launch
 // instantiates them.)
-template <int = 0>
-__global__ void __launch_bounds__(BLOCK) pw_vec_kernel(pw_args a, int64_t nvec, int64_t tail_start) {
+// The occupancy knob: a minimum of blocks an SM caps the registers. Only when asked: `__launch_bounds__(128, 1)` is
+// not `__launch_bounds__(128)` to ptxas (GeGLU: 52 registers against 39).
+#if KF_PW_MINB > 1
+#define KF_PW_BOUNDS(nt) __launch_bounds__(nt, (nt) == BLOCK ? KF_PW_MINB : 1)
+#else
+#define KF_PW_BOUNDS(nt) __launch_bounds__(nt)
+#endif
+
+// NT: the block, BLOCK threads or a warp where SPREAD narrowed it (pw_grid); a constant in the index math.
+template <int NT>
+__global__ void KF_PW_BOUNDS(NT) pw_vec_kernel(pw_args a, int64_t nvec, int64_t tail_start) {
   wait_prior_grid<PDL>();
-  const int64_t step = (int64_t)gridDim.x * BLOCK * LOADS;
-  for (int64_t base = (int64_t)blockIdx.x * BLOCK * LOADS + threadIdx.x; base < nvec; base += step) {
+  constexpr int nt = NT;
+  const int64_t step = (int64_t)gridDim.x * nt * LOADS;
+  for (int64_t base = (int64_t)blockIdx.x * nt * LOADS + threadIdx.x; base < nvec; base += step) {
     float y[LOADS][V];
     // Every step loads (one past the end re-reads vector 0): a branch around each kf_vec kept its loads waiting
     // for the math of the step before, one memory latency a step, where straight code issues all LOADS at once.
 #pragma unroll
     for (int l = 0; l < LOADS; ++l) {
-      const int64_t j = base + (int64_t)l * BLOCK;
+      const int64_t j = base + (int64_t)l * nt;
       kf_vec(a, (j < nvec ? j : 0) * V, y[l]);
     }
 #pragma unroll
     for (int l = 0; l < LOADS; ++l) {
-      const int64_t j = base + (int64_t)l * BLOCK;
+      const int64_t j = base + (int64_t)l * nt;
       if (j < nvec) store_vec<out_t, V, STREAM>(a.y + j * V, y[l]);
     }
   }
-  for (int64_t i = tail_start + (int64_t)blockIdx.x * BLOCK + threadIdx.x; i < a.n; i += (int64_t)gridDim.x * BLOCK)
+  for (int64_t i = tail_start + (int64_t)blockIdx.x * nt + threadIdx.x; i < a.n; i += (int64_t)gridDim.x * nt)
     a.y[i] = from_f<out_t>(kf_one(a, i));
 }
 
 // General path: one element a thread, grid-stride.
-template <int = 0>
-__global__ void __launch_bounds__(BLOCK) pw_one_kernel(pw_args a) {
+template <int NT>
+__global__ void KF_PW_BOUNDS(NT) pw_one_kernel(pw_args a) {
   wait_prior_grid<PDL>();
-  for (int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x; i < a.n; i += (int64_t)gridDim.x * BLOCK)
+  constexpr int nt = NT;
+  for (int64_t i = (int64_t)blockIdx.x * nt + threadIdx.x; i < a.n; i += (int64_t)gridDim.x * nt)
     a.y[pw_out_offset(a, i)] = from_f<out_t>(kf_one(a, i));
 }
 
-// Blocks for `items` thread-items: enough for one item each (WAVES 0), or WAVES waves of resident blocks.
-inline int64_t pw_grid(int64_t items) {
-  int64_t need = (items + BLOCK - 1) / BLOCK;
-  if (need < 1) need = 1;
-  if (WAVES == 0) return need < 2147483647 ? need : 2147483647;
-  static int sms = 0;
-  if (!sms) {
+// The GPU's SMs, read at the first launch. Host state at namespace scope with internal linkage (CONTRIBUTING.md):
+// a function-local static of an inline function would be one object for every candidate library in the worker.
+static int g_pw_sms = 0;
+inline int pw_sms() {
+  if (!g_pw_sms) {
     int dev = 0;
     cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    if (sms <= 0) sms = 132;
+    cudaDeviceGetAttribute(&g_pw_sms, cudaDevAttrMultiProcessorCount, dev);
+    if (g_pw_sms <= 0) g_pw_sms = 132;
   }
-  const int64_t resident = (int64_t)sms * (2048 / BLOCK) * WAVES;
-  return need < resident ? need : resident;
+  return g_pw_sms;
+}
+
+struct pw_launch {
+  int64_t blocks;
+  int threads;
+};
+
+// Blocks for `items` thread-items: enough for one item each (WAVES 0), or WAVES waves of resident blocks. SPREAD: a
+// one-shot grid of fewer blocks than SMs launches blocks of a warp instead, so that a small tensor (a decode step) is
+// read by many SMs at once rather than by a few, each waiting on its own requests.
+inline pw_launch pw_grid(int64_t items) {
+  int threads = BLOCK;
+  int64_t need = (items + threads - 1) / threads;
+  if (need < 1) need = 1;
+  if (WAVES == 0) {
+    if (SPREAD && BLOCK > 32 && need < pw_sms()) {
+      threads = 32;
+      need = (items + 31) / 32;
+    }
+    return {need < 2147483647 ? need : 2147483647, threads};
+  }
+  const int64_t resident = (int64_t)pw_sms() * (2048 / BLOCK) * WAVES;
+  return {need < resident ? need : resident, threads};
 }
 
 // Classifies an operand against the output's shape (right-aligned, as broadcasting reads it).
@@ -507,10 +543,16 @@ inline int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cuda
   if (a.n == 0) return 0;
   if (vec) {
     const int64_t nvec = a.n / V;
-    return launch_kernel<PDL>(pw_vec_kernel<>, dim3((unsigned)pw_grid((nvec + LOADS - 1) / LOADS)), BLOCK, 0, s, a,
-                              nvec, nvec * V);
+    const pw_launch g = pw_grid((nvec + LOADS - 1) / LOADS);
+    if constexpr (SPREAD && BLOCK != 32)  // the warp-wide kernel is instantiated only where it can run
+      if (g.threads == 32)
+        return launch_kernel<PDL>(pw_vec_kernel<32>, dim3((unsigned)g.blocks), 32, 0, s, a, nvec, nvec * V);
+    return launch_kernel<PDL>(pw_vec_kernel<BLOCK>, dim3((unsigned)g.blocks), BLOCK, 0, s, a, nvec, nvec * V);
   }
-  return launch_kernel<PDL>(pw_one_kernel<>, dim3((unsigned)pw_grid(a.n)), BLOCK, 0, s, a);
+  const pw_launch g = pw_grid(a.n);
+  if constexpr (SPREAD && BLOCK != 32)
+    if (g.threads == 32) return launch_kernel<PDL>(pw_one_kernel<32>, dim3((unsigned)g.blocks), 32, 0, s, a);
+  return launch_kernel<PDL>(pw_one_kernel<BLOCK>, dim3((unsigned)g.blocks), BLOCK, 0, s, a);
 }
 
 }  // namespace kfk
