@@ -140,7 +140,10 @@ nlohmann::json to_json(const workload_spec& s) {
   for (auto& c : s.cases) {
     json b = json::array();
     for (auto& [k, v] : c.bindings) b.push_back({k, v});
-    cases.push_back({{"name", c.name}, {"bindings", b}, {"gate", c.gate}, {"devices", c.devices}, {"loc", loc_json(c.loc)}});
+    json jc = {{"name", c.name}, {"bindings", b}, {"gate", c.gate}, {"devices", c.devices}, {"loc", loc_json(c.loc)}};
+    if (c.share) jc["share"] = *c.share;
+    if (c.calls) jc["calls"] = *c.calls;
+    cases.push_back(std::move(jc));
   }
   json tol = json::object();
   if (s.tolerance.rtol) tol["rtol"] = *s.tolerance.rtol;
@@ -193,6 +196,8 @@ workload_spec spec_from_json(const nlohmann::json& j) {
     for (auto& b : jc.at("bindings")) c.bindings.emplace_back(b.at(0).get<std::string>(), b.at(1).get<int64_t>());
     c.gate = jc.value("gate", false);
     c.devices = jc.value("devices", std::vector<std::string>{});
+    if (jc.contains("share")) c.share = jc["share"].get<double>();
+    if (jc.contains("calls")) c.calls = jc["calls"].get<int64_t>();
     c.loc = loc_from(jc.value("loc", nlohmann::json()));
     s.cases.push_back(std::move(c));
   }

@@ -62,6 +62,10 @@ struct case_spec {
   std::vector<std::pair<std::string, int64_t>> bindings;
   bool gate = false;                         // timed (every case is verified)
   std::vector<std::string> devices;          // device kinds this case runs on ("cpu", "cuda"); empty = all
+  // kforge capture's record of the model it came from: the share of the model's traced time its calls took, and
+  // how many calls one forward made (kforge e2e's Amdahl prediction reads them); unset in hand-written specs.
+  std::optional<double> share;
+  std::optional<int64_t> calls;
   source_loc loc;
   bool runs_on(std::string_view device_kind) const;
   std::optional<int64_t> binding(std::string_view symbol) const;

@@ -247,8 +247,18 @@ void parse_cases(yaml_reader& r, const YAML::Node& n, workload_spec* out, parse_
         parse_case_devices(r, it->second, f, &cs);
         continue;
       }
+      if (key == "share") {  // kforge capture's: the share of the model's traced time
+        if (auto v = r.get_fraction(it->second, f)) cs.share = *v;
+        continue;
+      }
+      if (key == "calls") {  // kforge capture's: the calls one forward made at this shape
+        auto v = r.get_int(it->second, f);
+        if (v && *v < 1) r.error(it->second, f, fmt::format("expected a count >= 1, got {}", *v));
+        else if (v) cs.calls = *v;
+        continue;
+      }
       if (!std::regex_match(key, k_symbol_re)) {
-        r.error(it->first, f, fmt::format("`{}` is not a symbol name (expected an identifier like S, or `gate` / `devices`)", key));
+        r.error(it->first, f, fmt::format("`{}` is not a symbol name (expected an identifier like S, or `gate` / `devices` / `share` / `calls`)", key));
         locs->cases_ok = false;
         continue;
       }

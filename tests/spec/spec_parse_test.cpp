@@ -169,6 +169,29 @@ TEST(spec_parse, case_names_follow_binding_order) {
   EXPECT_EQ(s.cases.at(2).name, "B=2,H=3,S=1000");
 }
 
+// kforge capture's share and calls on a case: optional data (kforge e2e's Amdahl prediction), checked like the rest,
+// and carried through the worker's JSON.
+TEST(spec_parse, a_case_may_carry_the_captures_share_and_calls) {
+  const std::string head = "version: 1\nname: w\ninputs: {x: {shape: [S, 4], dtype: float32}}\n"
+                           "graph: [{softmax: {input: x, dim: -1}}]\ncases:\n";
+  workload_spec s;
+  ASSERT_TRUE(parse_spec_text(head + "  - {S: 2, gate: true, share: 4.7%, calls: 3}\n  - {S: 5}\n", "w.yaml", &s).empty());
+  ASSERT_TRUE(s.cases.at(0).share.has_value());
+  EXPECT_DOUBLE_EQ(*s.cases[0].share, 0.047);
+  EXPECT_EQ(s.cases[0].calls, 3);
+  EXPECT_EQ(s.cases[0].name, "S=2");  // not a binding
+  EXPECT_FALSE(s.cases.at(1).share.has_value());
+  workload_spec back = spec_from_json(to_json(s));
+  EXPECT_EQ(back.cases[0].share, s.cases[0].share);
+  EXPECT_EQ(back.cases[0].calls, 3);
+  EXPECT_FALSE(back.cases[1].calls.has_value());
+  auto diags = parse_spec_text(head + "  - {S: 2, share: 150%, calls: 0}\n", "w.yaml", &s);
+  std::string all;
+  for (const auto& d : diags) all += d.str() + "\n";
+  EXPECT_NE(all.find("cases[0].share: expected a fraction in [0, 1)"), std::string::npos) << all;
+  EXPECT_NE(all.find("cases[0].calls: expected a count >= 1, got 0"), std::string::npos) << all;
+}
+
 TEST(hash, sha256_known_vectors) {
   EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
