@@ -92,6 +92,14 @@ capture_result analyze(const trace& t) {
     const std::string where = w.where.size() > 1 ? fmt::format("{} and {} more", w.where[0], w.where.size() - 1) : w.where.at(0);
     w.spec.model = fmt::format("{}{}, {}: {} ({:.1f}% of the traced time)", file, function, where, w.pattern,
                                100 * r.share(w.time_us));
+    // Each case's share and calls as data, for kforge e2e's Amdahl prediction (the comments say the same), the share
+    // to three significant digits (below 1: a spec's fractions are in [0, 1)).
+    for (size_t k = 0; k < w.spec.cases.size() && k < w.stats.size(); ++k) {
+      double share = r.share(w.stats[k].time_us);
+      if (share > 0) share = std::stod(fmt::format("{:.3g}", share));
+      w.spec.cases[k].share = std::min(share, 0.999);
+      w.spec.cases[k].calls = std::max<int64_t>(1, static_cast<int64_t>(w.stats[k].calls));
+    }
   }
   return r;
 }

@@ -134,6 +134,8 @@ std::string spec_yaml(const workload_spec& s, const spec_comments& comments) {
     for (const auto& [k, v] : c.bindings) parts.push_back(fmt::format("{}: {}", k, v));
     if (c.gate) parts.push_back("gate: true");
     if (!c.devices.empty()) parts.push_back("devices: " + list_text(c.devices));
+    if (c.share) parts.push_back("share: " + fraction_text(*c.share));
+    if (c.calls) parts.push_back(fmt::format("calls: {}", *c.calls));
     std::string line = "  - {" + join(parts) + "}";
     if (i < comments.cases.size() && !comments.cases[i].empty()) line += "   # " + comments.cases[i];
     y += line + "\n";

@@ -55,6 +55,25 @@ TEST(capture_analyze, every_captured_spec_is_valid_and_says_where_it_came_from) 
   }
 }
 
+// Each case's share and calls are written as data (`share: 4.7%, calls: 4`), read back by the parser, for kforge
+// e2e's Amdahl prediction; they match the case's comment.
+TEST(capture_analyze, each_case_carries_its_share_and_calls_as_data) {
+  const capture_result r = analyze(test::fixture("norm_two_sizes"));
+  ASSERT_FALSE(r.workloads.empty());
+  const auto& w = r.workloads[0];
+  workload_spec parsed;
+  const std::string text = captured_spec_text(r, 0);
+  ASSERT_TRUE(parse_spec_text(text, w.spec.name + ".yaml", &parsed).empty()) << text;
+  ASSERT_EQ(parsed.cases.size(), w.stats.size());
+  for (size_t k = 0; k < parsed.cases.size(); ++k) {
+    ASSERT_TRUE(parsed.cases[k].share.has_value()) << text;
+    ASSERT_TRUE(parsed.cases[k].calls.has_value()) << text;
+    EXPECT_NEAR(*parsed.cases[k].share, r.share(w.stats[k].time_us), 5e-3 * r.share(w.stats[k].time_us)) << text;
+    EXPECT_EQ(*parsed.cases[k].calls, w.stats[k].calls);
+  }
+  EXPECT_THAT(text, ::testing::ContainsRegex("share: [0-9.]+%?, calls: [0-9]+\\}"));
+}
+
 TEST(capture_analyze, names_come_from_the_model_file) {
   EXPECT_EQ(model_slug("examples/models/llama3_decoder.py:make"), "llama3-decoder");
   EXPECT_EQ(model_slug("My Model.py:f"), "my-model");
