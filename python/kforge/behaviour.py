@@ -62,16 +62,17 @@ def _argument_names(spec, name):
     return {a for g in spec["graph"] for a, v in g["args"].items() if v == name and a != "input"}
 
 
-def _tensors(module):
-    """The module's parameters and floating-point buffers: (owner module, attribute, tensor)."""
+def _sources(module, floating_buffers=False):
+    """[(owner module, attribute name, qualified name, tensor)] of the module's parameters and buffers, each tensor
+    once (tied ones under their first name); with `floating_buffers`, only the floating-point buffers."""
     out, seen = [], set()
-    for qualified, t in list(module.named_parameters()) + [(n, b) for n, b in module.named_buffers()
-                                                          if b.is_floating_point()]:
+    buffers = [(n, b) for n, b in module.named_buffers() if not floating_buffers or b.is_floating_point()]
+    for qualified, t in list(module.named_parameters()) + buffers:
         if id(t) in seen:
             continue
         seen.add(id(t))
         owner_name, _, leaf = qualified.rpartition(".")
-        out.append((module.get_submodule(owner_name) if owner_name else module, leaf, t))
+        out.append((module.get_submodule(owner_name) if owner_name else module, leaf, qualified, t))
     return out
 
 
@@ -82,14 +83,14 @@ def _binding(module, x, description, op):
     symbols = _bind(primary["shape"], x.shape, {})
     if symbols is None:
         return None
-    tensors = _tensors(module)
+    tensors = _sources(module, floating_buffers=True)  # (owner, attribute, qualified name, tensor)
     used, inputs = set(), []
     for i in spec["inputs"]:
         if i is primary:
             inputs.append((i, None))
             continue
         fits = []
-        for k, (owner, leaf, t) in enumerate(tensors):
+        for k, (owner, leaf, _, t) in enumerate(tensors):
             if k in used or t.dtype != _DTYPES[i["dtype"]]:
                 continue
             bound = _bind(i["shape"], t.shape, symbols)

@@ -31,7 +31,7 @@ import torch
 from torch import nn
 from torch.utils import _pytree as pytree
 
-from .behaviour import _inputs
+from .behaviour import _inputs, _sources
 from .modules import _descriptions
 from .rewrite import Rewrite
 
@@ -53,32 +53,19 @@ def _why_not_captured(e):
     return why
 
 
-def _sources(model):
-    """[(owner module, attribute name, qualified name)] of the model's parameters and buffers, each once."""
-    out, seen = [], set()
-    for kind in ("parameters", "buffers"):
-        for name, t in getattr(model, "named_" + kind)():
-            if id(t) in seen:
-                continue
-            seen.add(id(t))
-            prefix, _, attr = name.rpartition(".")
-            out.append((model.get_submodule(prefix) if prefix else model, attr, name))
-    return out
-
-
 def capture(model, args, kwargs):
     """The ATen graph of model(*args, **kwargs) (module's docstring), as a GraphModule called as gm(state, args,
-    kwargs) with state the tensors of _sources(model) in order."""
+    kwargs) with state the model's parameters and buffers (behaviour._sources) in order."""
     from torch._dispatch.python import enable_python_dispatcher
     from torch.fx.experimental.proxy_tensor import make_fx
 
     sources = _sources(model)
-    names = [q for _, _, q in sources]
+    names = [q for _, _, q, _ in sources]
 
     def forward(state, args, kwargs):
         return torch.func.functional_call(model, dict(zip(names, state)), args, kwargs)
 
-    state = [getattr(m, a).detach() for m, a, _ in sources]  # no gradient: the operators have no backward
+    state = [getattr(m, a).detach() for m, a, _, _ in sources]  # no gradient: the operators have no backward
     with torch.no_grad(), enable_python_dispatcher():
         return make_fx(forward, tracing_mode="fake", _allow_non_fake_inputs=True)(state, args, kwargs)
 
@@ -96,14 +83,14 @@ class EagerRewrite(nn.Module):
         object.__setattr__(self, "graph_module", graph_module)
         object.__setattr__(self, "captured_graph", captured_graph)
         self._kforge_rewrite = rewrite
-        self._sources = list(sources)
+        self._sources = [(m, a) for m, a, *_ in sources]  # not the tensors: read from the model at each call
         self._signature = signature
         self.why = why
         self._warned = set()
 
     def state(self):
         """The model's parameters and buffers in the captured graph's order (its first argument)."""
-        return [getattr(m, a) for m, a, _ in self._sources]
+        return [getattr(m, a) for m, a in self._sources]
 
     def graph_call(self, args, kwargs):
         """The captured graph's arguments for this call, or None with the reason when it must run the model."""
@@ -151,7 +138,7 @@ def rewrite_eager(model, example_inputs, names=None, require_kernel=True):
         gm.recompile()
     sources = _sources(model)
     leaves, spec = pytree.tree_flatten((args, kwargs))
-    signature = (spec, [_leaf(v) for v in leaves], [_leaf(getattr(m, a)) for m, a, _ in sources])
+    signature = (spec, [_leaf(v) for v in leaves], [_leaf(getattr(m, a)) for m, a, _, _ in sources])
     return EagerRewrite(model, gm, captured_graph, rewrite, sources, signature)
 
 
