@@ -64,9 +64,17 @@ workload_result to_workload_result(const e2e_result& r, const e2e_spec& spec, co
     c.impls.push_back(impl_of(*k, "kernel"));
     c.impls.push_back(impl_of(*b, baseline));
     summarize_case(c);
-    if (baseline == "eager" && r.prediction.profiled) {
-      const amdahl& a = r.prediction;
-      c.impls[0].details["amdahl"] = {{"share", a.share},
+    if (baseline == "eager" && r.shares.has_shares()) {
+      const share_prediction& p = r.shares;
+      c.impls[0].details["amdahl"] = {{"source", "capture shares"},
+                                      {"share", p.share},
+                                      {"predicted", p.predicted},
+                                      {"measured", p.measured},
+                                      {"fraction", p.fraction_known() ? nlohmann::json(p.fraction) : nlohmann::json()}};
+    } else if (baseline == "eager" && r.profile.profiled) {
+      const amdahl& a = r.profile;
+      c.impls[0].details["amdahl"] = {{"source", "in-model profile"},
+                                      {"share", a.share},
                                       {"pattern_speedup", a.pattern_speedup},
                                       {"predicted", a.predicted},
                                       {"measured", a.measured},
@@ -135,35 +143,75 @@ void apply_e2e_gate(workload_result& w, const e2e_result& r, const e2e_spec& spe
                                                             s, r.metric(), spec.min_speedup),
                                        {{"speedup", s}, {"min_speedup", spec.min_speedup}}));
   }
-  const amdahl& a = r.prediction;
-  nlohmann::json numbers = {
-      {"share", a.share}, {"pattern_speedup", a.pattern_speedup}, {"predicted", a.predicted}, {"measured", a.measured}};
-  if (a.fraction_known()) numbers["fraction"] = a.fraction;
+  w.checks.push_back(amdahl_check(r, spec));
+}
+
+gate_check amdahl_check(const e2e_result& r, const e2e_spec& spec) {
   const bool gated = spec.min_predicted_fraction.has_value();
   const double need = spec.min_predicted_fraction.value_or(0);
-  if (gated) numbers["min_predicted_fraction"] = need;
+  const std::string held = gated ? fmt::format("; e2e.min_predicted_fraction is {:.0f}%", need * 100) : "";
   gate_check c;
+  if (const share_prediction& p = r.shares; p.has_shares()) {
+    // The capture's shares and the stored winners' recorded speedups: issue #23's prediction.
+    nlohmann::json numbers = {{"source", "capture shares"},
+                              {"share", p.share},
+                              {"predicted", p.predicted},
+                              {"measured", p.measured}};
+    if (p.fraction_known()) numbers["fraction"] = p.fraction;
+    if (gated) numbers["min_predicted_fraction"] = need;
+    if (p.measured <= 0)
+      c = make_gate_check("amdahl", "eager", "prediction", gated ? check_outcome::failed : check_outcome::skipped,
+                          "the kforge variant was not timed against eager, so there is no measured gain to hold to "
+                          "the capture's prediction",
+                          numbers);
+    else if (!p.fraction_known())
+      c = make_gate_check("amdahl", "eager", "prediction", check_outcome::skipped,
+                          fmt::format("the capture's shares predict no gain ({:.3f}x: the replaced cases take {:.1f}% "
+                                      "of the captured time), so there is no fraction of it to reach",
+                                      p.predicted, p.share * 100),
+                          numbers);
+    else
+      c = make_gate_check("amdahl", "eager", "prediction",
+                          !gated || p.fraction >= need ? check_outcome::passed : check_outcome::failed,
+                          fmt::format("measured {:.3f}x over eager ({} medians), {:.0f}% of the {:.3f}x the capture's "
+                                      "shares predict (the replaced cases take {:.1f}% of the captured time, at their "
+                                      "stored winners' speedups over eager){}",
+                                      p.measured, p.metric, p.fraction * 100, p.predicted, p.share * 100, held),
+                          numbers);
+    c.advisory = !gated;
+    return c;
+  }
+  // No replaced workload's spec has kforge capture's shares: the in-model profile's prediction.
+  const amdahl& a = r.profile;
+  const std::string from = "from the in-model profile: no replaced workload's spec has capture shares";
+  nlohmann::json numbers = {{"source", "in-model profile"},
+                            {"share", a.share},
+                            {"pattern_speedup", a.pattern_speedup},
+                            {"predicted", a.predicted},
+                            {"measured", a.measured}};
+  if (a.fraction_known()) numbers["fraction"] = a.fraction;
+  if (gated) numbers["min_predicted_fraction"] = need;
   if (!a.profiled)
-    c = make_gate_check("amdahl", "eager", "prediction", gated ? check_outcome::failed : check_outcome::skipped, a.why,
-                        numbers);
+    c = make_gate_check("amdahl", "eager", "prediction", gated ? check_outcome::failed : check_outcome::skipped,
+                        fmt::format("{} ({})", a.why, from), numbers);
   else if (!a.fraction_known())
     c = make_gate_check("amdahl", "eager", "prediction", check_outcome::skipped,
                         fmt::format("the profile predicts no gain ({:.3f}x: the patched "
                                     "patterns take {:.1f}% of the forward at "
-                                    "{:.2f}x), so there is no fraction of it to reach",
-                                    a.predicted, a.share * 100, a.pattern_speedup),
+                                    "{:.2f}x), so there is no fraction of it to reach ({})",
+                                    a.predicted, a.share * 100, a.pattern_speedup, from),
                         numbers);
   else
     c = make_gate_check("amdahl", "eager", "prediction",
                         !gated || a.fraction >= need ? check_outcome::passed : check_outcome::failed,
                         fmt::format("measured {:.3f}x over eager, {:.0f}% of the {:.3f}x the "
                                     "profile predicts (the patched patterns "
-                                    "take {:.1f}% of the forward, {:.2f}x faster){}",
-                                    a.measured, a.fraction * 100, a.predicted, a.share * 100, a.pattern_speedup,
-                                    gated ? fmt::format("; e2e.min_predicted_fraction is {:.0f}%", need * 100) : ""),
+                                    "take {:.1f}% of the forward, {:.2f}x faster; {}){}",
+                                    a.measured, a.fraction * 100, a.predicted, a.share * 100, a.pattern_speedup, from,
+                                    held),
                         numbers);
   c.advisory = !gated;
-  w.checks.push_back(c);
+  return c;
 }
 
 workload_result failed_entry(const e2e_spec& spec, const std::string& why) {

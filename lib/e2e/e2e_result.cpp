@@ -41,7 +41,7 @@ sample_series series(std::vector<double> samples) {
 }
 
 void fill_prediction(e2e_result& r, const json& profile, const std::string& source) {
-  amdahl& a = r.prediction;
+  amdahl& a = r.profile;
   if (!profile.is_object()) {
     a.why = r.patched.empty() ? "nothing patched (no module, no graph pattern): nothing to predict"
                               : "no profile (the kforge variant did not run)";
@@ -93,9 +93,10 @@ json series_json(const sample_series& s) {
 }
 
 std::string prediction_line(const amdahl& a) {
-  if (!a.profiled) return "Amdahl: " + a.why;
+  // A diagnostic: synchronized hooks around each pattern, which on cuda time launches and syncs more than GPU work.
+  if (!a.profiled) return "In-model profile (diagnostic) Amdahl: " + a.why;
   std::string s = fmt::format(
-      "Amdahl: the patched patterns take {:.1f}% of the eager forward ({} of "
+      "In-model profile (diagnostic, synchronized hooks) Amdahl: the patched patterns take {:.1f}% of the eager forward ({} of "
       "{}), {} faster with kforge: predicted "
       "{}, measured {}",
       a.share * 100, us(a.share * a.forward_us), us(a.forward_us), speed(a.pattern_speedup), speed(a.predicted),
@@ -170,6 +171,8 @@ e2e_result result_from_samples(const json& j, const std::string& source) {
     r.variants.push_back(std::move(out));
   }
   fill_prediction(r, j.value("profile", json()), source);
+  r.shares = predict_from_shares(replaced_cases_from_json(j.value("replaced_cases", json()), source),
+                                 r.speedup("kforge", "eager"), r.metric());
   return r;
 }
 
@@ -191,8 +194,8 @@ json to_json(const e2e_result& r) {
   for (const auto& v : r.variants)
     if (v.name != "eager" && r.speedup(v.name, "eager") > 0) speedups[v.name + "/eager"] = r.speedup(v.name, "eager");
   if (double s = r.speedup("compile_kforge", "compile"); s > 0) speedups["compile_kforge/compile"] = s;
-  const amdahl& a = r.prediction;
-  json pred = {{"profiled", a.profiled}};
+  const amdahl& a = r.profile;
+  json pred = {{"source", "in-model profile (diagnostic)"}, {"profiled", a.profiled}};
   if (!a.profiled) {
     pred["why"] = a.why;
   } else {
@@ -216,7 +219,7 @@ json to_json(const e2e_result& r) {
   return {{"schema", k_e2e_schema}, {"model", r.model},     {"device", r.device},           {"torch", r.torch},
           {"threads", r.threads},   {"metric", r.metric()}, {"hot_skipped", r.hot_skipped}, {"cold_stop", r.cold_stop},
           {"hot_stop", r.hot_stop}, {"patched", r.patched}, {"variants", variants},         {"speedups", speedups},
-          {"amdahl", pred}};
+          {"prediction", to_json(r.shares)}, {"amdahl", pred}};
 }
 
 std::string table_text(const e2e_result& r) {
@@ -243,8 +246,16 @@ std::string table_text(const e2e_result& r) {
     else if (!v.note.empty()) out += fmt::format("  {} note: {}\n", v.name, v.note);
   if (double s = r.speedup("compile_kforge", "compile"); s > 0)
     out += fmt::format("compile_kforge vs compile: {}\n", speed(s));
-  out += prediction_line(r.prediction) + "\n";
-  for (const auto& p : r.prediction.patterns)
+  out += share_prediction_line(r.shares) + "\n";
+  for (const auto& c : r.shares.cases)
+    out += fmt::format("  {} [{}]: {} call{}{}, {} over eager ({})\n", c.workload,
+                       c.case_name.empty() ? "no spec case" : c.case_name, c.calls, c.calls == 1 ? "" : "s",
+                       c.share ? fmt::format(", {:.2f}% of the captured time", c.counted_share() * 100) : "",
+                       speed(c.speedup()), c.speedup_source() == "case" ? "recorded on the case"
+                                           : c.speedup_source() == "record" ? "the record across its cases"
+                                                                            : "no record: counted as 1x");
+  out += prediction_line(r.profile) + "\n";
+  for (const auto& p : r.profile.patterns)
     out += fmt::format("  {} ({}): eager {}, kforge {}, {}, {:.1f}% of the forward\n",
                        p.module.empty() ? "(model)" : p.module, fmt::join(p.workloads, ", "), us(p.eager_us),
                        us(p.kforge_us), speed(p.speedup), p.share * 100);
@@ -265,20 +276,34 @@ std::string markdown(const e2e_result& r) {
     auto vs = [&](const sample_series& s, const sample_series* e) {
       return e && s.measured() && e->measured() ? speed(e->stats.median_us / s.stats.median_us) : std::string("-");
     };
-    std::string status = v.status != impl_status::ok ? fmt::format("{}: {}", impl_status_name(v.status), v.why)
-                         : v.note.empty()               ? "ok"
-                                                        : "ok (" + v.note + ")";
+    // A note (how an ok variant was made) goes below the table, as in the table text: a cell holds the status.
+    std::string status =
+        v.status != impl_status::ok ? fmt::format("{}: {}", impl_status_name(v.status), v.why) : std::string("ok");
     std::string hot = v.hot.measured() ? median_cell(v.hot) : (v.hot_skipped.empty() ? "-" : v.hot_skipped);
     out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", v.name, md_cell(status), median_cell(v.cold),
                        v.cold.stats.count, vs(v.cold, eager ? &eager->cold : nullptr), md_cell(hot),
                        vs(v.hot, eager ? &eager->hot : nullptr));
   }
-  out += "\n" + md_cell(prediction_line(r.prediction)) + "\n";
-  if (!r.prediction.patterns.empty()) {
+  bool notes = false;
+  for (const auto& v : r.variants)
+    if (v.status == impl_status::ok && !v.note.empty()) {
+      out += fmt::format("{}- {} note: {}\n", notes ? "" : "\n", v.name, md_cell(v.note));
+      notes = true;
+    }
+  out += "\n" + md_cell(share_prediction_line(r.shares)) + "\n";
+  if (!r.shares.cases.empty()) {
+    out += "\n| replaced workload | case | calls | share | speedup over eager |\n|---|---|---:|---:|---:|\n";
+    for (const auto& c : r.shares.cases)
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", md_cell(c.workload),
+                         md_cell(c.case_name.empty() ? "-" : c.case_name), c.calls,
+                         c.share ? fmt::format("{:.2f}%", c.counted_share() * 100) : "-", speed(c.speedup()));
+  }
+  out += "\n" + md_cell(prediction_line(r.profile)) + "\n";
+  if (!r.profile.patterns.empty()) {
     out +=
         "\n| patched module | workloads | eager | kforge | speedup | share "
         "|\n|---|---|---:|---:|---:|---:|\n";
-    for (const auto& p : r.prediction.patterns)
+    for (const auto& p : r.profile.patterns)
       out += fmt::format("| {} | {} | {} | {} | {} | {:.1f}% |\n", md_cell(p.module),
                          md_cell(fmt::format("{}", fmt::join(p.workloads, ", "))), us(p.eager_us), us(p.kforge_us),
                          speed(p.speedup), p.share * 100);

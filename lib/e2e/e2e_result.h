@@ -1,7 +1,9 @@
 // What `kforge e2e` measured: e2e.py's raw samples (per variant, cold and hot, per round) summarized with kforge's
 // statistics (report/summarize.h: medians, quartiles, the median's 99 % interval), the speedups, each variant's output
-// check against eager, and the Amdahl prediction from the per-module profile. Rendered as a table, as JSON (schema
-// "kforge.e2e/1", raw samples kept) and as Markdown.
+// check against eager, and two Amdahl predictions: from the capture's time shares (share_prediction.h, the one the
+// gate holds the measured gain to where the replaced workloads' specs have shares) and, as a diagnostic, from the
+// in-model profile (synchronized hooks: on cuda it measures launches and synchronizations more than GPU time).
+// Rendered as a table, as JSON (schema "kforge.e2e/1", raw samples kept) and as Markdown.
 #pragma once
 #include <optional>
 #include <string>
@@ -9,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "e2e/share_prediction.h"
 #include "report/run_result.h"
 
 namespace kf::e2e {
@@ -60,7 +63,8 @@ struct e2e_result {
   std::string cold_stop, hot_stop;
   std::vector<variant_result> variants;
   nlohmann::json patched = nlohmann::json::array();  // [{module, workloads, how}]: how "graph" with count, variant
-  amdahl prediction;
+  share_prediction shares;  // from the capture's shares: the prediction the gate uses where it has shares
+  amdahl profile;           // from the in-model profile: a diagnostic, and the gate's fallback
   const variant_result* find(std::string_view name) const;
   // The series the comparisons use: hot when every variant that ran has hot samples, else cold.
   std::string metric() const;

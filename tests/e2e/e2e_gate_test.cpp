@@ -129,8 +129,41 @@ TEST(e2e_gate, the_amdahl_fraction_is_held_to_the_spec) {
   auto failed = gated(r, s);
   EXPECT_EQ(find(failed, "amdahl[eager]")->outcome, check_outcome::failed);
   EXPECT_THAT(find(failed, "amdahl[eager]")->sentence, HasSubstr("75% of the 1.333x the profile predicts"));
+  EXPECT_THAT(find(failed, "amdahl[eager]")->sentence, HasSubstr("no replaced workload's spec has capture shares"));
   // A profile that predicts no gain has no fraction to reach.
   EXPECT_EQ(find(gated(result(1000, 800, 1.0), s), "amdahl[eager]")->outcome, check_outcome::skipped);
+}
+
+// With the capture's shares (a replaced case taking 40 % of the model at 2x predicts 1.25x), the gate holds the
+// measured gain to that prediction, not the profile's (which predicts 1.333x here), and says so.
+TEST(e2e_gate, the_amdahl_check_uses_the_captures_shares_when_there_are_some) {
+  auto s = spec();
+  s.must_beat.clear();
+  s.min_predicted_fraction = 0.8;
+  auto r = result(1000, 850);  // 1.176x measured: 70.6 % of 1.25x, 52.9 % of the profile's 1.333x
+  r.shares = e2e::predict_from_shares({e2e::replaced_case{.workload = "w",
+                                                          .case_name = "default",
+                                                          .calls = 1,
+                                                          .share = 0.4,
+                                                          .captured_calls = 1,
+                                                          .record_eager_us = 10.0,
+                                                          .record_kernel_us = 5.0}},
+                                      r.speedup("kforge", "eager"), r.metric());
+  workload_result w = gated(r, s);
+  const gate_check* c = find(w, "amdahl[eager]");
+  EXPECT_EQ(c->outcome, check_outcome::failed);
+  EXPECT_THAT(c->sentence, HasSubstr("71% of the 1.250x the capture's shares predict"));
+  EXPECT_EQ(c->numbers["source"], "capture shares");
+  s.min_predicted_fraction = 0.7;
+  EXPECT_EQ(find(gated(r, s), "amdahl[eager]")->outcome, check_outcome::passed);  // the profile's 53 % would fail
+  // Replaced cases without shares: back to the profile.
+  r.shares = e2e::predict_from_shares({e2e::replaced_case{.workload = "w", .calls = 1}}, r.speedup("kforge", "eager"),
+                                      r.metric());
+  w = gated(r, s);
+  c = find(w, "amdahl[eager]");
+  EXPECT_EQ(c->numbers["source"], "in-model profile");
+  EXPECT_THAT(c->sentence, HasSubstr("from the in-model profile: no replaced workload's spec has capture shares"));
+  EXPECT_EQ(c->outcome, check_outcome::failed);
 }
 
 TEST(e2e_gate, min_speedup_asks_for_more_than_beating_eager) {

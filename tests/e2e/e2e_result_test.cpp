@@ -66,7 +66,7 @@ TEST(e2e_result, summarizes_the_raw_samples_with_the_runs_statistics) {
 
 TEST(e2e_result, predicts_the_speedup_from_the_profile) {
   auto r = e2e::result_from_samples(samples(), "s.json");
-  const auto& a = r.prediction;
+  const auto& a = r.profile;
   ASSERT_TRUE(a.profiled);
   EXPECT_DOUBLE_EQ(a.forward_us, 1000);
   EXPECT_DOUBLE_EQ(a.share, 0.5);
@@ -93,6 +93,9 @@ TEST(e2e_result, the_table_and_json_say_what_was_measured) {
   EXPECT_TRUE(j["variants"][2]["cold"].is_null());
   EXPECT_NEAR(j["speedups"]["kforge/eager"].get<double>(), 1.25, 1e-9);
   EXPECT_NEAR(j["amdahl"]["measured_fraction"].get<double>(), 0.75, 1e-9);
+  EXPECT_EQ(j["amdahl"]["source"], "in-model profile (diagnostic)");
+  EXPECT_THAT(t, HasSubstr("In-model profile (diagnostic, synchronized hooks)"));
+  EXPECT_FALSE(j["prediction"]["has_shares"].get<bool>());  // no replaced_cases in these samples
   EXPECT_THAT(e2e::markdown(r), HasSubstr("| kforge | ok |"));
 }
 
@@ -111,8 +114,9 @@ TEST(e2e_result, a_note_on_a_variant_that_ran_with_less_is_shown) {
   EXPECT_THAT(e2e::table_text(r), HasSubstr("  kforge note: the forward was not captured for the graph rewrite (x)"));
   EXPECT_THAT(e2e::table_text(r), HasSubstr("(graph) (llama3-8b-swiglu): eager 100"));
   EXPECT_EQ(e2e::to_json(r)["variants"][1]["note"], s["variants"][1]["note"]);
-  EXPECT_THAT(e2e::markdown(r), HasSubstr("| kforge | ok (the forward was not captured"));
-  EXPECT_DOUBLE_EQ(r.prediction.share, 0.6);  // 500 + 100 of 1000 us
+  EXPECT_THAT(e2e::markdown(r), HasSubstr("| kforge | ok |"));
+  EXPECT_THAT(e2e::markdown(r), HasSubstr("- kforge note: the forward was not captured"));
+  EXPECT_DOUBLE_EQ(r.profile.share, 0.6);  // 500 + 100 of 1000 us
 }
 
 TEST(e2e_result, hot_samples_are_compared_when_every_variant_has_them) {
@@ -135,4 +139,37 @@ TEST(e2e_result, what_is_not_e2e_samples_is_refused_naming_the_file) {
     e2e::result_from_samples(s, "s.json");
     FAIL();
   } catch (const user_error& e) { EXPECT_THAT(std::string(e.what()), HasSubstr("s.json")); }
+}
+
+// e2e.py's replaced_cases: the capture's shares and the winners' recorded speedups make the prediction, against the
+// compared series (here cold: 1000 -> 800 us, 1.25x).
+TEST(e2e_result, predicts_the_speedup_from_the_captures_shares) {
+  json s = samples();
+  s["replaced_cases"] = {{{"workload", "gpt2-gelu-tanh"},
+                          {"case", "T=1"},
+                          {"calls", 2},
+                          {"share", 0.4},
+                          {"captured_calls", 2},
+                          {"key", "cpu-x86-64"},
+                          {"record_eager_us", 40.0},
+                          {"record_kernel_us", 20.0},
+                          {"record_speedup", 3.0}}};
+  auto r = e2e::result_from_samples(s, "s.json");
+  ASSERT_TRUE(r.shares.has_shares());
+  EXPECT_DOUBLE_EQ(r.shares.share, 0.4);
+  EXPECT_NEAR(r.shares.predicted, 1 / (0.6 + 0.4 / 2), 1e-12);  // 1.25x
+  EXPECT_NEAR(r.shares.measured, 1.25, 1e-9);
+  EXPECT_EQ(r.shares.metric, "cold");
+  EXPECT_NEAR(r.shares.fraction, 1.0, 1e-9);
+  json j = e2e::to_json(r);
+  EXPECT_EQ(j["prediction"]["source"], "capture shares");
+  EXPECT_NEAR(j["prediction"]["predicted_speedup"].get<double>(), 1.25, 1e-9);
+  EXPECT_EQ(j["prediction"]["cases"][0]["speedup_from"], "case");
+  std::string t = e2e::table_text(r);
+  EXPECT_THAT(t, HasSubstr("Amdahl from the capture's shares: the replaced cases take 40.0% of the captured time"));
+  EXPECT_THAT(t, HasSubstr("predicted 1.25x, measured 1.25x (cold medians) (100% of the predicted gain)"));
+  EXPECT_THAT(t, HasSubstr("gpt2-gelu-tanh [T=1]: 2 calls, 40.00% of the captured time, 2.00x over eager"));
+  EXPECT_THAT(e2e::markdown(r), HasSubstr("| gpt2-gelu-tanh | T=1 | 2 | 40.00% | 2.00x |"));
+  s["replaced_cases"][0]["share"] = -1;
+  EXPECT_THROW(e2e::result_from_samples(s, "s.json"), user_error);
 }
