@@ -7,11 +7,13 @@ usage: e2e.py --model FILE.py:FUNCTION --device cpu|cuda --out SAMPLES.json [--m
               [--warmup N] [--min-samples N] [--max-noise X] [--timeout S] [--profile-passes N]
               [--rtol X] [--atol X]
 
-The variants: eager (the model as given), kforge (a copy with kforge.patch: the stored kernels as operators in place
-of modules; then kforge.rewrite_eager of the patched copy: its forward captured as an ATen graph without compiling,
-the loaded workloads' patterns written inline in it replaced by their operators, run op by op as eager runs; where
-the forward cannot be captured, module patching alone, the variant's "note" saying why), compile (torch.compile of
-the model), compile_kforge (kforge.compile of the patched copy: the module operators inside the compiled graph, and
+The variants: eager (the model as given), kforge (kforge.rewrite_best: the better of a copy with kforge.patch, the
+stored kernels as operators in place of modules, then kforge.rewrite_eager of it, its forward captured as an ATen
+graph without compiling, the loaded workloads' patterns in it replaced by their operators, run op by op as eager
+runs; and kforge.rewrite_eager of an unpatched copy, then patched for what it did not replace: whichever's operator
+calls cover more of the captured time, the cases' shares, else more calls, the variant's "note" saying which; where
+the forward cannot be captured, module patching alone, the note saying why), compile (torch.compile of
+the model), compile_kforge (kforge.compile of the kforge variant's patched copy: the module operators inside the compiled graph, and
 the patterns replaced in the graph before inductor compiles it, where kforge.compile's policy does not leave them to
 inductor: elementwise-only workloads and kernels recorded slower than torch.compile, each named with its reason in
 the variant's "note"). "patched" lists the modules (how "rule" or "behaviour") and each variant's graph replacements
@@ -22,7 +24,10 @@ by the lowest-precision floating dtype the model computes in; --rtol/--atol: |go
 for every value instead), then the variants are timed in rounds, one forward of each per round (so drift hits all
 alike and the samples pair up), cold (on cuda: L2 flushed, CUDA events around one forward, synchronized) until each
 has --min-samples and a relative noise within --max-noise, or --timeout seconds; on cuda the same again hot, each
-variant captured in a CUDA graph and replayed (per-replay times). The profile (Amdahl): each patched module's calls
+variant captured in a CUDA graph and replayed (per-replay times). "replaced_cases" (kforge.replaced_cases): the
+kforge variant's operator calls by workload and spec case, with the case's capture share and calls and the stored
+winner's recorded times, for the Amdahl prediction from the capture's shares (lib/e2e/share_prediction.h). The
+in-model profile (a diagnostic): each patched module's calls
 timed in the eager model and in the patched one, and each workload the kforge variant's graph rewrite replaced timed
 in the captured graph before the rewrite (its matched ATen ops) and after (its operator calls;
 kforge.pattern_profile), over --profile-passes passes, with the whole forward, so kforge can say what share of the
@@ -147,7 +152,8 @@ def make_variants(model, inputs, names, a):
     import torch
 
     fns, broken, notes, patched = {}, {}, {}, []
-    model_kforge = fast = None
+    model_kforge = fast = choice = None
+    rewrite_failed = ""
     nothing = ("kforge.patch found no module whose forward is a loaded workload's graph (by type or by behaviour on "
                "the model's inputs)")
     if any(n in names for n in ("kforge", "compile_kforge")):
@@ -157,13 +163,20 @@ def make_variants(model, inputs, names, a):
 
             kforge.load(a.workloads, device="cuda" if a.device.startswith("cuda") else "cpu",
                         names=[n for n in a.names.split(",") if n] or None)
-            model_kforge = kforge.patch(copy.deepcopy(model), example_inputs=inputs)
+            # The better of patch-then-rewrite and rewrite-first (kforge.coverage: which replaces more of the
+            # captured time); its patched copy is compile_kforge's model too.
+            try:
+                fast, choice = kforge.rewrite_best(model, inputs)
+                model_kforge = choice["patched"]
+            except Exception as e:  # the capture or the rewrite raised: kforge.patch's modules alone
+                rewrite_failed = f"kforge.rewrite_eager raised {type(e).__name__}: {e}"
+                model_kforge = kforge.patch(copy.deepcopy(model), example_inputs=inputs)
             patched = [{"module": m.name, "workloads": m.workloads, "how": m.how}
                        for m in kforge.patched_modules(model_kforge)]
         except Exception as e:  # the library missing, a workload that does not load: the variants say why
             for n in ("kforge", "compile_kforge"):
                 broken[n] = f"kforge.load/patch failed: {type(e).__name__}: {e}"
-            model_kforge = None
+            model_kforge = fast = choice = None
     modules = bool(patched)
     for n in names:
         if n in broken:
@@ -175,10 +188,8 @@ def make_variants(model, inputs, names, a):
             # operators, run eagerly; where it cannot be captured, the patched copy as it is.
             import kforge
 
-            try:
-                fast = kforge.rewrite_eager(model_kforge, inputs)
-            except Exception as e:
-                broken[n] = f"kforge.rewrite_eager raised {type(e).__name__}: {e}"
+            if rewrite_failed:
+                broken[n] = rewrite_failed
                 continue
             graph = kforge.rewritten(fast)
             patched += graph_entries(graph, n)
@@ -187,8 +198,7 @@ def make_variants(model, inputs, names, a):
                 broken[n] = (f"{nothing}, and the graph rewrite (kforge.rewrite_eager) replaced no pattern" +
                              (f": {not_captured}" if not_captured else ""))
                 continue
-            if not_captured:
-                notes[n] = not_captured + ": kforge.patch's modules only"
+            notes[n] = (not_captured + ": kforge.patch's modules only; " if not_captured else "") + choice["note"]
             fns[n] = lambda m=fast: m(*inputs)
         elif n == "compile":
             c = torch.compile(model)
@@ -217,7 +227,10 @@ def make_variants(model, inputs, names, a):
                 broken[n] = f"{nothing}, and the graph rewrite (kforge.compile) replaced no pattern either"
                 continue
             fns[n] = lambda c=c: c(*inputs)
-    return fns, broken, notes, patched, model_kforge, fast
+    if choice is not None and choice["how"] != "patch-then-rewrite" and "compile_kforge" in fns:
+        notes["compile_kforge"] = "; ".join(x for x in (f"the model as the kforge variant patched it ({choice['how']})",
+                                                        notes.get("compile_kforge")) if x)
+    return fns, broken, notes, patched, model_kforge, fast, choice
 
 
 def graph_of(fn, cuda):
@@ -363,7 +376,7 @@ def main(argv):
               "variants": [], "hot_skipped": "" if cuda else "cpu: no CUDA graph"}
     with torch.no_grad():
         model, inputs = tr.build(fn, a.device, tr.parse_model_args(a.model_args))
-        fns, broken, notes, patched, model_kforge, fast = make_variants(model, inputs, names, a)
+        fns, broken, notes, patched, model_kforge, fast, choice = make_variants(model, inputs, names, a)
         result["patched"] = patched
         status = {n: {"name": n, "status": "ok", "why": broken.get(n, "")} for n in names}
         for n, note in notes.items():
@@ -414,6 +427,12 @@ def main(argv):
                 for n, s in hot.items():
                     status[n]["hot_us"] = s
                     status[n]["launches_per_sample"] = reps[n]
+        # The prediction from the capture's shares: what the kforge variant's operators replaced, by case, with the
+        # spec cases' shares and the stored winners' recorded speedups (lib/e2e/share_prediction.h does the sums).
+        if "kforge" in fns and choice is not None:
+            import kforge
+
+            result["replaced_cases"] = kforge.replaced_cases(choice["calls"], "cuda" if cuda else "cpu")
         # The profile: the patched modules (hooks in the eager and the patched model) and the kforge variant's
         # graph replacements (in its graph before and after the rewrite); compile_kforge's are not profiled.
         modules = [p for p in patched if p["how"] != "graph"]

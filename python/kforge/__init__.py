@@ -10,6 +10,7 @@ Loading a folder of workloads installs each workload's stored winner for this de
     compiled = kforge.compile(model)                    # torch.compile with the workloads' patterns rewritten
     kforge.left_to_inductor(compiled)                   # what its policy left to inductor, and why
     fast = kforge.rewrite_eager(model, inputs)          # the same rewrite of the ATen graph, run eagerly
+    fast, how = kforge.rewrite_best(model, inputs)      # patch-then-rewrite or rewrite-first, whichever covers more
 
 An operator runs its kernel when the call is what the kernel was verified on (the spec's dtypes, ranks and sizes;
 contiguous inputs), and the workload's eager graph otherwise, with a warning once per shape. It has a Meta
@@ -26,11 +27,11 @@ import torch
 from .modules import MODULE_RULES, Step, patch, patched_modules, unpatch
 from .rewrite import compile, left_to_inductor, rewrite_backend, rewritten
 from .eager_rewrite import EagerRewrite, rewrite_eager
+from .coverage import covered, operator_calls, replaced_cases, rewrite_best
 
 __all__ = ["library_path", "load_library", "load", "loaded", "describe", "op", "op_name", "patch", "unpatch",
            "patched_modules", "MODULE_RULES", "Step", "compile", "rewrite_backend", "rewritten", "left_to_inductor",
-           "rewrite_eager",
-           "EagerRewrite"]
+           "rewrite_eager", "EagerRewrite", "operator_calls", "covered", "rewrite_best", "replaced_cases"]
 
 _library = None
 _descriptions = {}

@@ -236,18 +236,23 @@ def _descriptions():
     return [kforge.describe(n) for n in kforge.loaded()]
 
 
-def patch(model, workloads_dir=None, device="auto", example_inputs=None):
+def patch(model, workloads_dir=None, device="auto", example_inputs=None, names=None):
     """Makes the modules of `model` whose forward is a loaded workload's graph call its operator (see the module's
     docstring for what it can and cannot patch). Loads `workloads_dir` first when given. With `example_inputs` (a
     tensor, a tuple or list of the forward's positional arguments, or a dict of its keyword arguments), also runs
     the model once on them and patches the modules whose calls behaved as a loaded workload's operator
-    (kforge.behaviour). Returns `model`, patched in place; ``patched_modules(model)`` lists what was patched."""
+    (kforge.behaviour). names: only these loaded workloads (names or operator names). Returns `model`, patched in
+    place; ``patched_modules(model)`` lists what was patched."""
     import kforge
     if workloads_dir is not None:
         kforge.load(workloads_dir, device=device)
     descriptions = _descriptions()
     if not descriptions:
         raise RuntimeError("kforge.patch: no workloads are loaded (kforge.load(dir) or KFORGE_WORKLOADS)")
+    if names is not None:
+        descriptions = [d for d in descriptions if d["workload"] in names or d["op"] in names]
+        if not descriptions:
+            return model
     op_table = kforge._op_table()
 
     def bindings(steps):

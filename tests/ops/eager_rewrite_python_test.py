@@ -5,8 +5,12 @@ capture` writes them (no kernels: require_kernel=False rewrites them anyway, the
 graphs), beside the bundled llama3-8b-swiglu and gpt2-gelu-tanh, whose stored cpu kernels the default
 (require_kernel=True) takes. Small models on the cpu whose forwards write the patterns inline; it asserts what was
 replaced (the rewrite's count, the profiler's record of kforge operator calls), that outputs match the model's, and
-what is left alone (another constant, an uncaptured forward, a call unlike the captured one). Skips, saying why,
-without torch or libkforge_ops.so."""
+what is left alone (another constant, an uncaptured forward, a call unlike the captured one). RewriteBest: kforge
+e2e's choice between patching first and rewriting first (kforge.rewrite_best) on the example Llama-3 decoder, with
+cpu winners searched for two captured-style specs. E2eKforgeVariant: what e2e.py and `kforge e2e` report, the
+Amdahl prediction from a capture share included. Skips, saying why, without torch, libkforge_ops.so or (for those
+that need it) the kforge binary."""
+import copy
 import json
 import os
 import pathlib
@@ -256,6 +260,99 @@ class EagerRewrite(unittest.TestCase):
         torch.testing.assert_close(got.float(), ref.float(), rtol=1e-2, atol=1e-3)
 
 
+LLAMA_SPECS = {
+    # As kforge capture writes them for examples/models/llama3_decoder.py at scale 0.05 on the cpu (hidden 192, 102
+    # tokens, float32), with the shares and calls of the H200 capture (examples/captured/llama3_decoder).
+    "lt-add-rmsnorm": """
+inputs:
+  x: {shape: [1, 102, 192], dtype: float32, init: {normal: {std: 1.0}}}
+  z: {shape: [1, 102, 192], dtype: float32, init: {normal: {std: 1.0}}}
+  w: {shape: [192], dtype: float32, init: {normal: {mean: 1.0, std: 0.1}}}
+graph:
+  - add: {input: x, other: z, as: h}
+  - rms_norm: {normalized_shape: [192], weight: w, eps: 1e-05}
+outputs: [out, h]
+cases:
+  - {gate: true, share: 4.7%, calls: 4}
+""",
+    "lt-rmsnorm": """
+inputs:
+  x: {shape: [1, 102, 192], dtype: float32, init: {normal: {std: 1.0}}}
+  w: {shape: [192], dtype: float32, init: {normal: {mean: 1.0, std: 0.1}}}
+graph:
+  - rms_norm: {input: x, normalized_shape: [192], weight: w, eps: 1e-05}
+cases:
+  - {gate: true, share: 1.1%, calls: 1}
+""",
+}
+
+
+def kforge_binary():
+    """The kforge command: $KFORGE_BINARY, else the cpu preset's build/kforge (None when neither exists)."""
+    binary = pathlib.Path(os.environ.get("KFORGE_BINARY", REPO / "build" / "kforge"))
+    return binary if binary.is_file() else None
+
+
+class RewriteBest(unittest.TestCase):
+    """kforge.rewrite_best on the example Llama-3 decoder at scale 0.05: patching its RMSNorm modules first (by
+    behaviour, as the rms_norm operator) hides the residual add before four of them, which only the rewrite of the
+    unpatched model finds (add + rms_norm, LlamaRMSNorm's form); the shares choose it. The two specs get cpu
+    winners from a one-evaluation `kforge search` (the row_norm_cpu family's default) in a temp folder: a patched
+    module calls its operator only where a kernel is loaded."""
+
+    @classmethod
+    def setUpClass(cls):
+        binary = kforge_binary()
+        if binary is None:
+            raise unittest.SkipTest("no kforge binary (build/kforge or $KFORGE_BINARY) to search the cpu kernels")
+        cls.dir = tempfile.TemporaryDirectory(prefix="kf-rewrite-best-")
+        d = pathlib.Path(cls.dir.name)
+        for name, body in LLAMA_SPECS.items():
+            (d / f"{name}.yaml").write_text(f"version: 1\nname: {name}\n{body}")
+            r = subprocess.run([str(binary), "search", name, "--device", "cpu", "--budget", "1", "--workloads", str(d),
+                                "--db", str(d / "search.db"), "--baselines", "eager"],
+                               capture_output=True, text=True, cwd=REPO, timeout=600)
+            assert r.returncode == 0 and (d / name / "kernels/cpu-x86-64.json").is_file(), r.stdout + r.stderr
+        report = kforge.load(cls.dir.name, device="cpu")
+        assert not report["skipped"], report["skipped"]
+        assert all(kforge.describe(n)["kernels"]["cpu"].get("kernel") for n in LLAMA_SPECS)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def test_an_add_and_rms_norm_across_a_module_edge_is_replaced_by_rewriting_first(self):
+        sys.path.insert(0, str(REPO / "examples/models"))
+        import llama3_decoder
+
+        model, args = llama3_decoder.make("cpu", scale=0.05)
+        model.eval()
+        names = list(LLAMA_SPECS)
+        with torch.no_grad():
+            ref = model(*args)
+            fast, chosen = kforge.rewrite_best(model, args, names=names)
+            got, calls = kforge.operator_calls(lambda: fast(*args))
+        self.assertEqual(chosen["how"], "rewrite-first", chosen["note"])
+        self.assertEqual(calls, {("lt-add-rmsnorm", "default"): 4, ("lt-rmsnorm", "default"): 1})
+        self.assertEqual({r["workload"]: r["count"] for r in kforge.rewritten(fast)},
+                         {"lt-add-rmsnorm": 4, "lt-rmsnorm": 1})
+        self.assertAlmostEqual(chosen["coverage"]["share"], 0.047 + 0.011)
+        self.assertIn("rewrite-first: 5.8% of the captured time replaced, chosen over patch-then-rewrite: 1.1%",
+                      chosen["note"])
+        self.assertEqual(kforge.patched_modules(model), [])  # the model itself is left as it was
+        torch.testing.assert_close(got, ref, rtol=1e-3, atol=1e-3)
+        # Patching first, the RMSNorm modules become rms_norm operator calls and the adds stay apart.
+        patched = kforge.patch(copy.deepcopy(model), example_inputs=args, names=names)
+        with torch.no_grad():
+            first_fast = kforge.rewrite_eager(patched, args, names=names)
+            _, first = kforge.operator_calls(lambda: first_fast(*args))
+        self.assertEqual(first, {("lt-rmsnorm", "default"): 5})
+        shares = kforge.replaced_cases(calls, "cpu")
+        self.assertEqual([(c["workload"], c["case"], c["calls"], round(c["share"], 9), c["captured_calls"])
+                          for c in shares],
+                         [("lt-add-rmsnorm", "default", 4, 0.047, 4), ("lt-rmsnorm", "default", 1, 0.011, 1)])
+
+
 class E2eKforgeVariant(unittest.TestCase):
     def test_an_inline_pattern_is_reported_patched_with_how_graph(self):
         # lib/e2e/e2e.py on tests/data/e2e/tiny_model.py:make_inline (an inline SwiGLU the stored llama3-8b-swiglu
@@ -276,12 +373,54 @@ class E2eKforgeVariant(unittest.TestCase):
         self.assertEqual(j["patched"], [{"module": "(graph)", "workloads": ["llama3-8b-swiglu"], "how": "graph",
                                          "count": 1, "variant": "kforge"}])
         kf = next(v for v in j["variants"] if v["name"] == "kforge")
-        self.assertEqual((kf["status"], kf.get("note")), ("ok", None), kf)
+        self.assertEqual(kf["status"], "ok", kf)
+        # Nothing to patch: both ways replace the one call, and patching first is kept on a tie.
+        self.assertTrue(kf["note"].startswith("patch-then-rewrite: 1 calls (2 graph ops) replaced, chosen over rewrite-first"), kf)
+        self.assertEqual(j["replaced_cases"][0]["workload"], "llama3-8b-swiglu")
         patterns = j["profile"]["patterns"]
         self.assertEqual([(p["module"], p["workloads"], p["count"]) for p in patterns],
                          [("(graph)", ["llama3-8b-swiglu"], 1)])
         self.assertEqual((len(patterns[0]["eager_us"]), len(patterns[0]["kforge_us"])), (2, 2))
         self.assertTrue(all(t > 0 for t in patterns[0]["eager_us"] + patterns[0]["kforge_us"]))
+
+
+    def test_a_captured_spec_with_shares_yields_the_prediction(self):
+        # `kforge e2e` on the inline SwiGLU at one token, with llama3-8b-swiglu's spec and stored cpu kernel copied
+        # into a folder and its T=1 case given a capture's share (40 %, 1 call): the prediction is Amdahl's from that
+        # share and the winner's recorded speedup on T=1 (eager / kernel in its .json), whatever the timings.
+        binary = kforge_binary()
+        if binary is None:
+            self.skipTest("no kforge binary (build/kforge or $KFORGE_BINARY)")
+        if not kforge.describe("llama3-8b-swiglu")["kernels"]["cpu"].get("kernel"):
+            self.skipTest("llama3-8b-swiglu has no cpu kernel loaded")
+        import shutil
+
+        with tempfile.TemporaryDirectory(prefix="kf-e2e-shares-") as d:
+            spec = (REPO / "workloads/llama3-8b-swiglu.yaml").read_text()
+            self.assertIn("  - {T: 1, gate: true}", spec)
+            spec = spec.replace("  - {T: 1, gate: true}", "  - {T: 1, gate: true, share: 40%, calls: 1}")
+            (pathlib.Path(d) / "llama3-8b-swiglu.yaml").write_text(spec)
+            shutil.copytree(REPO / "workloads/llama3-8b-swiglu/kernels", pathlib.Path(d) / "llama3-8b-swiglu/kernels")
+            record = json.loads((pathlib.Path(d) / "llama3-8b-swiglu/kernels/cpu-x86-64.json").read_text())
+            out = pathlib.Path(d) / "e2e.json"
+            env = dict(os.environ, OMP_NUM_THREADS="1")
+            r = subprocess.run([str(binary), "e2e", "--model", str(REPO / "tests/data/e2e/tiny_model.py") + ":make_inline",
+                                "--model-args", "tokens=1", "--device", "cpu", "--workloads", d, "--variants",
+                                "eager,kforge", "--warmup", "1", "--min-samples", "3", "--timeout", "0.1",
+                                "--profile-passes", "1", "--json", str(out)],
+                               capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+            self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
+            j = json.loads(out.read_text())
+        k = record["results"]["baselines"]["eager"]["T=1"] / record["results"]["case_us"]["T=1"]
+        p = j["prediction"]
+        self.assertTrue(p["has_shares"], p)
+        self.assertEqual([(c["workload"], c["case"], c["calls"], c["speedup_from"]) for c in p["cases"]],
+                         [("llama3-8b-swiglu", "T=1", 1, "case")])
+        self.assertAlmostEqual(p["share"], 0.4)
+        self.assertAlmostEqual(p["predicted_speedup"], 1 / (0.6 + 0.4 / k), places=6)
+        self.assertAlmostEqual(p["measured_speedup"], j["speedups"]["kforge/eager"], places=6)
+        self.assertIn("Amdahl from the capture's shares: the replaced cases take 40.0% of the captured time",
+                      r.stdout)
 
 
 if __name__ == "__main__":
