@@ -132,6 +132,10 @@ def rewrite_eager(model, example_inputs, names=None, require_kernel=True):
         why = _why_not_captured(e)
         warnings.warn(f"kforge.rewrite_eager: the forward was not captured ({why}); the model runs as given")
         return EagerRewrite(model, rewrite=rewrite, why=why)
+    # make_fx keeps results nothing reads (native_group_norm's mean and rstd): a pattern's intermediate node must
+    # have no users but the pattern's, so they would stop every match. Mutating ops are impure and stay.
+    if gm.graph.eliminate_dead_code():
+        gm.recompile()
     captured_graph = torch.fx.GraphModule(gm, _copy_graph(gm.graph))
     if rewrite(gm.graph):
         gm.graph.lint()

@@ -226,10 +226,32 @@ def _operator_function(description):
     return fn
 
 
+def _example_sizes(spec):
+    """The shape symbols' sizes to trace a spec's pattern at: those of its smallest case, so that an op that checks
+    its sizes (group_norm's channels divisible by its groups) traces; _SMALL where no case binds a symbol. Any case
+    does: the pattern matcher ignores the traced sizes (ints) in its first match and re-traces each candidate match
+    at its own sizes."""
+    def elements(case):
+        b = dict(case.get("bindings", []))
+        n = 1
+        for i in spec["inputs"]:
+            for s in i["shape"]:
+                n *= s if isinstance(s, int) else b.get(s, _SMALL)
+        return n
+
+    cases = spec.get("cases") or []
+    return dict(min(cases, key=elements).get("bindings", [])) if cases else {}
+
+
 def _example_inputs(spec, device):
-    """Tensors of the spec's inputs' dtypes and ranks for tracing its pattern (a symbol: a small size)."""
-    return [torch.empty([s if isinstance(s, int) else _SMALL for s in i["shape"]], dtype=_DTYPES[i["dtype"]],
-                        device=device) for i in spec["inputs"]]
+    """Fake tensors of the spec's inputs' dtypes and ranks for tracing its pattern, at its smallest case's sizes
+    (fake: a case may be gigabytes, and tracing needs only shapes)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    sizes = _example_sizes(spec)
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        return [torch.empty([s if isinstance(s, int) else sizes.get(s, _SMALL) for s in i["shape"]],
+                            dtype=_DTYPES[i["dtype"]], device=device) for i in spec["inputs"]]
 
 
 def bindings(spec, values):
@@ -300,7 +322,14 @@ class Rewrite:
         self._decomp = decomp
 
         def trace(fn, args):
-            return pm.fwd_only(fn, args, get_decomp_fn=decomp)
+            gm = pm.fwd_only(fn, args, get_decomp_fn=decomp)
+            if decompositions == "inductor":
+                # Inductor turns the post-grad graph's views into reshapes before its custom passes run: a
+                # decomposed group_norm's views would match nothing.
+                from torch._inductor.fx_passes.post_grad import view_to_reshape
+
+                view_to_reshape(gm)
+            return gm
         # The longest graphs first: a workload containing another one's graph wins where both match.
         for d in sorted(descriptions, key=lambda d: -len(d["spec"]["graph"])):
             spec = d["spec"]

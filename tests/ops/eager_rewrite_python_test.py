@@ -56,6 +56,19 @@ outputs: [out, h]
 cases:
   - {B: 1, T: 8, gate: true}
 """,
+    # Symbolic channels: group_norm refuses channels its groups do not divide, so the pattern traces at a case's sizes.
+    "er-gnsilu": """
+inputs:
+  x: {shape: [N, C, H, W], dtype: float32, init: {normal: {std: 1.0}}}
+  w: {shape: [C], dtype: float32, init: {normal: {mean: 1.0, std: 0.1}}}
+  b: {shape: [C], dtype: float32, init: {normal: {std: 0.1}}}
+graph:
+  - group_norm: {input: x, num_groups: 32, weight: w, bias: b, eps: 1.0e-6}
+  - silu
+cases:
+  - {N: 1, C: 128, H: 16, W: 16, gate: true}
+  - {N: 1, C: 64, H: 8, W: 8}
+""",
 }
 NAMES = list(SPECS)
 TMP = None
@@ -175,6 +188,26 @@ class EagerRewrite(unittest.TestCase):
         ref, got, replaced, calls, _ = rewrite(ResidualNorm().eval(), args, require_kernel=False)
         self.assertEqual((replaced, calls), ({"er-addnorm": 1}, ["kforge::er_addnorm"]))
         self.assertClose(got, ref)
+
+    def test_a_group_norm_module_and_the_silu_after_it_become_one_operator_at_any_bound_size(self):
+        # nn.GroupNorm's native_group_norm also returns its mean and rstd, which nothing reads: the capture drops them,
+        # or they would stop the match. The call's sizes are no case's (C=96): the symbols bind them.
+        class Block(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.norm = nn.GroupNorm(32, c, eps=1e-6)
+
+            def forward(self, x):
+                return F.silu(self.norm(x)) * 2
+
+        torch.manual_seed(0)
+        m = Block(96).eval()
+        with torch.no_grad():
+            m.norm.weight.normal_(1.0, 0.1)
+            m.norm.bias.normal_(0.0, 0.1)
+        ref, got, replaced, calls, _ = rewrite(m, (torch.randn(2, 96, 4, 4),), require_kernel=False)
+        self.assertEqual((replaced, calls), ({"er-gnsilu": 1}, ["kforge::er_gnsilu"]))
+        torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
 
     def test_without_a_kernel_for_the_device_nothing_is_rewritten_by_default(self):
         torch.manual_seed(0)

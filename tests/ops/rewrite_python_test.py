@@ -56,6 +56,19 @@ outputs: [out, h]
 cases:
   - {B: 1, T: 16, gate: true}
 """,
+    # A GroupNorm with its SiLU, channels symbolic: the pattern traces at a case's sizes (group_norm checks them),
+    # and inductor's decomposition of it reshapes where the traced pattern viewed.
+    "rw-gnsilu": """
+inputs:
+  x: {shape: [N, C, H, W], dtype: float32, init: {normal: {std: 1.0}}}
+  w: {shape: [C], dtype: float32, init: {normal: {mean: 1.0, std: 0.1}}}
+  b: {shape: [C], dtype: float32, init: {normal: {std: 0.1}}}
+graph:
+  - group_norm: {input: x, num_groups: 32, weight: w, bias: b, eps: 1.0e-6}
+  - silu
+cases:
+  - {N: 1, C: 128, H: 16, W: 16, gate: true}
+""",
 }
 # kforge.compile's policy (kforge.policy): an elementwise-only workload (add + relu) and one with a reduction
 # (softmax), float32 [B, 64], named only by the policy's tests.
@@ -268,6 +281,25 @@ class GraphRewrite(unittest.TestCase):
         ref, got, replaced, calls = run(ResidualNorm("aten", eps=1e-5).eval(), args, "eager", names=["rw-addnorm"],
                                         require_kernel=False)
         self.assertEqual((replaced, calls), ({}, []))
+
+    def test_a_group_norm_module_and_its_silu_are_rewritten_at_sizes_no_case_has(self):
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm = nn.GroupNorm(32, 96, eps=1e-6)
+                self.conv = nn.Conv2d(96, 96, 3, padding=1)
+
+            def forward(self, x):
+                return self.conv(F.silu(self.norm(x)))
+
+        torch.manual_seed(0)
+        m = Block().eval()
+        args = (torch.randn(2, 96, 8, 8),)
+        for backend in ("eager", "inductor"):
+            with self.subTest(backend=backend):
+                ref, got, replaced, calls = run(m, args, backend, names=["rw-gnsilu"], require_kernel=False)
+                self.assertEqual((replaced, calls), ({"rw-gnsilu": 1}, ["kforge::rw_gnsilu"]))
+                self.assertClose(got, ref, 1e-4, 1e-4)
 
     def test_inductor_compiles_around_the_operators(self):
         m, args = model(torch.bfloat16), inputs(torch.bfloat16)
