@@ -48,7 +48,10 @@ written differently from the spec's reference and its forms (another order of an
 GemmaRMSNorm's 1 + weight) is a different ATen graph and is not matched (kforge.patch's matching by behaviour takes
 such modules); symbolic sizes (``dynamic=True``) are not matched (the spec's sizes are checked on concrete ints); a
 float constant must be the spec's bit for bit. Tested: softmax, log_softmax, scale, add_mask, cast, silu, mul, add,
-an add then rms_norm (two outputs) written either way, and adds and muls with their operands swapped. The same
+an add then rms_norm (two outputs) written either way, adds and muls with their operands swapped, and a
+group_norm with its silu (a module, any channels the groups divide). Workloads of one graph that differ in
+what a pattern does not see (dtypes, layouts, sizes) share its pattern; a match goes to the first whose spec
+covers the call. The same
 patterns rewrite a graph captured without compiling: kforge.rewrite_eager (kforge.eager_rewrite).
 Inference only: the operators have no backward, so a match whose inputs require grad is refused. The pass replaces inductor's ``post_grad_custom_pre_pass`` for the compile it is given to, and turns off
 inductor's FX graph cache for it (a cached graph would not run the pass, so what it replaced would go uncounted).
@@ -213,16 +216,18 @@ def reference_function(spec, form="aten"):
     return fn
 
 
-def _operator_function(description):
+def _operator_function(description, opname=None):
+    """A function of the description's inputs (named as they are) calling its operator, or the one `opname()`
+    names at the call."""
     names = [i["name"] for i in description["spec"]["inputs"]]
-    opname = description["op"]
+    opname = opname or (lambda: description["op"])
 
     def fn(*tensors):
-        return getattr(torch.ops.kforge, opname)(*tensors)
+        return getattr(torch.ops.kforge, opname())(*tensors)
 
     fn.__signature__ = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
                                           for n in names])
-    fn.__name__ = "kforge_" + opname
+    fn.__name__ = "kforge_" + description["op"]
     return fn
 
 
@@ -294,6 +299,25 @@ def covers(spec, values, kernels=None):
     return True
 
 
+class _Slot:
+    """One registered pattern and the workloads whose graph it is (several when their specs differ only in what the
+    pattern does not see: dtypes, layouts, sizes). The check takes the first that accepts the match and the
+    replacement calls its operator (the pattern matcher traces the replacement right after the check passes)."""
+
+    def __init__(self, rewrite, d):
+        self.rewrite, self.candidates, self.chosen = rewrite, [d], d
+        self.replace = _operator_function(d, lambda: self.chosen["op"])
+
+    def check(self, match):
+        for d in self.candidates:
+            if self.rewrite._accepts(d, match):
+                self.chosen = d
+                # the pass replaces the match now (the check is the last step before it)
+                self.rewrite.matches.append((d["workload"], [n.name for n in match.nodes]))
+                return True
+        return False
+
+
 class Rewrite:
     """The rewrite pass of the loaded workloads (or `names`): a PatternMatcherPass with one replacement per
     workload whose graph traces (per form and device, and per operand order of its commutative calls:
@@ -330,52 +354,60 @@ class Rewrite:
 
                 view_to_reshape(gm)
             return gm
+        self._trace = trace
+        self._slots = {}  # a traced pattern's graph -> its _Slot: the workloads sharing it, tried in order
         # The longest graphs first: a workload containing another one's graph wins where both match.
         for d in sorted(descriptions, key=lambda d: -len(d["spec"]["graph"])):
             spec = d["spec"]
-            kernels = {k: v.get("kernel", False) for k, v in d["kernels"].items()} if require_kernel else None
-
-            def check(match, spec=spec, kernels=kernels, workload=d["workload"], description=d):
-                values = [match.kwargs[i["name"]].meta.get("val") if isinstance(match.kwargs.get(i["name"]), torch.fx.Node)
-                          else None for i in spec["inputs"]]
-                ok = covers(spec, values, kernels)
-                if ok and self.policy is not None:
-                    why = self.policy.why_not(description, bindings(spec, values), values[0].device.type)
-                    if why:
-                        key = (workload, id(match.nodes[0].graph), frozenset(n.name for n in match.nodes))
-                        if key not in self._declined:
-                            self._declined.add(key)
-                            self._leave(workload, why)
-                        return False
-                if ok:  # the pass replaces the match now (the check is the last step before it)
-                    self.matches.append((workload, [n.name for n in match.nodes]))
-                return ok
-
-            def counted(*tensors, _fn=_operator_function(d), _w=d["workload"]):
-                return _fn(*tensors)
-
             forms = RMS_NORM_FORMS if any(s["op"] == "rms_norm" for s in spec["graph"]) else RMS_NORM_FORMS[:1]
             # Traced on each device a model may run on: a cast's device is part of the non-decomposed ATen graph.
             devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
             for form, device in [(f, dev) for f in forms for dev in devices]:
                 try:
                     search = reference_function(spec, form)
-                    replace = _operator_function(d)
                     example = _example_inputs(spec, device)
                     tally = [0]  # the commutative calls, counted while the traced order's pattern traces
                     with torch.no_grad():
-                        ok = pm.register_replacement(in_order(search, 0, tally), replace, example, trace, self.pass_,
-                                                     extra_check=check)
-                        self.patterns += ok is not False
+                        self._register(in_order(search, 0, tally), example, d)
                         for swaps in operand_orders(tally[0])[1:]:
-                            # An order giving a pattern already registered (x * x) is skipped.
-                            self.patterns += pm.register_replacement(in_order(search, swaps), replace, example, trace,
-                                                                     self.pass_, extra_check=check,
-                                                                     skip_duplicates=True) is not False
-                    if ok is False and (form, device) == (forms[0], devices[0]):
-                        self.skipped.append({"workload": d["workload"], "why": "a duplicate pattern"})
+                            self._register(in_order(search, swaps), example, d)
                 except Exception as e:  # an op without a reference, a graph that does not trace
                     self.skipped.append({"workload": d["workload"], "why": f"{type(e).__name__}: {e}"})
+
+    def _register(self, search, example, d):
+        """Registers `search` (traced at `example`) as a pattern of workload `d`. A pattern already registered (the
+        same graph: another workload of the same ops in another dtype or layout, or an order of `d`'s own operands
+        giving the same graph, x * x) gets `d` as one more workload to try, in order, where a match is found."""
+        from torch._inductor import pattern_matcher as pm
+
+        key = str(self._trace(search, example).graph)
+        slot = self._slots.get(key)
+        if slot is not None:
+            if d not in slot.candidates:
+                slot.candidates.append(d)
+            return
+        slot = self._slots[key] = _Slot(self, d)
+        self.patterns += pm.register_replacement(search, slot.replace, example, self._trace, self.pass_,
+                                                 extra_check=slot.check, skip_duplicates=True) is not False
+
+    def _accepts(self, d, match):
+        """Whether the pass replaces `match` by workload `d`'s operator: a call its spec covers, with a kernel
+        (unless not required), that the policy does not decline (recorded in `left` once per match)."""
+        spec, workload = d["spec"], d["workload"]
+        kernels = {k: v.get("kernel", False) for k, v in d["kernels"].items()} if self.require_kernel else None
+        values = [match.kwargs[i["name"]].meta.get("val") if isinstance(match.kwargs.get(i["name"]), torch.fx.Node)
+                  else None for i in spec["inputs"]]
+        if not covers(spec, values, kernels):
+            return False
+        if self.policy is not None:
+            why = self.policy.why_not(d, bindings(spec, values), values[0].device.type)
+            if why:
+                key = (workload, id(match.nodes[0].graph), frozenset(n.name for n in match.nodes))
+                if key not in self._declined:
+                    self._declined.add(key)
+                    self._leave(workload, why)
+                return False
+        return True
 
     def _leave(self, workload, why):
         by_why = self.left.setdefault(workload, {})

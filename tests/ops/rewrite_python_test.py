@@ -64,7 +64,19 @@ inputs:
   w: {shape: [C], dtype: float32, init: {normal: {mean: 1.0, std: 0.1}}}
   b: {shape: [C], dtype: float32, init: {normal: {std: 0.1}}}
 graph:
-  - group_norm: {input: x, num_groups: 32, weight: w, bias: b, eps: 1.0e-6}
+  - group_norm: {input: x, num_groups: 16, weight: w, bias: b, eps: 1.0e-6}
+  - silu
+cases:
+  - {N: 1, C: 128, H: 16, W: 16, gate: true}
+""",
+    # The same graph in bfloat16: one pattern for both, each call replaced by the workload whose spec covers it.
+    "rw-gnsilu-bf16": """
+inputs:
+  x: {shape: [N, C, H, W], dtype: bfloat16, init: {normal: {std: 1.0}}}
+  w: {shape: [C], dtype: bfloat16, init: {normal: {mean: 1.0, std: 0.1}}}
+  b: {shape: [C], dtype: bfloat16, init: {normal: {std: 0.1}}}
+graph:
+  - group_norm: {input: x, num_groups: 16, weight: w, bias: b, eps: 1.0e-6}
   - silu
 cases:
   - {N: 1, C: 128, H: 16, W: 16, gate: true}
@@ -286,7 +298,7 @@ class GraphRewrite(unittest.TestCase):
         class Block(nn.Module):
             def __init__(self):
                 super().__init__()
-                self.norm = nn.GroupNorm(32, 96, eps=1e-6)
+                self.norm = nn.GroupNorm(16, 96, eps=1e-6)
                 self.conv = nn.Conv2d(96, 96, 3, padding=1)
 
             def forward(self, x):
@@ -300,6 +312,13 @@ class GraphRewrite(unittest.TestCase):
                 ref, got, replaced, calls = run(m, args, backend, names=["rw-gnsilu"], require_kernel=False)
                 self.assertEqual((replaced, calls), ({"rw-gnsilu": 1}, ["kforge::rw_gnsilu"]))
                 self.assertClose(got, ref, 1e-4, 1e-4)
+        # Two workloads of one graph (float32 and bfloat16): each dtype's call goes to its own workload's operator.
+        names = ["rw-gnsilu", "rw-gnsilu-bf16"]
+        for dtype, workload in ((torch.float32, "rw-gnsilu"), (torch.bfloat16, "rw-gnsilu-bf16")):
+            with self.subTest(dtype=dtype):
+                ref, got, replaced, calls = run(m.to(dtype), (args[0].to(dtype),), "eager", names=names,
+                                                require_kernel=False)
+                self.assertEqual((replaced, calls), ({workload: 1}, ["kforge::" + workload.replace("-", "_")]))
 
     def test_inductor_compiles_around_the_operators(self):
         m, args = model(torch.bfloat16), inputs(torch.bfloat16)
