@@ -23,7 +23,8 @@ gradient; any other call runs the model as given, with a warning once per kind o
 example's sizes and Python values, and the operators have no backward. Where capture fails (the forward reads a
 tensor's values: data-dependent control flow, ``.item()``, a nonzero's size; or an op fake tensors cannot run), the
 result says why (``.why``, and a warning) and runs the model as given, so kforge.patch's modules still call their
-operators. The result is an nn.Module holding the model as ``module`` (its state_dict keys start with "module.").
+operators. Where the rewrite replaces nothing, the result runs the model as given too (``graph_module`` is None,
+``why`` ""): its graph run op by op from Python would only add host time. The result is an nn.Module holding the model as ``module`` (its state_dict keys start with "module.").
 """
 import warnings
 
@@ -137,9 +138,12 @@ def rewrite_eager(model, example_inputs, names=None, require_kernel=True):
     if gm.graph.eliminate_dead_code():
         gm.recompile()
     captured_graph = torch.fx.GraphModule(gm, _copy_graph(gm.graph))
-    if rewrite(gm.graph):
-        gm.graph.lint()
-        gm.recompile()
+    if not rewrite(gm.graph):
+        # Nothing replaced: the model runs as given. Its captured graph, run op by op from Python, would only add
+        # host time (ResNet-50 on an H200, its pooling patched as a module: 13.1 ms a cold forward against 10.7).
+        return EagerRewrite(model, rewrite=rewrite)
+    gm.graph.lint()
+    gm.recompile()
     sources = _sources(model)
     leaves, spec = pytree.tree_flatten((args, kwargs))
     signature = (spec, [_leaf(v) for v in leaves], [_leaf(getattr(m, a)) for m, a, _, _ in sources])

@@ -276,9 +276,10 @@ class EagerRewrite(unittest.TestCase):
         self.assertClose(got, ref)
         self.assertTrue(any("was not captured" in str(w.message) for w in caught))
 
-    def test_a_patched_module_is_captured_as_its_operator_call(self):
+    def test_a_patched_module_is_captured_as_its_operator_call_and_a_rewrite_of_nothing_runs_the_model(self):
         # The e2e tiny model: an nn.GELU(tanh) that kforge.patch swaps for the stored gpt2-gelu-tanh cpu kernel. Its
-        # patched forward traces as the operator call, which the rewrite leaves as it is.
+        # patched forward traces as the operator call, which the rewrite leaves as it is; having replaced nothing,
+        # the result runs the (patched) model itself, not its captured graph op by op.
         if not kforge.describe("gpt2-gelu-tanh")["kernels"]["cpu"].get("kernel"):
             self.skipTest("gpt2-gelu-tanh has no cpu kernel loaded")
         sys.path.insert(0, str(REPO / "tests/data/e2e"))
@@ -289,7 +290,12 @@ class EagerRewrite(unittest.TestCase):
         self.assertEqual(kforge.patched_modules(m), [("act", ["gpt2-gelu-tanh"])])
         ref, got, replaced, calls, fast = rewrite(m, args)
         self.assertEqual((fast.why, replaced, calls), ("", {}, ["kforge::gpt2_gelu_tanh"]))
-        targets = {str(n.target) for n in fast.graph_module.graph.nodes if n.op == "call_function"}
+        self.assertIsNone(fast.graph_module)
+        self.assertIs(fast.module, m)
+        from kforge.eager_rewrite import capture
+
+        gm = capture(m, args, {})
+        targets = {str(n.target) for n in gm.graph.nodes if n.op == "call_function"}
         self.assertIn("kforge.gpt2_gelu_tanh.default", targets)
         torch.testing.assert_close(got.float(), ref.float(), rtol=1e-2, atol=1e-3)
 
