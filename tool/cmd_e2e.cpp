@@ -1,6 +1,6 @@
 // kforge e2e: times a model's forward pass four ways (eager, eager with kforge's operators, torch.compile, and
 // torch.compile with the operators inside the graph), cold and hot (CUDA graph replay) on cuda, checks each variant's
-// outputs against eager, and predicts the gain from a per-module profile (Amdahl). lib/e2e/e2e.py takes the samples;
+// outputs against eager, and predicts the gain from the capture's shares (Amdahl). lib/e2e/e2e.py takes the samples;
 // the statistics, the table and the reports are lib/e2e/. Exit 0 when every variant ran and matched eager, 1 when one
 // failed (its outputs differ from eager, or it raised), 2 on a usage or environment error.
 #include <cstdio>
@@ -53,7 +53,7 @@ const std::vector<flag_def> k_flags = {
      "or after S seconds of timing once min-samples are in, per kind (default "
      "15)",
      "S"},
-    {"profile-passes", true, "passes of the per-module profile behind the prediction (default 5)", "N"},
+    {"profile-passes", true, "passes of the in-model profile (the prediction where no case has a share; default 5)", "N"},
     {"rtol", true,
      "check outputs elementwise instead, |got - eager| <= atol + rtol |eager| "
      "for every value (default: the norm rule below)",
@@ -89,9 +89,12 @@ std::string e2e_help() {
          "(its parameters, buffers, inputs and outputs; float32 on cuda with TF32 allowed counts as float16):\n"
          "bfloat16 0.08 and 0.2, float16 0.02 and 0.05, float32 1e-3 and 5e-3, float64 1e-7 and 1e-6\n"
          "(lib/e2e/output_check.py). --rtol/--atol check every value instead.\n"
-         "The prediction: each patched module and graph-replaced pattern timed eager and with its operator gives\n"
-         "the patterns' share of the forward and their speedup, so Amdahl's law predicts the end-to-end speedup;\n"
-         "the table says what fraction of the predicted gain was measured. `kforge run E2E.yaml` gates on it\n"
+         "The prediction (Amdahl): 1 / (1 - S + sum s_i / k_i) over the cases the kforge variant's operators\n"
+         "ran, s_i each case's share of the model's time as `kforge capture` recorded it (the spec case's share,\n"
+         "scaled by the calls replaced) and k_i its stored winner's recorded speedup over eager; the table says\n"
+         "what fraction of the predicted gain was measured. Where no replaced case has a share (specs written by\n"
+         "hand), the in-model profile predicts instead: each patched module and replaced pattern timed eager and\n"
+         "with its operator (host-synchronized: a diagnostic on cuda). `kforge run E2E.yaml` gates on it\n"
          "(docs/workload-spec.md).\n\noptions:\n" +
          flags_help(k_flags) +
          "\nexit codes: 0 every variant ran and matched eager, 1 a variant "
