@@ -57,7 +57,7 @@ __device__ __forceinline__ f2 row_sum(f2 v, f2* scratch, f2* slot) {
 __device__ __forceinline__ int row_lane() {
   if constexpr (STRAT == 0) return threadIdx.x % TEAM;
   else if constexpr (STRAT == 1) return threadIdx.x;
-  else return (int)cg::this_cluster().block_rank() * BLOCK + threadIdx.x;
+  else return (int)cluster_rank() * BLOCK + threadIdx.x;
 }
 
 template <int VV>
