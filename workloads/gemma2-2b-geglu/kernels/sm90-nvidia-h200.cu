@@ -1,14 +1,11 @@
 // kforge kernel: family pointwise_cuda, version 4
-// knobs: block=128 loads=1 math=precise occupancy=any pdl=0 spread=0 store=default vec=8 waves=0
+// knobs: block=128 loads=1 math=fast occupancy=half pdl=1 spread=1 store=default vec=16 waves=0
 // computes: gelu -> mul (one pass)
 // kforge winner: gemma2-2b-geglu on sm90-nvidia-h200
-// found: by `kforge search` (template proposer) on 2026-12-02T00:42:06Z
-// lineage: default -> template: loads 2->1 block 256->128
-// measured: 12.47 us (geometric mean over gated cases), 0.85x compile, 1.40x eager
-// re-emitted: by `kforge reemit` on 2026-12-02T00:47:10Z, pointwise_cuda version 2 from version 1; knobs filled: pdl=0 (the code before the knob); measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T10:00:49Z, pointwise_cuda version 3 from version 2; measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T12:56:42Z, pointwise_cuda version 4 from version 3; knobs filled: occupancy=any (the code before the knob), spread=0 (the code before the knob); measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T12:58:23Z, pointwise_cuda version 4 from version 4; measured above is the earlier kernel's
+// found: by `kforge search` (template proposer) on 2026-12-02T13:06:18Z
+// lineage: default -> template: occupancy any->half
+// measured: 11.69 us (geometric mean over gated cases), 1.50x eager
+// re-emitted: by `kforge reemit` on 2026-12-02T13:52:55Z, pointwise_cuda version 4 from version 4; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -18,11 +15,24 @@
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
-#include <cooperative_groups.h>
 #include <stdint.h>
 
 namespace kfk {
-namespace cg = cooperative_groups;
+
+// ---- clusters (sm_90) ----
+// The runtime's cluster intrinsics, the ones cooperative_groups' cluster_group wraps: without <cooperative_groups.h>,
+// whose parsing took 2 of the ~4.3 s nvcc spent on each candidate (cudafe++ and cicc), so the search compiles twice
+// as many candidates a minute.
+__device__ __forceinline__ unsigned cluster_rank() { return __clusterRelativeBlockRank(); }
+__device__ __forceinline__ void cluster_sync() {
+  __cluster_barrier_arrive();
+  __cluster_barrier_wait();
+}
+// `p` (this CTA's shared memory) as CTA `rank` of the cluster holds it: distributed shared memory.
+template <typename T>
+__device__ __forceinline__ T* cluster_map(T* p, unsigned rank) {
+  return static_cast<T*>(__cluster_map_shared_rank(p, rank));
+}
 
 // ---- types ----
 // clang-format off
@@ -216,13 +226,12 @@ __device__ __forceinline__ T block_reduce(T v, F comb, T* scratch, int warps = N
 template <int NT, int CL, typename T, typename F>
 __device__ __forceinline__ T cluster_reduce(T v, F comb, T* scratch, T* slot) {
   v = block_reduce<NT>(v, comb, scratch);
-  cg::cluster_group cluster = cg::this_cluster();
   if (threadIdx.x == 0) *slot = v;
-  cluster.sync();
-  T r = *cluster.map_shared_rank(slot, 0);
+  cluster_sync();
+  T r = *cluster_map(slot, 0);
 #pragma unroll
-  for (int i = 1; i < CL; ++i) r = comb(r, *cluster.map_shared_rank(slot, i));
-  cluster.sync();  // no CTA overwrites its slot (or exits) while another still reads it
+  for (int i = 1; i < CL; ++i) r = comb(r, *cluster_map(slot, i));
+  cluster_sync();  // no CTA overwrites its slot (or exits) while another still reads it
   return r;
 }
 
@@ -315,14 +324,14 @@ namespace kfk {
 using out_t = __nv_bfloat16;
 using t0 = __nv_bfloat16;
 using t1 = __nv_bfloat16;
-constexpr int V = 8;
+constexpr int V = 16;
 constexpr int LOADS = 1;
 constexpr int BLOCK = 128;
 constexpr int WAVES = 0;
 constexpr bool STREAM = false;
-constexpr bool PDL = false;
-constexpr bool SPREAD = false;
-#define KF_PW_MINB 1
+constexpr bool PDL = true;
+constexpr bool SPREAD = true;
+#define KF_PW_MINB 8
 constexpr int NOPND = 2;
 constexpr int KF_N_INPUTS = 2;
 constexpr int KF_OUT_RANK = 2;
@@ -338,9 +347,9 @@ __device__ __forceinline__ float kf_round(int code, float x) {
   return code == KF_FLOAT16 ? kf_round_to<__half>(x) : code == KF_BFLOAT16 ? kf_round_to<__nv_bfloat16>(x)
        : code == KF_INT32 ? (float)(int32_t)x : code == KF_INT64 ? (float)(int64_t)x : code == KF_UINT8 ? (float)(uint8_t)x : x;
 }
-__device__ __forceinline__ float kf_exp(float x) { return expf(x); }
-__device__ __forceinline__ float kf_tanh(float x) { return tanhf(x); }
-__device__ __forceinline__ float kf_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+__device__ __forceinline__ float kf_exp(float x) { return exp_ftz(x); }
+__device__ __forceinline__ float kf_tanh(float x) { return tanh_exp(x); }
+__device__ __forceinline__ float kf_sigmoid(float x) { return rcp_ftz(1.f + ex2_ftz(-1.44269504088896341f * x)); }
 __device__ __forceinline__ float kf_gelu(float x) { return 0.5f * x * (1.f + kf_erf(x * 0.70710678118654752f)); }
 __device__ __forceinline__ float kf_gelu_tanh(float x) {
   return 0.5f * x * (1.f + kf_tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));
