@@ -18,6 +18,13 @@ workload's reference ops, the spec's graph, for Inductor to compile). kforge.rew
    record's overall speedup against compile (``results.speedup.compile``, across its cases), left to Inductor
    below 1. A record without compile's times says nothing: replaced. ``slower=True`` (or names) replaces anyway.
 
+3. **A producer Inductor would fuse in.** A call whose input is the result of an elementwise op used by nothing
+   else (ResNet-50's pooling of a relu) is left to Inductor, which fuses that op into the reduction's kernel: the
+   producer's result is never written. As an operator, the producer runs as a kernel of its own and its result
+   makes a round trip through memory, a cost the stored kernel's record (timed alone) does not see (ResNet-50 on
+   the H200: its pooling replaced, 1571 us a forward against torch.compile's 1569). ``fused=True`` (or names)
+   replaces it anyway.
+
 Each call left alone is counted with its reason: ``kforge.left_to_inductor(compiled)``.
 """
 import functools
@@ -66,19 +73,24 @@ class CompilePolicy:
     """The policy of one kforge.compile (see the module's docstring). `pointwise` and `slower`: True, False, or the
     workloads (names) that are replaced in spite of it."""
 
-    def __init__(self, pointwise=False, slower=False):
-        if isinstance(pointwise, str) or isinstance(slower, str):
-            raise TypeError("kforge.compile: pointwise and slower take True, False or a list of workload names")
-        self.pointwise, self.slower = pointwise, slower
+    def __init__(self, pointwise=False, slower=False, fused=False):
+        if any(isinstance(x, str) for x in (pointwise, slower, fused)):
+            raise TypeError("kforge.compile: pointwise, slower and fused take True, False or a list of workload names")
+        self.pointwise, self.slower, self.fused = pointwise, slower, fused
 
-    def why_not(self, description, bindings, device_type):
+    def why_not(self, description, bindings, device_type, producers=()):
         """Why a call of the workload's operator on inputs binding `bindings` on a `device_type` device is left to
-        Inductor, or None when it is replaced."""
+        Inductor, or None when it is replaced. `producers`: the elementwise ops (names) whose results are the call's
+        inputs and used by nothing else (fusible_producers)."""
         workload, spec = description["workload"], description["spec"]
         if not _opted_in(self.pointwise, workload) and elementwise_only(spec):
             ops = ", ".join(dict.fromkeys(step["op"] for step in spec["graph"]))
             return (f"elementwise only ({ops}): inductor fuses it into the kernels beside it, an operator would be "
                     f"one kernel more (pointwise=True replaces it)")
+        if producers and not _opted_in(self.fused, workload):
+            ops = ", ".join(dict.fromkeys(producers))
+            return (f"its input is the result of {ops}, used by nothing else: inductor fuses that into the kernel, "
+                    f"an operator would write it and read it back (fused=True replaces it)")
         if _opted_in(self.slower, workload):
             return None
         kernel = description.get("kernels", {}).get(device_type, {})
@@ -100,3 +112,18 @@ class CompilePolicy:
             return (f"its stored kernel ({key}) is slower than torch.compile across its recorded cases, "
                     f"{overall:.2f}x ({call} is none of them; slower=True replaces it)")
         return None
+
+
+def fusible_producers(nodes, call):
+    """The elementwise ATen ops (names) among `nodes` (FX nodes: a call's inputs) whose result nothing but the call
+    (`call`: its nodes, a match's) uses: those Inductor fuses into the call's kernel when it compiles the call
+    itself."""
+    import torch
+
+    out, call = [], set(call)
+    for n in nodes:
+        if not isinstance(n, torch.fx.Node) or n.op != "call_function" or not set(n.users) <= call:
+            continue
+        if torch.Tag.pointwise in getattr(n.target, "tags", ()):
+            out.append(str(n.target).split(".")[1] if str(n.target).startswith("aten.") else str(n.target))
+    return out

@@ -7,6 +7,7 @@ torch.compile'd graph, written anywhere in a forward (inline or not)::
     kforge.rewritten(compiled)                           # [{"workload", "count"}]: what the rewrite replaced
     kforge.left_to_inductor(compiled)                    # [{"workload", "count", "why"}]: what its policy did not
     compiled = kforge.compile(model, pointwise=True)     # elementwise-only workloads replaced too
+    compiled = kforge.compile(model, fused=True)         # calls whose input inductor would fuse in, replaced too
 
 What it rewrites: each loaded workload's graph (its spec's ``graph`` steps, interpreted as the torch calls the spec
 reference names: ``scale`` is ``x * factor``, ``softmax`` with a dtype is ``torch.softmax(x, dim, dtype=...)``,
@@ -400,7 +401,10 @@ class Rewrite:
         if not covers(spec, values, kernels):
             return False
         if self.policy is not None:
-            why = self.policy.why_not(d, bindings(spec, values), values[0].device.type)
+            from .policy import fusible_producers
+
+            inputs = [match.kwargs.get(i["name"]) for i in spec["inputs"]]
+            why = self.policy.why_not(d, bindings(spec, values), values[0].device.type, fusible_producers(inputs, match.nodes))
             if why:
                 key = (workload, id(match.nodes[0].graph), frozenset(n.name for n in match.nodes))
                 if key not in self._declined:
@@ -444,7 +448,9 @@ class Rewrite:
         b = bindings(spec, values) if len(values) == len(spec["inputs"]) and not node.kwargs else None
         if b is None:
             return
-        why = self.policy.why_not(d, b, values[0].device.type)
+        from .policy import fusible_producers
+
+        why = self.policy.why_not(d, b, values[0].device.type, fusible_producers(node.args, [node]))
         if not why:
             return
         if _inline_reference(graph, node, spec, values, self._decomp):
@@ -524,21 +530,22 @@ def _custom_pass(rewrite):
     return _Pass()
 
 
-def rewrite_backend(backend="inductor", names=None, require_kernel=True, pointwise=False, slower=False):
+def rewrite_backend(backend="inductor", names=None, require_kernel=True, pointwise=False, slower=False, fused=False):
     """A torch.compile backend that replaces the loaded workloads' patterns (or only `names`') with their operators,
     then compiles with inductor ("inductor") or runs the rewritten ATen graph ("eager", "aot_eager"). The backend's
     ``kforge_rewrite`` attribute is the pass (``.counts``: the replacements so far, by workload; ``.left``: what
     the policy left to inductor, and why). With "inductor", kforge.compile's policy (kforge.policy) leaves to
     inductor the workloads whose graphs are elementwise only (unless `pointwise`: True, or the workloads' names)
     and those whose stored kernel's record is slower than torch.compile on the call's case (unless `slower`: True,
-    or names); the other backends fuse nothing and replace every match."""
+    or names), and calls whose input is an elementwise op's result nothing else uses, which inductor would fuse in
+    (unless `fused`: True, or names); the other backends fuse nothing and replace every match."""
     from .modules import _descriptions
     from .policy import CompilePolicy
     import kforge
 
     descriptions = [d for d in _descriptions() if names is None or d["workload"] in names or d["op"] in names]
     if backend == "inductor":
-        rewrite = Rewrite(descriptions, "inductor", require_kernel, CompilePolicy(pointwise, slower))
+        rewrite = Rewrite(descriptions, "inductor", require_kernel, CompilePolicy(pointwise, slower, fused))
 
         def compiler(gm, example_inputs):
             from torch._inductor.compile_fx import compile_fx
@@ -567,15 +574,19 @@ def rewrite_backend(backend="inductor", names=None, require_kernel=True, pointwi
     return kforge_backend
 
 
-def compile(model, backend="inductor", names=None, require_kernel=True, pointwise=False, slower=False, **kwargs):
-    """torch.compile(model, backend=rewrite_backend(backend, names, require_kernel, pointwise, slower), **kwargs):
+def compile(model, backend="inductor", names=None, require_kernel=True, pointwise=False, slower=False, fused=False,
+            **kwargs):
+    """torch.compile(model, backend=rewrite_backend(backend, names, require_kernel, pointwise, slower, fused),
+    **kwargs):
     the model compiled with the loaded workloads' patterns replaced by their operators, where the policy
     (kforge.policy; with backend "inductor") does not leave them to inductor: a workload whose graph is elementwise
     only is left to inductor, which fuses it (``pointwise=True``, or a list of workload names, replaces it), and so
-    is one whose stored kernel's record is slower than torch.compile on the call's case (``slower=True`` or names).
+    is one whose stored kernel's record is slower than torch.compile on the call's case (``slower=True`` or names),
+    and a call whose input is an elementwise op's result used by nothing else, which inductor fuses into the kernel
+    (``fused=True`` or names).
     ``rewritten(result)`` says what was replaced and ``left_to_inductor(result)`` what was not, and why (after the
     first call compiles it)."""
-    b = rewrite_backend(backend, names, require_kernel, pointwise, slower)
+    b = rewrite_backend(backend, names, require_kernel, pointwise, slower, fused)
     compiled = torch.compile(model, backend=b, **kwargs)
     try:
         compiled._kforge_rewrite = b.kforge_rewrite

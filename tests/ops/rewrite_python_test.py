@@ -386,6 +386,33 @@ class Policy(unittest.TestCase):
         self.assertEqual({r["workload"]: r["count"] for r in kforge.rewritten(fast)}, {"rw-addrelu": 1, "rw-softmax": 1})
         self.assertEqual(kforge.left_to_inductor(fast), [])
 
+    def test_a_softmax_of_a_relu_nothing_else_reads_is_left_for_inductor_to_fuse(self):
+        class ReluSoftmax(nn.Module):
+            def forward(self, x, z):
+                h = torch.relu(x)  # read only by the softmax: inductor fuses it in
+                return torch.softmax(h, dim=-1), torch.softmax(z, dim=-1)
+
+        args = (torch.randn(8, 64), torch.randn(8, 64))
+        replaced, calls, left = self.compiled(ReluSoftmax().eval(), args, names=["rw-softmax"], require_kernel=False)
+        self.assertEqual((replaced, calls), ({"rw-softmax": 1}, ["kforge::rw_softmax"]))  # the graph input's
+        self.assertEqual([(x["workload"], x["count"]) for x in left], [("rw-softmax", 1)])
+        self.assertEqual(left[0]["why"], "its input is the result of relu, used by nothing else: inductor fuses that "
+                                         "into the kernel, an operator would write it and read it back (fused=True "
+                                         "replaces it)")
+        for fused in (True, ["rw-softmax"]):
+            with self.subTest(fused=fused):
+                replaced, _, left = self.compiled(ReluSoftmax().eval(), args, names=["rw-softmax"],
+                                                  require_kernel=False, fused=fused)
+                self.assertEqual((replaced, left), ({"rw-softmax": 2}, []))
+
+        class ReluUsedTwice(nn.Module):  # the relu's result is written anyway: the softmax is replaced
+            def forward(self, x):
+                h = torch.relu(x)
+                return torch.softmax(h, dim=-1), h * 2
+
+        replaced, _, left = self.compiled(ReluUsedTwice().eval(), args[:1], names=["rw-softmax"], require_kernel=False)
+        self.assertEqual((replaced, left), ({"rw-softmax": 1}, []))
+
     def test_a_kernel_recorded_slower_than_compile_on_the_case_is_left_to_inductor(self):
         def router(x):
             return torch.softmax(x, dim=-1, dtype=torch.float32) * 2
