@@ -12,11 +12,11 @@ stored kernels as operators in place of modules, then kforge.rewrite_eager of it
 graph without compiling, the loaded workloads' patterns in it replaced by their operators, run op by op as eager
 runs; and kforge.rewrite_eager of an unpatched copy, then patched for what it did not replace: whichever's operator
 calls cover more of the captured time, the cases' shares, else more calls, the variant's "note" saying which; where
-the forward cannot be captured, module patching alone, the note saying why), compile (torch.compile of
-the model), compile_kforge (kforge.compile of the kforge variant's patched copy: the module operators inside the compiled graph, and
-the patterns replaced in the graph before inductor compiles it, where kforge.compile's policy does not leave them to
-inductor: elementwise-only workloads and kernels recorded slower than torch.compile, each named with its reason in
-the variant's "note"). "patched" lists the modules (how "rule" or "behaviour") and each variant's graph replacements
+the forward cannot be captured, module patching alone, the note saying why), compile (torch.compile of the model),
+compile_kforge (kforge.compile of the kforge variant's patched copy: the module operators inside the compiled graph,
+and the patterns replaced in the graph before inductor compiles it, where kforge.compile's policy does not leave
+them to inductor: elementwise-only workloads, kernels recorded slower than torch.compile, and calls whose input is
+an elementwise result inductor would fuse in, each named with its reason in the variant's "note"). "patched" lists the modules (how "rule" or "behaviour") and each variant's graph replacements
 (module "(graph)", how "graph", with a count and the variant). Each runs --warmup times, then its outputs are
 compared with eager's (a variant whose outputs differ fails and is not timed; lib/e2e/output_check.py: per floating
 output, the relative error of the whole output, ||got - eager|| / ||eager||, and of its worst row, within limits set
@@ -218,7 +218,8 @@ def make_variants(model, inputs, names, a):
             graph = kforge.rewritten(c)
             patched += graph_entries(graph, n)
             # What kforge.compile's policy left to inductor (elementwise-only workloads, kernels recorded slower
-            # than torch.compile): matches left as written and patched modules' calls put back, with the reasons.
+            # than torch.compile, calls inductor would fuse an elementwise producer into): matches left as written
+            # and patched modules' calls put back, with the reasons.
             left = kforge.left_to_inductor(c)
             if left:
                 notes[n] = "kforge.compile left to inductor: " + "; ".join(

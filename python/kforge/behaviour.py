@@ -30,7 +30,7 @@ mode are skipped, so patch an ``eval()`` model.
 """
 import torch
 
-from .modules import _DTYPES, _Binding
+from .modules import _DTYPES, _Binding, kernel_flags
 
 
 def _bind(spec_shape, shape, symbols):
@@ -106,8 +106,7 @@ def _binding(module, x, description, op):
         inputs.append((i, (tensors[k][0], tensors[k][1])))
     if len(used) != len(tensors):
         return None  # a tensor of the module that the workload does not read
-    kernels = {k: v.get("kernel", False) for k, v in description["kernels"].items()}
-    return _Binding(description["workload"], op, inputs, kernels)
+    return _Binding(description["workload"], op, inputs, kernel_flags(description))
 
 
 def _view(op_shape, module_shape):

@@ -18,7 +18,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .behaviour import _inputs
-from .modules import _descriptions, patch, patched_modules
+from .modules import _descriptions, kernel_flags, patch, patched_modules
 from .policy import case_name
 from .rewrite import bindings, covers
 
@@ -34,10 +34,9 @@ class _Recorder(TorchDispatchMode):
         d = self.by_op.get(func._opname) if func.namespace == "kforge" else None
         if d is not None:
             spec = d["spec"]
-            kernels = ({k: v.get("kernel", False) for k, v in d["kernels"].items()} if self.require_kernel else None)
             # Detached: a parameter passed under no_grad requires a gradient that the call does not need.
             values = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
-            if covers(spec, values, kernels):
+            if covers(spec, values, kernel_flags(d, self.require_kernel)):
                 key = (d["workload"], case_name(spec, bindings(spec, values)))
                 self.calls[key] = self.calls.get(key, 0) + 1
         return func(*args, **(kwargs or {}))
@@ -98,7 +97,7 @@ def rewrite_best(model, example_inputs, names=None, require_kernel=True):
     from .eager_rewrite import rewrite_eager
 
     args, kwargs = _inputs(example_inputs)
-    loaded = [d["workload"] for d in _descriptions() if names is None or d["workload"] in names or d["op"] in names]
+    loaded = [d["workload"] for d in _descriptions(names)]
 
     def build(how, patch_names):
         m = copy.deepcopy(model)
@@ -119,7 +118,7 @@ def rewrite_best(model, example_inputs, names=None, require_kernel=True):
     # the rewrite sees): the workloads the rewrite found are left to it, so their modules stay whole.
     found = {r["workload"] for r in rewritten(unpatched["fast"])}
     rest = [w for w in loaded if w not in found]
-    if found and rest and len(rest) < len(loaded):
+    if found and rest:
         candidates.append(build("rewrite-first", rest))
     best = candidates[0]
     for c in candidates[1:]:

@@ -24,7 +24,8 @@ example's sizes and Python values, and the operators have no backward. Where cap
 tensor's values: data-dependent control flow, ``.item()``, a nonzero's size; or an op fake tensors cannot run), the
 result says why (``.why``, and a warning) and runs the model as given, so kforge.patch's modules still call their
 operators. Where the rewrite replaces nothing, the result runs the model as given too (``graph_module`` is None,
-``why`` ""): its graph run op by op from Python would only add host time. The result is an nn.Module holding the model as ``module`` (its state_dict keys start with "module.").
+``why`` ""): its graph run op by op from Python would only add host time. The result is an nn.Module holding the
+model as ``module`` (its state_dict keys start with "module.").
 """
 import warnings
 
@@ -125,7 +126,7 @@ def rewrite_eager(model, example_inputs, names=None, require_kernel=True):
     ``result.why`` says why the forward was not captured, if it was not (the result then runs `model` as given).
     Inference only: a call that needs a gradient runs the model."""
     args, kwargs = _inputs(example_inputs)
-    descriptions = [d for d in _descriptions() if names is None or d["workload"] in names or d["op"] in names]
+    descriptions = _descriptions(names)
     rewrite = Rewrite(descriptions, {}, require_kernel)
     try:
         gm = capture(model, args, kwargs)

@@ -194,9 +194,8 @@ def _match(steps, description, op_table):
     if set(sources) != set(inputs):
         return None
     import kforge
-    kernels = {k: v.get("kernel", False) for k, v in description["kernels"].items()}
     return _Binding(description["workload"], kforge.op(description["workload"]),
-                    [(i, sources[i["name"]]) for i in spec["inputs"]], kernels)
+                    [(i, sources[i["name"]]) for i in spec["inputs"]], kernel_flags(description))
 
 
 @dataclass
@@ -231,9 +230,17 @@ def _apply(module, bindings, parent=None, rest_keys=(), how="rule"):
         parent._modules[k] = nn.Identity()
 
 
-def _descriptions():
+def kernel_flags(description, require_kernel=True):
+    """A workload's loaded kernels, {device kind: whether one is loaded} (kforge.rewrite.covers'
+    `kernels`), or None when the call need not have one (require_kernel=False)."""
+    return {k: v.get("kernel", False) for k, v in description["kernels"].items()} if require_kernel else None
+
+
+def _descriptions(names=None):
+    """The loaded workloads' descriptions; with `names`, only those named (by workload or operator name)."""
     import kforge
-    return [kforge.describe(n) for n in kforge.loaded()]
+    out = [kforge.describe(n) for n in kforge.loaded()]
+    return out if names is None else [d for d in out if d["workload"] in names or d["op"] in names]
 
 
 def patch(model, workloads_dir=None, device="auto", example_inputs=None, names=None):
@@ -246,13 +253,11 @@ def patch(model, workloads_dir=None, device="auto", example_inputs=None, names=N
     import kforge
     if workloads_dir is not None:
         kforge.load(workloads_dir, device=device)
-    descriptions = _descriptions()
-    if not descriptions:
+    if not kforge.loaded():
         raise RuntimeError("kforge.patch: no workloads are loaded (kforge.load(dir) or KFORGE_WORKLOADS)")
-    if names is not None:
-        descriptions = [d for d in descriptions if d["workload"] in names or d["op"] in names]
-        if not descriptions:
-            return model
+    descriptions = _descriptions(names)
+    if not descriptions:
+        return model
     op_table = kforge._op_table()
 
     def bindings(steps):

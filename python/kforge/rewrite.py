@@ -22,8 +22,9 @@ without them too), the pass rewrites it and it runs op by op, as eager would wit
 
 The policy (kforge.policy, with backend "inductor" only): a workload whose graph is only elementwise ops is left to
 inductor, which fuses it into the kernels beside it (``pointwise=True`` or a list of names replaces it), and so is
-one whose stored kernel's record is slower than torch.compile on the call's case (``slower=True`` or names); the
-operator calls patched modules put in the graph are held to it too (put back as the workload's ops).
+one whose stored kernel's record is slower than torch.compile on the call's case (``slower=True`` or names), and a
+call whose input is an elementwise op's result nothing else reads, which inductor fuses in (``fused=True`` or
+names); the operator calls patched modules put in the graph are held to it too (put back as the workload's ops).
 
 A match is replaced only when the call is one the workload's spec covers: every input's dtype and rank as the
 spec has them, its sizes binding the spec's shape (its symbols consistently, its fixed sizes equal), on a device
@@ -64,7 +65,8 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .behaviour import _bind
-from .modules import _DTYPES
+from .modules import _DTYPES, kernel_flags
+from .policy import fusible_producers
 
 _SMALL = 8  # the size given to a spec's shape symbol when tracing its pattern (any size binds)
 
@@ -395,16 +397,13 @@ class Rewrite:
         """Whether the pass replaces `match` by workload `d`'s operator: a call its spec covers, with a kernel
         (unless not required), that the policy does not decline (recorded in `left` once per match)."""
         spec, workload = d["spec"], d["workload"]
-        kernels = {k: v.get("kernel", False) for k, v in d["kernels"].items()} if self.require_kernel else None
-        values = [match.kwargs[i["name"]].meta.get("val") if isinstance(match.kwargs.get(i["name"]), torch.fx.Node)
-                  else None for i in spec["inputs"]]
-        if not covers(spec, values, kernels):
+        inputs = [match.kwargs.get(i["name"]) for i in spec["inputs"]]
+        values = [n.meta.get("val") if isinstance(n, torch.fx.Node) else None for n in inputs]
+        if not covers(spec, values, kernel_flags(d, self.require_kernel)):
             return False
         if self.policy is not None:
-            from .policy import fusible_producers
-
-            inputs = [match.kwargs.get(i["name"]) for i in spec["inputs"]]
-            why = self.policy.why_not(d, bindings(spec, values), values[0].device.type, fusible_producers(inputs, match.nodes))
+            why = self.policy.why_not(d, bindings(spec, values), values[0].device.type,
+                                      fusible_producers(inputs, match.nodes))
             if why:
                 key = (workload, id(match.nodes[0].graph), frozenset(n.name for n in match.nodes))
                 if key not in self._declined:
@@ -448,8 +447,6 @@ class Rewrite:
         b = bindings(spec, values) if len(values) == len(spec["inputs"]) and not node.kwargs else None
         if b is None:
             return
-        from .policy import fusible_producers
-
         why = self.policy.why_not(d, b, values[0].device.type, fusible_producers(node.args, [node]))
         if not why:
             return
@@ -543,7 +540,7 @@ def rewrite_backend(backend="inductor", names=None, require_kernel=True, pointwi
     from .policy import CompilePolicy
     import kforge
 
-    descriptions = [d for d in _descriptions() if names is None or d["workload"] in names or d["op"] in names]
+    descriptions = _descriptions(names)
     if backend == "inductor":
         rewrite = Rewrite(descriptions, "inductor", require_kernel, CompilePolicy(pointwise, slower, fused))
 
