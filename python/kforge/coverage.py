@@ -99,10 +99,13 @@ def rewrite_best(model, example_inputs, names=None, require_kernel=True):
     args, kwargs = _inputs(example_inputs)
     loaded = [d["workload"] for d in _descriptions(names)]
 
-    def build(how, patch_names):
+    def build(how, patch_names, unless_unpatched=False):
+        """The candidate, or None when `unless_unpatched` and patching changed nothing (the unpatched candidate)."""
         m = copy.deepcopy(model)
         if patch_names:
             patch(m, example_inputs=example_inputs, names=patch_names)
+        if unless_unpatched and not patched_modules(m):
+            return None
         fast = rewrite_eager(m, example_inputs, names=names, require_kernel=require_kernel)
         with torch.no_grad():
             _, calls = operator_calls(lambda: fast(*args, **kwargs), require_kernel)
@@ -119,7 +122,9 @@ def rewrite_best(model, example_inputs, names=None, require_kernel=True):
     found = {r["workload"] for r in rewritten(unpatched["fast"])}
     rest = [w for w in loaded if w not in found]
     if found and rest:
-        candidates.append(build("rewrite-first", rest))
+        patched_rest = build("rewrite-first", rest, unless_unpatched=True)
+        if patched_rest is not None:
+            candidates.append(patched_rest)
     best = candidates[0]
     for c in candidates[1:]:
         if _better(c["coverage"], best["coverage"]):
