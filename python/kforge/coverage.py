@@ -88,16 +88,30 @@ def _better(a, b):
     return a["ops"] > b["ops"]
 
 
+def _device_type(model, tensors):
+    """The device kind the model runs on: its first tensor input's, else its first parameter's or buffer's, else cpu."""
+    for t in tensors:
+        if isinstance(t, torch.Tensor):
+            return t.device.type
+    for t in list(model.parameters()) + list(model.buffers()):
+        return t.device.type
+    return "cpu"
+
+
 def rewrite_best(model, example_inputs, names=None, require_kernel=True):
     """The better of kforge.rewrite_eager(kforge.patch(copy)) ("patch, then rewrite") and kforge.rewrite_eager of
     an unpatched copy, then patched for the workloads its rewrite did not replace ("rewrite first"), judged by the
     operator calls one forward makes (covered()). Returns (the rewritten model, {"how", "note", "patched",
     "coverage"}): "how" is "patch-then-rewrite" or "rewrite-first", "patched" the patched copy (the rewritten
-    model's ``module``). On a tie, patch then rewrite. The model is not changed."""
+    model's ``module``). On a tie, patch then rewrite. The model is not changed. With `require_kernel`, only
+    workloads with a kernel loaded for the model's device patch modules: another's operator would run its eager
+    graph, one dispatch more for nothing, and hide the module's ops from a workload that has a kernel."""
     from .eager_rewrite import rewrite_eager
 
     args, kwargs = _inputs(example_inputs)
-    loaded = [d["workload"] for d in _descriptions(names)]
+    device = _device_type(model, list(args) + list(kwargs.values()))
+    loaded = [d["workload"] for d in _descriptions(names)
+              if not require_kernel or kernel_flags(d).get(device, False)]
 
     def build(how, patch_names, unless_unpatched=False):
         """The candidate, or None when `unless_unpatched` and patching changed nothing (the unpatched candidate)."""

@@ -393,6 +393,29 @@ class RewriteBest(unittest.TestCase):
                          [("lt-add-rmsnorm", "default", 4, 0.047, 4), ("lt-rmsnorm", "default", 1, 0.011, 1)])
 
 
+    def test_a_workload_without_a_kernel_for_the_device_patches_no_module(self):
+        # The RMSNorm spec again under another name, not searched: no cpu kernel. Its operator would run the eager
+        # graph, so rewrite_best patches nothing with it (kforge.patch alone still would).
+        sys.path.insert(0, str(REPO / "examples/models"))
+        import llama3_decoder
+
+        with tempfile.TemporaryDirectory(prefix="kf-rewrite-bare-") as d:
+            (pathlib.Path(d) / "lt-rmsnorm-bare.yaml").write_text(
+                "version: 1\nname: lt-rmsnorm-bare\n" + LLAMA_SPECS["lt-rmsnorm"])
+            kforge.load(d, device="cpu")
+            self.assertFalse(kforge.describe("lt-rmsnorm-bare")["kernels"]["cpu"].get("kernel"))
+            model, args = llama3_decoder.make("cpu", scale=0.05)
+            model.eval()
+            names = ["lt-rmsnorm-bare"]
+            with torch.no_grad():
+                self.assertTrue(kforge.patched_modules(kforge.patch(copy.deepcopy(model), example_inputs=args,
+                                                                    names=names)))
+                fast, chosen = kforge.rewrite_best(model, args, names=names)
+                _, calls = kforge.operator_calls(lambda: fast(*args))
+            self.assertEqual(kforge.patched_modules(chosen["patched"]), [])
+            self.assertEqual(calls, {})
+
+
 class E2eKforgeVariant(unittest.TestCase):
     def test_an_inline_pattern_is_reported_patched_with_how_graph(self):
         # lib/e2e/e2e.py on tests/data/e2e/tiny_model.py:make_inline (an inline SwiGLU the stored llama3-8b-swiglu
