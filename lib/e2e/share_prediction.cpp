@@ -25,7 +25,7 @@ std::optional<double> positive(const json& j, const std::string& source, const s
 double replaced_case::counted_share() const {
   if (!share) return 0;
   if (!captured_calls || *captured_calls <= 0) return *share;
-  return *share * std::min(1.0, static_cast<double>(calls) / *captured_calls);
+  return *share * static_cast<double>(calls) / *captured_calls;
 }
 
 double replaced_case::speedup() const {

@@ -23,7 +23,10 @@ struct replaced_case {
   std::optional<double> record_eager_us, record_kernel_us;  // the winner's record on that case
   std::optional<double> record_speedup;                     // the record's speedup over eager across its cases
 
-  // share x min(1, calls / captured_calls): the capture's calls that the variant replaced (0 without a share).
+  // share x calls / captured_calls (0 without a share): the time of the calls the variant replaced, each at the
+  // capture's time per call at this case. Calls beyond the captured ones are this operator covering part of a
+  // larger captured pattern at the same sizes (the SD3.5 VAE's GroupNorm+SiLU inside its add+GroupNorm+SiLU, whose
+  // spec has no kernel): the same work, so the same time each, which that larger pattern's share held.
   double counted_share() const;
   // The kernel's speedup over eager: the record's on this case, else across its cases, else 1 (nothing known).
   double speedup() const;

@@ -42,6 +42,14 @@ TEST(share_prediction, a_case_replaced_at_some_of_its_calls_counts_that_part_of_
   EXPECT_FALSE(p.fraction_known() && p.fraction > 0);  // measured 1.0x: no gain, fraction 0
 }
 
+TEST(share_prediction, calls_beyond_the_captured_ones_count_at_the_same_time_each) {
+  // The VAE's GroupNorm+SiLU operator also runs inside 3 add+GroupNorm+SiLU calls at the captured sizes: 6 calls at
+  // 13.7 % for 3.
+  auto p = e2e::predict_from_shares({with("gn-silu", 0.137, 20, 1, /*calls=*/6, /*captured=*/3)}, 1.0, "hot");
+  EXPECT_NEAR(p.share, 0.274, 1e-12);
+  EXPECT_NEAR(p.predicted, 1 / (1 - 0.274 + 0.274 / 20), 1e-12);
+}
+
 TEST(share_prediction, the_speedup_falls_back_to_the_records_then_to_none) {
   replaced_case c{.workload = "w", .calls = 1, .share = 0.5, .record_speedup = 4.0};
   EXPECT_EQ(c.speedup_source(), "record");

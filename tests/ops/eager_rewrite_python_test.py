@@ -377,7 +377,9 @@ class RewriteBest(unittest.TestCase):
         self.assertEqual({r["workload"]: r["count"] for r in kforge.rewritten(fast)},
                          {"lt-add-rmsnorm": 4, "lt-rmsnorm": 1})
         self.assertAlmostEqual(chosen["coverage"]["share"], 0.047 + 0.011)
-        self.assertIn("rewrite-first: 5.8% of the captured time replaced, chosen over patch-then-rewrite: 1.1%",
+        # Patching first, the five rms_norm calls count 1.1 % each (the case's captured time per call): the four
+        # inside the add + rms_norm patterns miss their adds.
+        self.assertIn("rewrite-first: 5.8% of the captured time replaced, chosen over patch-then-rewrite: 5.5%",
                       chosen["note"])
         self.assertEqual(kforge.patched_modules(model), [])  # the model itself is left as it was
         torch.testing.assert_close(got, ref, rtol=1e-3, atol=1e-3)
@@ -414,6 +416,18 @@ class RewriteBest(unittest.TestCase):
                 _, calls = kforge.operator_calls(lambda: fast(*args))
             self.assertEqual(kforge.patched_modules(chosen["patched"]), [])
             self.assertEqual(calls, {})
+
+
+class Coverage(unittest.TestCase):
+    def test_calls_beyond_the_captured_ones_count_at_the_same_time_each(self):
+        # kforge.covered, with the shares given: 6 calls of a case captured at 3 calls for 13.7 % (an operator also
+        # covering part of a larger captured pattern at those sizes) count 27.4 %; a case without captured calls
+        # counts its share; a call of no annotated case counts a call only.
+        shares = {("gn-silu", "C=128"): (0.137, 3), ("smax", "default"): (0.1, None)}
+        cov = kforge.covered({("gn-silu", "C=128"): 6, ("smax", "default"): 2, ("other", None): 1}, shares)
+        self.assertAlmostEqual(cov["share"], 0.274 + 0.1)
+        self.assertEqual((cov["calls"], cov["shares"]), (9, True))
+        self.assertEqual(kforge.covered({("other", None): 1}, shares)["shares"], False)
 
 
 class E2eKforgeVariant(unittest.TestCase):

@@ -18,7 +18,7 @@ from torch import nn
 
 import kforge
 from rewrite_python_test import GraphRewrite, Policy  # noqa: F401  (kforge.compile: rewrite, policy; own setUpModule)
-from eager_rewrite_python_test import E2eKforgeVariant, EagerRewrite, RewriteBest  # noqa: F401  (rewrite_eager, rewrite_best; ditto)
+from eager_rewrite_python_test import Coverage, E2eKforgeVariant, EagerRewrite, RewriteBest  # noqa: F401  (rewrite_eager, rewrite_best; ditto)
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 WORKLOADS = REPO / "workloads"
