@@ -13,6 +13,7 @@ whose operator calls cover more of the captured time (``share``; without shares,
 specs' graph ops).
 """
 import copy
+import itertools
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -94,9 +95,8 @@ def _device_type(model, tensors):
     for t in tensors:
         if isinstance(t, torch.Tensor):
             return t.device.type
-    for t in list(model.parameters()) + list(model.buffers()):
-        return t.device.type
-    return "cpu"
+    t = next(itertools.chain(model.parameters(), model.buffers()), None)
+    return t.device.type if t is not None else "cpu"
 
 
 def rewrite_best(model, example_inputs, names=None, require_kernel=True):

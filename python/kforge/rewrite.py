@@ -351,14 +351,13 @@ class Rewrite:
         def trace(fn, args):
             gm = pm.fwd_only(fn, args, get_decomp_fn=decomp)
             if decompositions == "inductor":
-                # Inductor turns the post-grad graph's views into reshapes before its custom passes run: a
-                # decomposed group_norm's views would match nothing.
+                # The graph inductor's custom passes see has been through its joint-graph passes (a chain of
+                # casts between float types is one cast: GroupNorm's bfloat16 output upcast again by the SiLU
+                # after it becomes a float32-to-float32 cast, which stays until after the custom passes) and
+                # view_to_reshape (a decomposed group_norm's views are reshapes): the pattern must be the same.
                 from torch._inductor.fx_passes.joint_graph import joint_graph_passes
                 from torch._inductor.fx_passes.post_grad import view_to_reshape
 
-                # Inductor runs its joint-graph passes before the custom passes: a chain of casts between float
-                # types becomes one cast (GroupNorm's bfloat16 output upcast again by the SiLU after it: one cast
-                # to float32 of a float32, which stays until after the custom passes); the pattern must be the same.
                 joint_graph_passes(gm)
                 view_to_reshape(gm)
             return gm

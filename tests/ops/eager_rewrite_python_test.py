@@ -394,7 +394,6 @@ class RewriteBest(unittest.TestCase):
                           for c in shares],
                          [("lt-add-rmsnorm", "default", 4, 0.047, 4), ("lt-rmsnorm", "default", 1, 0.011, 1)])
 
-
     def test_a_workload_without_a_kernel_for_the_device_patches_no_module(self):
         # The RMSNorm spec again under another name, not searched: no cpu kernel. Its operator would run the eager
         # graph, so rewrite_best patches nothing with it (kforge.patch alone still would).
