@@ -94,6 +94,18 @@ bool casts(walker& w, std::vector<dtype>* out) {
   return true;
 }
 
+// Whether input `m` broadcasts into input `x` without growing it, in every case of the spec (what add_mask's shape
+// rule asks of a mask; an add's `other` may broadcast either way).
+bool broadcasts_into(const workload_spec& spec, const input_spec& m, const input_spec& x) {
+  if (m.shape.size() > x.shape.size()) return false;
+  for (const auto& c : spec.cases) {
+    const auto ms = concrete_shape(m, c), xs = concrete_shape(x, c);
+    for (size_t i = 1; i <= ms.size(); ++i)
+      if (ms[ms.size() - i] != 1 && ms[ms.size() - i] != xs[xs.size() - i]) return false;
+  }
+  return true;
+}
+
 std::string casts_text(const std::vector<dtype>& c) {
   std::string s;
   for (auto t : c) s += fmt::format(" -> cast({})", dtype_name(t));
@@ -143,17 +155,24 @@ std::optional<softmax_graph> match_softmax(const workload_spec& spec, std::strin
       auto c = number_arg(a, "cap");
       if (!c || *c == 0) { w.fail(fmt::format("{}: no non-zero cap", w.where())); return std::nullopt; }
       st.value = *c;
-    } else if (op == "add_mask") {
+    } else if (op == "add_mask" || op == "add") {
+      // An add of an input that broadcasts into x without growing it is a mask too (x + other, as written by hand).
       st.what = elementwise_step::kind::add_mask;
-      if (!a.contains("mask") || !a["mask"].is_string() || !spec.find_input(a["mask"].get<std::string>())) {
-        w.fail(fmt::format("{}: the mask must name an input", w.where()));
+      const char* field = op == "add" ? "other" : "mask";
+      if (!a.contains(field) || !a[field].is_string() || !spec.find_input(a[field].get<std::string>())) {
+        w.fail(fmt::format("{}: the {} must name an input", w.where(), op == "add" ? "added tensor" : "mask"));
         return std::nullopt;
       }
-      st.mask = a["mask"].get<std::string>();
+      st.mask = a[field].get<std::string>();
       auto* m = spec.find_input(st.mask);
       if (!is_floating(m->type)) { w.fail(fmt::format("{}: only floating masks are fused", w.where())); return std::nullopt; }
       if (static_cast<int>(m->shape.size()) > g.rank) {
         w.fail(fmt::format("{}: the mask has more dims than x", w.where()));
+        return std::nullopt;
+      }
+      if (op == "add" && !broadcasts_into(spec, *m, *spec.find_input(g.input))) {
+        w.fail(fmt::format("{}: {} does not broadcast into {} in every case: only an add of a mask that keeps x's "
+                           "shape is fused", w.where(), st.mask, g.input));
         return std::nullopt;
       }
       w.type = promote(w.type, m->type);
@@ -163,7 +182,7 @@ std::optional<softmax_graph> match_softmax(const workload_spec& spec, std::strin
       if (!t || !is_floating(*t)) { w.fail(fmt::format("{}: only floating casts are fused", w.where())); return std::nullopt; }
       w.type = *t;
     } else {
-      w.fail(fmt::format("{}: not a fusable softmax prologue op (scale, softcap, add_mask, cast)", w.where()));
+      w.fail(fmt::format("{}: not a fusable softmax prologue op (scale, softcap, add_mask or an add of a mask, cast)", w.where()));
       return std::nullopt;
     }
     st.to = w.type;

@@ -13,6 +13,7 @@
 #include "exec/kf_abi.h"
 #include "search/family.h"
 #include "search/graph_match.h"
+#include "../support/family_verify.h"
 #include "covering_sets.h"
 #include "search_test_specs.h"
 #include "util/fs.h"
@@ -268,6 +269,35 @@ TEST(graph_match, explains_what_does_not_fit) {
   EXPECT_EQ(g->mask_inputs(), std::vector<std::string>{"m"});
   EXPECT_EQ(g->prologue.size(), 3u);
   EXPECT_EQ(g->prologue[1].to, dtype::float32);  // bf16 + float32 mask promotes
+}
+
+// A mask written as a plain add (`add: {other: m}`, as a user writes x + m) is fused like add_mask when m broadcasts
+// into x without growing it in every case; the cpu kernel passes the verifier on it. An add that grows x is not.
+TEST(graph_match, an_add_of_a_broadcast_mask_is_a_softmax_mask) {
+  const std::string head = R"(version: 1
+name: add-mask-softmax
+inputs:
+  x: {shape: [B, 3, T, T], dtype: float32, init: {normal: {std: 3.0}}}
+)";
+  const std::string tail = R"(graph:
+  - scale: {input: x, factor: 0.125}
+  - add: {other: m}
+  - softmax: {dim: -1}
+cases:
+  - {B: 2, T: 77, gate: true}
+  - {B: 1, T: 33}
+)";
+  auto spec = test::parse(head + "  m: {shape: [1, 1, T, T], dtype: float32, init: causal_mask}\n" + tail);
+  std::string why;
+  auto g = match_softmax(spec, &why);
+  ASSERT_TRUE(g.has_value()) << why;
+  EXPECT_EQ(g->mask_inputs(), std::vector<std::string>{"m"});
+  EXPECT_TRUE(find_family("row_softmax_cuda", device_kind::cuda)->covers(spec, &why)) << why;
+  test::expect_passes(spec, "add of a causal mask", "row_softmax_cpu", device_kind::cpu);
+  // An m of [2, 3, T, T] grows x where B is 1 (x + m broadcasts x): not a mask.
+  auto grows = test::parse(head + "  m: {shape: [2, 3, T, T], dtype: float32, init: {normal: {std: 1.0}}}\n" + tail);
+  EXPECT_FALSE(match_softmax(grows, &why).has_value());
+  EXPECT_NE(why.find("does not broadcast into x in every case"), std::string::npos) << why;
 }
 
 // The softmax kernels read each row as one contiguous run: a channels_last x, whose last dim is strided, is not
