@@ -40,6 +40,7 @@ const std::vector<flag_def>& search_flags() {
       {"batch", true, "candidates proposed and compiled together (default: 16 on a GPU, whose compiles overlap the timing; 4 on the cpu; times the number of --devices)", "N"},
       {"no-write", false, "report the winner without writing it"},
       {"min-gain", true, "replace the stored kernel only when the winner is this much faster, both timed in this search (default 2%)", "PCT"},
+      {"max-parts", true, "after the search, try a dispatch kernel of up to N of its candidates, each launched for the input sizes it was fastest at (default 3; 1: off)", "N"},
       {"tree", true, "also write the search tree as JSON for `kforge report render --search`", "FILE"},
       {"try", true, "seed the search with these variants too: \"knob=value knob=value\", several separated by ';', each "
                     "optionally FAMILY: first; knobs not named keep the family's default (a harness sweep's best, a "
@@ -103,6 +104,9 @@ session_settings search_settings(const args& a, const workload_spec& spec) {
   st.write = !a.has("no-write");
   st.min_gain = min_gain_flag(a);
   st.tree_path = a.get_or("tree", "");
+  st.search.dispatch.max_parts = a.get_int("max-parts", st.search.dispatch.max_parts);
+  if (st.search.dispatch.max_parts < 1 || st.search.dispatch.max_parts > 8)
+    throw user_error(fmt::format("--max-parts {}: expected 1 (no dispatch kernel) to 8", st.search.dispatch.max_parts));
   st.tried = tried_roots(spec, st.device.kind, a.get_or("try", ""));  // a bad --try fails here, before any work
   return st;
 }

@@ -253,6 +253,7 @@ session_result run_search_session(const workload_spec& spec, const session_setti
   }
   if (o.reopened > 0)
     term::say("  stagnation closed every subtree {} time(s) with time and budget left: opened them again", o.reopened);
+  if (!o.dispatch_note.empty()) term::say("  {}", o.dispatch_note);
   if (o.baselines.empty())
     term::say("  {}", term::yellow("no baseline could be timed: rewards rank candidates by time alone"));
   if (o.best_root && o.best_root->time_us)
@@ -339,6 +340,9 @@ session_result run_search_session(const workload_spec& spec, const session_setti
     const bool ours = header && header->family == winner_family->name();
     w.metadata["family_version"] = ours ? header->version : 0;
     w.metadata["knobs"] = ours ? header->knobs : winner_family->canonical_knobs(spec, o.winner->cand.knobs);
+  } else if (o.winner->cand.family == k_dispatch_family) {  // its parts' families and versions are in its knobs
+    w.metadata["family_version"] = k_dispatch_version;
+    w.metadata["knobs"] = o.winner->cand.knobs;
   }
   for (auto& t : w.metadata["trajectory"])
     if (t.is_number() && std::isnan(t.get<double>())) t = nullptr;

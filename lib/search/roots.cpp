@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "search/dispatch.h"
 #include "search/proposer.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -136,6 +137,21 @@ root_set search_roots(const workload_spec& spec, device_kind device, const std::
     knob_values knobs;
     if (meta.contains("knobs") && meta["knobs"].is_object())
       for (auto& [k, v] : meta["knobs"].items()) knobs[k] = v.is_string() ? v.get<std::string>() : v.dump();
+    // A dispatch kernel's parts are family variants of their own: each is a root the proposer moves from.
+    std::vector<std::pair<std::string, knob_values>> variants;  // (family, knobs), with the origin's suffix below
+    std::vector<std::string> suffixes;
+    if (fam == k_dispatch_family) {
+      std::string why;
+      auto parts = parse_dispatch_knobs(knobs, &why);
+      if (!parts) out.notes.push_back(fmt::format("{}: its dispatch parts do not parse ({}), skipped", path.string(), why));
+      for (size_t i = 0; parts && i < parts->size(); ++i) {
+        variants.emplace_back((*parts)[i].family, (*parts)[i].knobs);
+        suffixes.push_back(fmt::format(" part {}", i));
+      }
+    } else {
+      variants.emplace_back(fam, knobs);
+      suffixes.push_back("");
+    }
     if (key == gpu_key) {
       // This GPU's own winner, exactly as stored (its family and knobs let the proposer move from it).
       auto src = path.parent_path() / (key + (device == device_kind::cpu ? ".cpp" : ".cu"));
@@ -149,20 +165,24 @@ root_set search_roots(const workload_spec& spec, device_kind device, const std::
       c.origin = "stored:" + key;
       const family* f = fam.empty() ? nullptr : find_family(fam, device);
       const bool current = f && f->valid(knobs, spec, nullptr);
-      if (current) {
+      if (current || fam == k_dispatch_family) {  // a dispatch kernel: keyed by its parts, moved from through them
         c.family = fam;
         c.knobs = knobs;
       }
       add(std::move(c));
       // The family changed knobs since: the same knobs re-emitted, completed with today's defaults, so that
       // the proposer can move from the stored winner.
-      std::string changes;
-      if (f && !current) {
-        auto now = current_knobs(*f, spec, knobs, &changes);
-        if (f->valid(now, spec, nullptr)) {
-          add(family_candidate(*f, spec, now, "stored:" + key + " (knobs now: " + changes + ")"));
-          out.notes.push_back(fmt::format("{}: {} changed its knobs since; also re-emitted with {}", path.string(), fam, changes));
-        }
+      for (size_t i = 0; i < variants.size(); ++i) {
+        const family* vf = find_family(variants[i].first, device);
+        if (!vf || (fam != k_dispatch_family && current)) continue;
+        std::string changes;
+        auto now = current_knobs(*vf, spec, variants[i].second, &changes);
+        if (!vf->valid(now, spec, nullptr)) continue;
+        add(family_candidate(*vf, spec, now, "stored:" + key + suffixes[i] +
+                                                 (changes.empty() ? "" : " (knobs now: " + changes + ")")));
+        if (!changes.empty())
+          out.notes.push_back(fmt::format("{}: {} changed its knobs since; also re-emitted with {}", path.string(),
+                                          vf->name(), changes));
       }
       continue;
     }
@@ -170,20 +190,23 @@ root_set search_roots(const workload_spec& spec, device_kind device, const std::
       out.notes.push_back(fmt::format("{}: names no family, cannot be re-emitted for {}", path.string(), gpu_key));
       continue;
     }
-    std::string mine = family_kind(fam) + "_" + std::string(device_kind_name(device));
-    const family* f = find_family(mine, device);
-    std::string why;
-    if (!f) {
-      out.notes.push_back(fmt::format("{}: no family {} for this device", path.string(), mine));
-      continue;
+    for (size_t i = 0; i < variants.size(); ++i) {
+      std::string mine = family_kind(variants[i].first) + "_" + std::string(device_kind_name(device));
+      const family* f = find_family(mine, device);
+      std::string why;
+      if (!f) {
+        out.notes.push_back(fmt::format("{}: no family {} for this device", path.string(), mine));
+        continue;
+      }
+      std::string changes;
+      knob_values k = current_knobs(*f, spec, variants[i].second, &changes);
+      if (!f->valid(k, spec, &why)) {
+        out.notes.push_back(fmt::format("{}: knobs of {} do not fit {} ({})", path.string(), variants[i].first, mine, why));
+        continue;
+      }
+      add(family_candidate(*f, spec, k, "stored:" + key + suffixes[i] +
+                                            (changes.empty() ? "" : " (knobs now: " + changes + ")")));
     }
-    std::string changes;
-    knobs = current_knobs(*f, spec, knobs, &changes);
-    if (!f->valid(knobs, spec, &why)) {
-      out.notes.push_back(fmt::format("{}: knobs of {} do not fit {} ({})", path.string(), fam, mine, why));
-      continue;
-    }
-    add(family_candidate(*f, spec, knobs, "stored:" + key + (changes.empty() ? "" : " (knobs now: " + changes + ")")));
   }
   for (auto* f : covering_families(spec, device)) add(family_candidate(*f, spec, f->default_variant(spec), "default"));
   return out;

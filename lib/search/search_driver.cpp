@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "report/summarize.h"
 #include "util/error.h"
@@ -448,6 +449,59 @@ std::optional<int64_t> search_driver::winner_node(bool measured_only) const {
   return w;
 }
 
+void search_driver::try_dispatch(std::string* note) {
+  if (m_options.dispatch.max_parts < 2) return;
+  std::map<int64_t, std::map<std::string, double>> times;  // family candidates of this device that were timed
+  for (auto& n : m_tree.nodes()) {
+    if (n.id == 0 || n.cand.family.empty() || n.cand.family == k_dispatch_family) continue;
+    if (n.status != node_status::screened && n.status != node_status::measured) continue;
+    if (!find_family(n.cand.family, m_device)) continue;
+    if (auto t = m_case_us.find(n.id); t != m_case_us.end()) times[n.id] = t->second;
+  }
+  std::map<std::string, int64_t> bytes;
+  for (auto& [_, per_case] : times)
+    for (auto& [name, __] : per_case)
+      if (const case_spec* c = m_spec.find_case(name)) bytes[name] = input_bytes(m_spec, *c);
+  auto plan = plan_dispatch(times, bytes, m_options.dispatch);
+  if (!plan) {
+    if (times.size() > 1 && bytes.size() > 1)
+      *note = fmt::format("no dispatch kernel: no candidate was {:.3g} % faster than the best one over a run of the "
+                          "sizes (of {} timed candidates)",
+                          100.0 * m_options.dispatch.part_gain, times.size());
+    return;
+  }
+  std::vector<const candidate*> parts;
+  std::vector<std::string> said;
+  for (size_t i = 0; i < plan->parts.size(); ++i) {
+    parts.push_back(&m_tree.at(plan->parts[i]).cand);
+    std::vector<std::string> cases;
+    for (auto& [c, part] : plan->case_part)
+      if (part == i) cases.push_back(c);
+    said.push_back(fmt::format("node {} ({}){} for {}", m_db_id.at(static_cast<size_t>(plan->parts[i])),
+                               m_tree.at(plan->parts[i]).cand.family,
+                               i < plan->up_to.size() ? fmt::format(" up to {} input bytes", plan->up_to[i]) : "",
+                               fmt::join(cases, ", ")));
+  }
+  std::string why;
+  auto c = dispatch_candidate(m_spec, m_device, parts, plan->up_to,
+                              fmt::format("dispatch: {}", fmt::join(said, "; ")), &why);
+  if (!c) {
+    *note = "no dispatch kernel: " + why;
+    return;
+  }
+  const std::string planned = fmt::format("{}; planned {:.3g} us against {:.3g} us for the best single candidate",
+                                          c->origin, plan->planned_us, plan->single_us);
+  if (m_tree.contains(candidate_key(*c))) {
+    *note = planned + " (evaluated before)";
+    return;
+  }
+  const int64_t tid = add_node(plan->single, std::move(*c));
+  apply(tid, m_ev.confirm(m_tree.at(tid).cand));
+  const node& n = m_tree.at(tid);
+  *note = n.time_us ? fmt::format("{}; measured {:.3g} us", planned, *n.time_us)
+                    : fmt::format("{}; it failed: {}", planned, n.detail);
+}
+
 search_outcome search_driver::finish(std::string reason) {
   search_outcome o;
   o.search_id = m_search.id;
@@ -455,6 +509,7 @@ search_outcome search_driver::finish(std::string reason) {
   o.reopened = m_reopened;
   o.baselines = m_search.baselines;
   o.baseline_seconds = m_baseline_s;
+  if (reason != "interrupted") try_dispatch(&o.dispatch_note);
   // The winner must have passed the full protocol: confirm a screened best (a few tries down the ranking).
   if (reason != "interrupted") {
     for (int tries = 0; tries < 3; ++tries) {

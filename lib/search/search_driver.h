@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gate/gate.h"
+#include "search/dispatch.h"
 #include "search/evaluator.h"
 #include "search/mcts.h"
 #include "search/proposer.h"
@@ -28,6 +29,9 @@ struct search_options {
   int batch = 2;                // candidates proposed (and compiled in parallel) per round
   double full_margin = 0.10;    // screened within this fraction of the best time gets the full protocol
   mcts_options mcts;
+  // After the search: a dispatch kernel of the candidates fastest on different sizes (search/dispatch.h),
+  // evaluated with the full protocol as one more candidate; max_parts 1 turns it off.
+  dispatch_options dispatch;
   std::function<bool()> stop_requested;  // polled between evaluations (SIGINT)
 };
 
@@ -63,6 +67,7 @@ struct search_outcome {
   bool stored_root_passes_gate = false;     // by the same rule as the winner's, in the same measurement
   std::vector<double> trajectory;           // best time after each evaluation (us; NaN before the first)
   std::vector<std::string> failure_samples; // up to 3 distinct reasons candidates failed
+  std::string dispatch_note;                // what the dispatch step planned and what its kernel measured
   nlohmann::json baselines;
   double baseline_seconds = 0;              // timing the baselines (a first torch.compile export: minutes), before --time runs
   nlohmann::json environment;
@@ -104,6 +109,9 @@ class search_driver {
   // The winner's verdict (search_outcome::verdict), and the stored kernel's in the same measurement.
   void judge_winner(search_outcome& o, int64_t winner, std::optional<int64_t> stored);
   std::optional<int64_t> winner_node(bool measured_only) const;
+  // Plans a dispatch kernel over the timed candidates and, when the plan gains, evaluates it (a child of the best
+  // single candidate); says what it did in `note`.
+  void try_dispatch(std::string* note);
 
   const workload_spec& m_spec;
   device_kind m_device;

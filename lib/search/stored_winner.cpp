@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "search/dispatch.h"
 #include "store/kernel_header.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -71,6 +72,41 @@ std::vector<std::string> legacy_provenance(const std::string& text) {
   return out;
 }
 
+
+std::string reemit_how(const workload_spec& spec, const stored_kernel& k) {
+  return fmt::format("re-emit it with `kforge reemit {}` (its knobs, the family's code of today), then time it with "
+                     "`kforge run {}` on {}",
+                     spec.name, spec.name, k.gpu_key);
+}
+
+// A dispatch kernel (search/dispatch.h) is current when its .json and header name the same parts and re-emitting
+// every part at its family's version today gives its source.
+winner_check check_dispatch(const workload_spec& spec, const stored_kernel& k, const std::string& text,
+                            winner_check out) {
+  auto fail = [&](std::string why) {
+    out.why = fmt::format("{}: {}", k.metadata.string(), why);
+    return out;
+  };
+  const knob_values knobs = knobs_of(k.meta);
+  std::string why;
+  const auto header = parse_kernel_header(text, &why);
+  if (!header) return fail(fmt::format("{}'s source has no kernel header: {}", k.source.filename().string(), why));
+  if (version_of(k.meta) != k_dispatch_version || header->family != k_dispatch_family ||
+      header->version != k_dispatch_version || header->knobs != knobs)
+    return fail(fmt::format("its .json and its source's header do not name the same dispatch version {} and parts: {}",
+                            k_dispatch_version, reemit_how(spec, k)));
+  auto parts = parse_dispatch_knobs(knobs, &why);
+  if (!parts) return fail("its parts do not parse: " + why);
+  auto emitted = emit_dispatch(spec, device_of_key(k.gpu_key), *parts, &why);
+  if (!emitted) return fail(why + ": " + reemit_how(spec, k));
+  if (*emitted != without_provenance(text))
+    return fail(fmt::format("its parts emit another source ({}, stored against emitted): a family's code changed "
+                            "without a new version, or the file was edited by hand",
+                            first_difference(without_provenance(text), *emitted)));
+  out.current = true;
+  return out;
+}
+
 }  // namespace
 
 device_kind device_of_key(const std::string& gpu_key) {
@@ -91,12 +127,11 @@ winner_check check_winner(const workload_spec& spec, const stored_kernel& k) {
     out.current = true;
     return out;
   }
+  if (fam == k_dispatch_family) return check_dispatch(spec, k, text, out);
   const family* f = find_family(fam, device_of_key(k.gpu_key));
   if (!f) return fail(fmt::format("names family {}, which the family table does not have for the {} device", fam,
                                   device_kind_name(device_of_key(k.gpu_key))));
-  const std::string how = fmt::format("re-emit it with `kforge reemit {}` (its knobs, the family's code of today), "
-                                      "then time it with `kforge run {}` on {}",
-                                      spec.name, spec.name, k.gpu_key);
+  const std::string how = reemit_how(spec, k);
   const int version = version_of(k.meta);
   if (version != f->version())
     return fail(fmt::format("emitted by {} {}, and the family is at version {}: {}", fam, version_text(version),
@@ -124,47 +159,82 @@ winner_check check_winner(const workload_spec& spec, const stored_kernel& k) {
   return out;
 }
 
-reemitted_winner reemit_winner(const workload_spec& spec, const stored_kernel& k, const std::string& date) {
-  auto fail = [&](std::string why) { return user_error(fmt::format("{}: {}", k.metadata.string(), why)); };
-  reemitted_winner out;
-  out.family = k.meta.value("family", "");
-  if (out.family.empty()) throw fail("names no family (a proposer's rewrite): there is nothing to re-emit it from");
-  const family* f = find_family(out.family, device_of_key(k.gpu_key));
-  if (!f) throw fail(fmt::format("names family {}, which the family table does not have for the {} device",
-                                 out.family, device_kind_name(device_of_key(k.gpu_key))));
-  out.from_version = version_of(k.meta);
-  out.to_version = f->version();
-  const knob_values recorded = knobs_of(k.meta);
+namespace {
+
+// The knobs of `recorded` as `f` reads them today (reemit_winner's rules), the ones filled in `filled`; throws
+// user_error (through `fail`) where the code path is gone.
+template <typename Fail>
+knob_values knobs_today(const family& f, const workload_spec& spec, const knob_values& recorded,
+                        std::map<std::string, std::string>& filled, const Fail& fail) {
   knob_values knobs = recorded;
-  const auto ks = f->knobs();
+  const auto ks = f.knobs();
   for (auto& [name, _] : recorded)
     if (std::none_of(ks.begin(), ks.end(), [&](const knob& x) { return x.name == name; }))
       throw fail(fmt::format("sets knob {}, which {} no longer has: its code path is gone; search again (`kforge "
-                             "search {}`)", name, out.family, spec.name));
-  const knob_values defaults = f->default_variant(spec);
+                             "search {}`)", name, f.name(), spec.name));
+  const knob_values defaults = f.default_variant(spec);
   std::vector<std::string> unread;  // filled with the default: the variant must not read them
   for (auto& x : ks) {
     if (knobs.count(x.name)) continue;
     if (!x.before.empty()) {
       knobs[x.name] = x.before;
-      out.filled[x.name] = x.before + " (the code before the knob)";
+      filled[x.name] = x.before + " (the code before the knob)";
     } else {
       knobs[x.name] = defaults.at(x.name);
       unread.push_back(x.name);
     }
   }
   std::string why;
-  if (!f->valid(knobs, spec, &why)) throw fail(fmt::format("{} rejects its knobs {}: {}", out.family, knobs_text(knobs), why));
+  if (!f.valid(knobs, spec, &why)) throw fail(fmt::format("{} rejects its knobs {}: {}", f.name(), knobs_text(knobs), why));
   for (auto& name : unread) {
-    if (knob_read(*f, spec, knobs, name))
+    if (knob_read(f, spec, knobs, name))
       throw fail(fmt::format("lacks knob {}, which this variant of {} reads, and the family does not say which value "
                              "gives the code from before the knob (knob::before in its knobs()): set it in the .json "
                              "by hand, or search again",
-                             name, out.family));
-    out.filled[name] = f->canonical_knobs(spec, knobs).at(name) + " (not read by this variant)";
+                             name, f.name()));
+    filled[name] = f.canonical_knobs(spec, knobs).at(name) + " (not read by this variant)";
   }
-  out.knobs = f->canonical_knobs(spec, knobs);
-  const std::string source = f->emit(spec, out.knobs);
+  return f.canonical_knobs(spec, knobs);
+}
+
+}  // namespace
+
+reemitted_winner reemit_winner(const workload_spec& spec, const stored_kernel& k, const std::string& date) {
+  auto fail = [&](std::string why) { return user_error(fmt::format("{}: {}", k.metadata.string(), why)); };
+  reemitted_winner out;
+  out.family = k.meta.value("family", "");
+  if (out.family.empty()) throw fail("names no family (a proposer's rewrite): there is nothing to re-emit it from");
+  const device_kind device = device_of_key(k.gpu_key);
+  out.from_version = version_of(k.meta);
+  const knob_values recorded = knobs_of(k.meta);
+  std::string source;
+  if (out.family == k_dispatch_family) {  // each part re-emitted by its family
+    std::string why;
+    auto parts = parse_dispatch_knobs(recorded, &why);
+    if (!parts) throw fail("its dispatch parts do not parse: " + why);
+    for (size_t i = 0; i < parts->size(); ++i) {
+      auto& p = (*parts)[i];
+      const family* f = find_family(p.family, device);
+      if (!f) throw fail(fmt::format("part {} names family {}, which the family table does not have for the {} device",
+                                     i, p.family, device_kind_name(device)));
+      std::map<std::string, std::string> filled;
+      p.knobs = knobs_today(*f, spec, p.knobs, filled, fail);
+      p.version = f->version();
+      for (auto& [name, value] : filled) out.filled[fmt::format("p{}.{}", i, name)] = value;
+    }
+    auto emitted = emit_dispatch(spec, device, *parts, &why);
+    if (!emitted) throw fail(why);
+    source = std::move(*emitted);
+    out.to_version = k_dispatch_version;
+    out.knobs = dispatch_knobs(*parts);
+  } else {
+    const family* f = find_family(out.family, device);
+    if (!f) throw fail(fmt::format("names family {}, which the family table does not have for the {} device",
+                                   out.family, device_kind_name(device)));
+    out.to_version = f->version();
+    out.knobs = knobs_today(*f, spec, recorded, out.filled, fail);
+    source = f->emit(spec, out.knobs);
+  }
 
   const std::string old_text = read_file(k.source);
   std::vector<std::string> lines = parse_kernel_header(old_text) ? provenance_lines(old_text) : legacy_provenance(old_text);

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "search/dispatch.h"
 #include "search/family.h"
 #include "search/graph_match.h"
 #include "covering_sets.h"
@@ -30,15 +31,13 @@ const family& cuda_family(const std::string& name) {
 }
 
 // One translation unit holding several emitted candidates side by side.
+// Every variant in one translation unit, as a dispatch kernel composes its parts (search/dispatch.h): one nvcc
+// run per family, and the composition itself compiled for every knob value of every CUDA family.
 std::string combine(const std::vector<std::string>& sources) {
-  std::string tu;
-  for (size_t i = 0; i < sources.size(); ++i) {
-    std::string s = std::regex_replace(sources[i], std::regex(R"(\bkfk\b)"), "kfk_" + std::to_string(i));
-    s = std::regex_replace(s, std::regex(R"(extern "C" int kf_launch\()"),
-                           "extern \"C\" int kf_launch_" + std::to_string(i) + "(");
-    tu += s + "\n";
-  }
-  return tu;
+  if (sources.size() == 1) return sources.front();
+  std::vector<int64_t> up_to;
+  for (size_t i = 0; i + 1 < sources.size(); ++i) up_to.push_back(static_cast<int64_t>(i) + 1);
+  return compose_dispatch(sources, up_to);
 }
 
 struct family_case {
