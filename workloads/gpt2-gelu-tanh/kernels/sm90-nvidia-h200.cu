@@ -1,14 +1,10 @@
 // kforge kernel: family pointwise_cuda, version 4
-// knobs: block=256 loads=1 math=fast occupancy=any pdl=1 spread=0 store=default vec=16 waves=0
+// knobs: block=128 loads=1 math=fast occupancy=full pdl=1 spread=1 store=default vec=8 waves=0
 // computes: gelu (one pass)
 // kforge winner: gpt2-gelu-tanh on sm90-nvidia-h200
-// found: by `kforge search` (template proposer) on 2026-12-02T01:01:38Z
-// lineage: default -> template: block 128->256
-// measured: 7.03 us (geometric mean over gated cases), 0.96x compile, 0.92x eager
-// re-emitted: by `kforge reemit` on 2026-12-02T10:00:49Z, pointwise_cuda version 3 from version 2; measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T12:56:42Z, pointwise_cuda version 4 from version 3; knobs filled: occupancy=any (the code before the knob), spread=0 (the code before the knob); measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T12:58:23Z, pointwise_cuda version 4 from version 4; measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T13:52:49Z, pointwise_cuda version 4 from version 4; measured above is the earlier kernel's
+// found: by `kforge search` (template proposer) on 2026-12-03T06:51:48Z
+// lineage: default -> template: vec 16->8 -> template: occupancy any->full
+// measured: 6.88 us (geometric mean over gated cases), 0.94x eager
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -326,14 +322,14 @@ namespace kfk {
 
 using out_t = __half;
 using t0 = __half;
-constexpr int V = 16;
+constexpr int V = 8;
 constexpr int LOADS = 1;
-constexpr int BLOCK = 256;
+constexpr int BLOCK = 128;
 constexpr int WAVES = 0;
 constexpr bool STREAM = false;
 constexpr bool PDL = true;
-constexpr bool SPREAD = false;
-#define KF_PW_MINB 1
+constexpr bool SPREAD = true;
+#define KF_PW_MINB 16
 constexpr int NOPND = 1;
 constexpr int KF_N_INPUTS = 1;
 constexpr int KF_OUT_RANK = 2;

@@ -1,12 +1,10 @@
 // kforge kernel: family row_norm_cuda, version 5
-// knobs: block=256 chunks=4 cluster=2 fit=0 math=precise onepass=0 pdl=1 store=streaming strategy=block team=32 vec=4 waves=0 wload=auto wregs=0
+// knobs: block=128 chunks=4 cluster=2 fit=1 math=precise onepass=0 pdl=1 store=streaming strategy=block team=32 vec=8 waves=1 wload=auto wregs=0
 // computes: rms_norm (one pass over each row)
 // kforge winner: qwen25-7b-rmsnorm on sm90-nvidia-h200
-// found: by `kforge search` (template proposer) on 2026-12-02T06:20:55Z
-// lineage: stored:sm90-nvidia-h200 -> template: wload row->auto
-// measured: 5.32 us (geometric mean over gated cases), 1.63x eager
-// re-emitted: by `kforge reemit` on 2026-12-02T10:00:49Z, row_norm_cuda version 5 from version 4; measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T13:52:49Z, row_norm_cuda version 5 from version 5; measured above is the earlier kernel's
+// found: by `kforge search` (template proposer) on 2026-12-03T06:47:02Z
+// lineage: default -> template: store default->streaming -> template: waves 0->1
+// measured: 4.88 us (geometric mean over gated cases), 1.75x eager
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -329,12 +327,12 @@ using b_t = float;
 using t0 = __nv_bfloat16;
 constexpr int STRAT = 1;
 constexpr int TEAM = 32;
-constexpr int BLOCK = 256;
-constexpr bool FIT = false;
+constexpr int BLOCK = 128;
+constexpr bool FIT = true;
 constexpr int CL = 2;
-constexpr int V = 4;
+constexpr int V = 8;
 constexpr int CHUNKS = 4;
-constexpr int WAVES = 0;
+constexpr int WAVES = 1;
 constexpr bool WREGS = false;
 constexpr int WLOAD = 0;
 constexpr bool ONEPASS = false;
@@ -355,7 +353,7 @@ constexpr int k_w_input = 1;
 constexpr int k_b_input = -1;
 constexpr int kf_operand_input[NOPND] = {0};
 constexpr int kf_operand_dtype[NOPND] = {KF_BFLOAT16};
-constexpr int kf_operand_align[NOPND] = {8};
+constexpr int kf_operand_align[NOPND] = {16};
 
 __device__ __forceinline__ float kf_sqrt(float x) { return sqrtf(x); }
 __device__ __forceinline__ float kf_erf(float x) { return erff(x); }
