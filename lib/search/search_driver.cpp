@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -312,6 +313,7 @@ search_outcome search_driver::run(const std::vector<candidate>& roots,
       if (n.id != 0 && n.status == node_status::pending && static_cast<int>(batch.size()) < room) batch.push_back(n.id);
     while (static_cast<int>(batch.size()) < room) {
       auto sel = m_proposer->next_node(m_tree);  // a replay follows the recorded search's choices
+      if (!sel) sel = case_best_node();
       if (!sel) sel = m_tree.select();
       if (!sel) break;
       auto cands = m_proposer->propose({m_spec, m_device, m_tree, *sel, 1});
@@ -447,6 +449,31 @@ std::optional<int64_t> search_driver::winner_node(bool measured_only) const {
     if (!w || rank > w_rank) w = n.id, w_rank = rank;
   }
   return w;
+}
+
+std::optional<int64_t> search_driver::case_best_node() {
+  if (m_options.dispatch.max_parts < 2 || ++m_case_turn % 4 != 0) return std::nullopt;
+  std::map<std::string, int64_t> bytes;  // the gated cases timed, by name
+  for (auto& [_, per_case] : m_case_us)
+    for (auto& [name, __] : per_case)
+      if (const case_spec* c = m_spec.find_case(name)) bytes.emplace(name, input_bytes(m_spec, *c));
+  std::set<int64_t> sizes;
+  for (auto& [_, b] : bytes) sizes.insert(b);
+  if (sizes.size() < 2) return std::nullopt;
+  auto it = bytes.begin();
+  std::advance(it, static_cast<long>((m_case_turn / 4) % static_cast<int64_t>(bytes.size())));
+  const std::string& name = it->first;
+  std::optional<int64_t> best;
+  double best_us = 0;
+  for (auto& n : m_tree.nodes()) {
+    if (n.id == 0 || n.exhausted || n.cand.family.empty() || n.cand.family == k_dispatch_family) continue;
+    if (n.status != node_status::screened && n.status != node_status::measured) continue;
+    auto t = m_case_us.find(n.id);
+    if (t == m_case_us.end()) continue;
+    auto us = t->second.find(name);
+    if (us != t->second.end() && (!best || us->second < best_us)) best = n.id, best_us = us->second;
+  }
+  return best;
 }
 
 void search_driver::try_dispatch(std::string* note) {

@@ -112,6 +112,10 @@ class search_driver {
   // Plans a dispatch kernel over the timed candidates and, when the plan gains, evaluates it (a child of the best
   // single candidate); says what it did in `note`.
   void try_dispatch(std::string* note);
+  // With dispatch on and gated cases of two sizes or more, every fourth node to expand is the one fastest on a
+  // single case (the cases in turn): the tree's geometric mean alone stays near the candidate that is best
+  // overall, and a dispatch kernel needs each size's best too. nullopt on the other turns.
+  std::optional<int64_t> case_best_node();
 
   const workload_spec& m_spec;
   device_kind m_device;
@@ -126,6 +130,7 @@ class search_driver {
   std::vector<double> m_trajectory_best;
   std::map<int64_t, std::map<std::string, double>> m_case_us;  // tree id -> per-case times
   int m_evaluated = 0, m_session = 0, m_failures = 0, m_reopened = 0;
+  int64_t m_case_turn = 0;  // case_best_node's count of expansions
   double m_started = 0;
   double m_baseline_s = 0;  // open_search: timing the baselines
 };

@@ -284,6 +284,52 @@ TEST(dispatch_search, ends_with_a_dispatch_kernel_when_sizes_disagree_and_it_win
   EXPECT_EQ(parts_seen, 2);
 }
 
+// Graded by threads: fewer is faster on the small case (1: 2 us ... all: 6), slower on the big one (all: 10 ...
+// 1: 40); the geometric mean is flattest near the default, so its ranking alone rarely walks to threads=1.
+class graded_evaluator : public two_size_evaluator {
+ public:
+  static double graded(const candidate& c, bool big) {
+    if (c.family == k_dispatch_family) return big ? 10.0 : 2.0;
+    auto it = c.knobs.find("threads");
+    const std::string t = it == c.knobs.end() ? "all" : it->second;
+    const std::map<std::string, std::pair<double, double>> at = {
+        {"1", {2.0, 40.0}}, {"2", {3.0, 20.0}}, {"4", {4.5, 14.0}}, {"all", {6.0, 10.0}}};
+    return big ? at.at(t).second : at.at(t).first;
+  }
+  std::vector<eval_result> evaluate(const std::vector<candidate>& batch, double, double) override {
+    std::vector<eval_result> out;
+    for (auto& c : batch) out.push_back(graded_one(c));
+    return out;
+  }
+  eval_result confirm(const candidate& c) override { return graded_one(c); }
+
+ private:
+  eval_result graded_one(const candidate& c) {
+    eval_result r = one(c, true);
+    r.case_us = {{"small", graded(c, false)}, {"big", graded(c, true)}};
+    return r;
+  }
+};
+
+TEST(dispatch_search, expands_each_size_s_fastest_node_and_reaches_its_part_unaided) {
+  temp_dir dir("kf-dispatch-graded");
+  const workload_spec spec = two_size_spec();
+  search_db db(dir.path() / "search.db");
+  graded_evaluator ev;
+  search_options o;
+  o.budget = 40;
+  search_driver d(spec, device_kind::cpu, "cpu-test", db, ev, o);
+  auto out = d.run(search_roots(spec, device_kind::cpu, "cpu-test", "/nonexistent").roots);  // no --try
+  ASSERT_TRUE(out.winner.has_value()) << out.stop_reason;
+  EXPECT_EQ(out.winner->cand.family, k_dispatch_family) << out.dispatch_note;
+  auto parts = parse_dispatch_knobs(out.winner->cand.knobs);
+  ASSERT_TRUE(parts.has_value());
+  // Within 40 evaluations the small case's part is threads=2 or 1 (3 us or less); ranked by the geometric mean
+  // alone (no turns for each case), this search's small part was threads=4 (4.5 us).
+  EXPECT_LE(graded_evaluator::graded({"row_softmax_cpu", (*parts)[0].knobs}, false), 3.0)
+      << "threads=" << (*parts)[0].knobs.at("threads");
+}
+
 TEST(dispatch_search, no_dispatch_kernel_when_turned_off) {
   temp_dir dir("kf-dispatch-off");
   const workload_spec spec = two_size_spec();
