@@ -1,7 +1,6 @@
 #include "search/dispatch.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <regex>
@@ -81,49 +80,63 @@ std::optional<dispatch_plan> plan_dispatch(const std::map<int64_t, std::map<std:
     logs.push_back(std::move(row));
   }
   if (ids.empty()) return std::nullopt;
-  std::vector<size_t> count(g);
-  for (size_t k = 0; k < g; ++k) count[k] = groups[k].cases.size();
-  auto cost = [&](size_t cand, size_t a, size_t b) {  // groups [a, b)
-    double s = 0;
-    for (size_t k = a; k < b; ++k) s += logs[cand][k];
-    return s;
-  };
-  auto cases_in = [&](size_t a, size_t b) {
-    size_t n = 0;
-    for (size_t k = a; k < b; ++k) n += count[k];
-    return static_cast<double>(n);
-  };
+  // prefix sums of each candidate's log times over the groups, and of the case counts
+  std::vector<std::vector<double>> prefix(ids.size(), std::vector<double>(g + 1, 0.0));
+  for (size_t i = 0; i < ids.size(); ++i)
+    for (size_t k = 0; k < g; ++k) prefix[i][k + 1] = prefix[i][k] + logs[i][k];
+  std::vector<size_t> counted(g + 1, 0);
+  for (size_t k = 0; k < g; ++k) counted[k + 1] = counted[k] + groups[k].cases.size();
+  auto cost = [&](size_t cand, size_t a, size_t b) { return prefix[cand][b] - prefix[cand][a]; };  // groups [a, b)
+  auto cases_in = [&](size_t a, size_t b) { return static_cast<double>(counted[b] - counted[a]); };
   size_t single = 0;
   for (size_t i = 1; i < ids.size(); ++i)
     if (cost(i, 0, g) < cost(single, 0, g)) single = i;
   const double n_all = cases_in(0, g);
 
-  // Every way to cut the groups into at most max_parts runs (boundaries as a bit mask over the g - 1 gaps).
+  // Each run's candidate: the fastest over it, or the best single candidate unless that one is part_gain slower.
+  std::vector<std::vector<size_t>> pick(g + 1, std::vector<size_t>(g + 1, single));
+  for (size_t a = 0; a < g; ++a)
+    for (size_t b = a + 1; b <= g; ++b) {
+      size_t best = single;
+      for (size_t i = 0; i < ids.size(); ++i)
+        if (cost(i, a, b) < cost(best, a, b)) best = i;
+      if (std::exp((cost(single, a, b) - cost(best, a, b)) / cases_in(a, b)) >= 1.0 + o.part_gain) pick[a][b] = best;
+    }
+  // Dynamic programming over the cuts: total[k][b] is the least cost of groups [0, b) in k runs.
+  const size_t max_runs = std::min<size_t>(static_cast<size_t>(o.max_parts), g);
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> total(max_runs + 1, std::vector<double>(g + 1, inf));
+  std::vector<std::vector<size_t>> from(max_runs + 1, std::vector<size_t>(g + 1, 0));
+  total[0][0] = 0;
+  for (size_t k = 1; k <= max_runs; ++k)
+    for (size_t b = 1; b <= g; ++b)
+      for (size_t a = k - 1; a < b; ++a) {
+        if (total[k - 1][a] == inf) continue;
+        const double c = total[k - 1][a] + cost(pick[a][b], a, b);
+        if (c < total[k][b]) total[k][b] = c, from[k][b] = a;
+      }
   struct run { size_t a, b, cand; };
   std::vector<run> best_runs;
   double best_cost = cost(single, 0, g);
-  const int max_cuts = std::min<int>(o.max_parts - 1, static_cast<int>(g) - 1);
-  for (uint32_t mask = 1; mask < (1u << (g - 1)); ++mask) {
-    if (std::popcount(mask) > max_cuts) continue;
-    std::vector<run> runs;
-    size_t a = 0;
-    for (size_t k = 1; k <= g; ++k) {
-      if (k < g && !(mask & (1u << (k - 1)))) continue;
-      size_t pick = single;
-      for (size_t i = 0; i < ids.size(); ++i)
-        if (cost(i, a, k) < cost(pick, a, k)) pick = i;
-      // a part of its own only where it beats the best single candidate there by part_gain
-      if (std::exp((cost(single, a, k) - cost(pick, a, k)) / cases_in(a, k)) < 1.0 + o.part_gain) pick = single;
-      if (!runs.empty() && runs.back().cand == pick) runs.back().b = k;
-      else runs.push_back({a, k, pick});
-      a = k;
+  for (size_t k = 2; k <= max_runs; ++k) {
+    if (total[k][g] == inf) continue;
+    std::vector<run> runs;  // walked back from the end, then runs of one candidate merged
+    for (size_t b = g, kk = k; kk > 0; --kk) {
+      const size_t a = from[kk][b];
+      runs.push_back({a, b, pick[a][b]});
+      b = a;
     }
-    if (runs.size() < 2) continue;
-    double total = 0;
-    for (auto& r : runs) total += cost(r.cand, r.a, r.b);
-    if (total < best_cost - 1e-12 || (std::abs(total - best_cost) <= 1e-12 && !best_runs.empty() &&
-                                      runs.size() < best_runs.size()))
-      best_cost = total, best_runs = runs;
+    std::reverse(runs.begin(), runs.end());
+    std::vector<run> merged;
+    for (auto& r : runs) {
+      if (!merged.empty() && merged.back().cand == r.cand) merged.back().b = r.b;
+      else merged.push_back(r);
+    }
+    if (merged.size() < 2) continue;
+    const double c = total[k][g];
+    if (c < best_cost - 1e-12 ||
+        (std::abs(c - best_cost) <= 1e-12 && !best_runs.empty() && merged.size() < best_runs.size()))
+      best_cost = c, best_runs = merged;
   }
   if (best_runs.size() < 2) return std::nullopt;
   dispatch_plan p;

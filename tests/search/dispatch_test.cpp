@@ -74,6 +74,29 @@ TEST(dispatch_plan, never_splits_cases_of_equal_size_and_keeps_to_max_parts) {
   EXPECT_FALSE(plan_dispatch({{1, {{"small", 5}, {"mid", 5}, {"big", 5}}}, {2, {{"small", 1}}}}, k_bytes));
 }
 
+TEST(dispatch_plan, many_sizes_cut_into_at_most_max_parts_runs) {
+  // 48 sizes (a model's every sequence length, say) and three candidates, each fastest over a third of them
+  std::map<std::string, int64_t> bytes;
+  times_t t;
+  for (int i = 0; i < 48; ++i) {
+    const std::string c = "c" + std::to_string(i);
+    bytes[c] = int64_t{1000} << (i / 4);  // four cases of each size
+    for (int k = 0; k < 3; ++k) t[k + 1][c] = (i / 16 == k) ? 1.0 : 2.0;
+  }
+  auto p = plan_dispatch(t, bytes);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->parts, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_NEAR(p->planned_us, 1.0, 1e-9);
+  ASSERT_EQ(p->up_to.size(), 2u);
+  EXPECT_GE(p->up_to[0], bytes.at("c15"));
+  EXPECT_LT(p->up_to[0], bytes.at("c16"));
+  dispatch_options two;
+  two.max_parts = 2;
+  auto q = plan_dispatch(t, bytes, two);
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->parts.size(), 2u);
+}
+
 TEST(dispatch_knobs, round_trip_and_clear_errors) {
   std::vector<dispatch_part> parts = {{"row_softmax_cpu", 3, {{"threads", "4"}, {"vec", "8"}}, 4096},
                                       {"row_softmax_cpu", 3, {{"threads", "1"}}, std::nullopt}};
