@@ -451,12 +451,24 @@ std::optional<int64_t> search_driver::winner_node(bool measured_only) const {
   return w;
 }
 
-std::optional<int64_t> search_driver::case_best_node() {
-  if (m_options.dispatch.max_parts < 2 || ++m_case_turn % 4 != 0) return std::nullopt;
-  std::map<std::string, int64_t> bytes;  // the gated cases timed, by name
+bool search_driver::dispatch_part(const node& n) const {
+  return n.id != 0 && !n.cand.family.empty() && n.cand.family != k_dispatch_family &&
+         (n.status == node_status::screened || n.status == node_status::measured) && m_case_us.count(n.id) &&
+         find_family(n.cand.family, m_device);
+}
+
+std::map<std::string, int64_t> search_driver::timed_case_bytes() const {
+  std::map<std::string, int64_t> bytes;
   for (auto& [_, per_case] : m_case_us)
     for (auto& [name, __] : per_case)
-      if (const case_spec* c = m_spec.find_case(name)) bytes.emplace(name, input_bytes(m_spec, *c));
+      if (!bytes.count(name))
+        if (const case_spec* c = m_spec.find_case(name)) bytes.emplace(name, input_bytes(m_spec, *c));
+  return bytes;
+}
+
+std::optional<int64_t> search_driver::case_best_node() {
+  if (m_options.dispatch.max_parts < 2 || ++m_case_turn % 4 != 0) return std::nullopt;
+  const auto bytes = timed_case_bytes();
   std::set<int64_t> sizes;
   for (auto& [_, b] : bytes) sizes.insert(b);
   if (sizes.size() < 2) return std::nullopt;
@@ -466,12 +478,10 @@ std::optional<int64_t> search_driver::case_best_node() {
   std::optional<int64_t> best;
   double best_us = 0;
   for (auto& n : m_tree.nodes()) {
-    if (n.id == 0 || n.exhausted || n.cand.family.empty() || n.cand.family == k_dispatch_family) continue;
-    if (n.status != node_status::screened && n.status != node_status::measured) continue;
-    auto t = m_case_us.find(n.id);
-    if (t == m_case_us.end()) continue;
-    auto us = t->second.find(name);
-    if (us != t->second.end() && (!best || us->second < best_us)) best = n.id, best_us = us->second;
+    if (n.exhausted || !dispatch_part(n)) continue;
+    const auto& per_case = m_case_us.at(n.id);
+    auto us = per_case.find(name);
+    if (us != per_case.end() && (!best || us->second < best_us)) best = n.id, best_us = us->second;
   }
   return best;
 }
@@ -479,16 +489,9 @@ std::optional<int64_t> search_driver::case_best_node() {
 void search_driver::try_dispatch(std::string* note) {
   if (m_options.dispatch.max_parts < 2) return;
   std::map<int64_t, std::map<std::string, double>> times;  // family candidates of this device that were timed
-  for (auto& n : m_tree.nodes()) {
-    if (n.id == 0 || n.cand.family.empty() || n.cand.family == k_dispatch_family) continue;
-    if (n.status != node_status::screened && n.status != node_status::measured) continue;
-    if (!find_family(n.cand.family, m_device)) continue;
-    if (auto t = m_case_us.find(n.id); t != m_case_us.end()) times[n.id] = t->second;
-  }
-  std::map<std::string, int64_t> bytes;
-  for (auto& [_, per_case] : times)
-    for (auto& [name, __] : per_case)
-      if (const case_spec* c = m_spec.find_case(name)) bytes[name] = input_bytes(m_spec, *c);
+  for (auto& n : m_tree.nodes())
+    if (dispatch_part(n)) times[n.id] = m_case_us.at(n.id);
+  const auto bytes = timed_case_bytes();
   auto plan = plan_dispatch(times, bytes, m_options.dispatch);
   if (!plan) {
     if (times.size() > 1 && bytes.size() > 1)

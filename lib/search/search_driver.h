@@ -116,6 +116,10 @@ class search_driver {
   // single case (the cases in turn): the tree's geometric mean alone stays near the candidate that is best
   // overall, and a dispatch kernel needs each size's best too. nullopt on the other turns.
   std::optional<int64_t> case_best_node();
+  // A node a dispatch kernel may take as a part: a timed candidate of a family of this device.
+  bool dispatch_part(const node& n) const;
+  // The bytes of the inputs of every case some candidate was timed on (dispatch.h input_bytes), by case name.
+  std::map<std::string, int64_t> timed_case_bytes() const;
 
   const workload_spec& m_spec;
   device_kind m_device;

@@ -72,7 +72,6 @@ std::vector<std::string> legacy_provenance(const std::string& text) {
   return out;
 }
 
-
 std::string reemit_how(const workload_spec& spec, const stored_kernel& k) {
   return fmt::format("re-emit it with `kforge reemit {}` (its knobs, the family's code of today), then time it with "
                      "`kforge run {}` on {}",
