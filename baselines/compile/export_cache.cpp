@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "exec/device.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/subprocess.h"
@@ -175,9 +176,7 @@ int export_cache::prefetch(const std::vector<wanted>& work, const std::string& d
 }
 
 std::filesystem::path export_cache::bench_lock(const std::string& device) const {
-  const auto colon = device.find(':');
-  const std::string index = colon == std::string::npos ? "0" : device.substr(colon + 1);
-  return std::filesystem::absolute(folder() / fmt::format("bench-cuda{}.lock", index));
+  return gpu_timing_lock(parse_device(device));  // the lock kforge's own timings on that GPU hold
 }
 
 int export_jobs() {

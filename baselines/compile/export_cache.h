@@ -73,8 +73,9 @@ class export_cache {
   std::filesystem::path folder() const { return m_options.cache_root / "aoti"; }
 
   // The file whose lock every exporter on `device` (cuda[:N]) holds while inductor times kernel configurations
-  // (export.py --bench-lock): concurrent exports take turns at the GPU, so each picks its configurations on an
-  // otherwise idle GPU.
+  // (export.py --bench-lock): the GPU's timing lock (exec/device.h gpu_timing_lock), which kforge's own measure
+  // and verify requests hold too. Concurrent exports take turns at the GPU, and take turns with a search or run
+  // timing on it, so each picks its configurations on an otherwise idle GPU.
   std::filesystem::path bench_lock(const std::string& device) const;
 
  private:

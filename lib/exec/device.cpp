@@ -5,6 +5,8 @@
 
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -112,6 +114,28 @@ std::string gpu_key(const nlohmann::json& env) {
   for (char c : arch)
     if (std::isalnum(static_cast<unsigned char>(c))) a.push_back(static_cast<char>(std::tolower(c)));
   return a + "-" + slug(name);
+}
+
+std::filesystem::path gpu_timing_lock(const device_id& d) {
+  if (d.kind != device_kind::cuda) return {};
+  std::string name = std::to_string(d.index);
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible && *visible) {
+    std::vector<std::string> listed;
+    std::string item;
+    for (const char* c = visible;; ++c) {
+      if (*c == ',' || *c == 0) {
+        listed.push_back(item);
+        item.clear();
+        if (*c == 0) break;
+      } else if (!std::isspace(static_cast<unsigned char>(*c))) {
+        item += *c;
+      }
+    }
+    if (d.index >= 0 && static_cast<size_t>(d.index) < listed.size() && !listed[d.index].empty())
+      name = slug(listed[d.index]);  // an ordinal of the machine, or a GPU's UUID
+  }
+  const char* dir = std::getenv("KFORGE_LOCK_DIR");
+  return std::filesystem::path(dir && *dir ? dir : "/tmp") / fmt::format("kforge-gpu-timing-{}.lock", name);
 }
 
 }  // namespace kf

@@ -2,6 +2,7 @@
 // history are filed under (arch + product name, e.g. sm90-nvidia-h200). Core code: never touches CUDA; `auto`
 // looks for a GPU through the device node and nvidia-smi.
 #pragma once
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -45,5 +46,13 @@ std::string gpu_key(const nlohmann::json& env);
 std::string cpu_key();
 // Lowercase letters and digits, every other run of characters one '-'.
 std::string slug(std::string_view text);
+
+// The file whose lock (util/file_lock.h) every timing on this GPU holds: the worker's measure requests (kforge run,
+// search, calibrate: worker_client takes it) and the torch.compile exporter's inductor benchmarks (export.py
+// --bench-lock), so that processes sharing a GPU (a search beside a run's exports, a nightly retune beside a PR's
+// gate) time one at a time instead of on a GPU the other is loading. Machine-wide: in $KFORGE_LOCK_DIR, else
+// /tmp; named by the GPU as CUDA_VISIBLE_DEVICES lists it when that remaps the ordinals (two processes that both
+// see their GPU as cuda:0 share a lock only when it is the same GPU). Empty for the cpu device.
+std::filesystem::path gpu_timing_lock(const device_id& d);
 
 }  // namespace kf

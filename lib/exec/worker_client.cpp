@@ -16,6 +16,7 @@
 
 #include "exec/protocol.h"
 #include "util/error.h"
+#include "util/file_lock.h"
 #include "util/fs.h"
 #include "util/subprocess.h"
 
@@ -293,6 +294,18 @@ worker_outcome worker_client::request(nlohmann::json request, std::chrono::milli
     if (!started.ok()) return started;
   }
   request["protocol"] = protocol::k_version;
+  // Kernels run only while this GPU's timing lock is held (exec/device.h): another process's timings, or its
+  // exporter's benchmarks, are not disturbed by ours, nor ours by theirs.
+  const std::string cmd = request.value("cmd", "");
+  std::optional<file_lock> gpu;
+  if (cmd == "measure" || cmd == "verify") {
+    const auto path = m_options.timing_lock ? *m_options.timing_lock : gpu_timing_lock(m_options.device);
+    try {
+      if (!path.empty()) gpu.emplace(path);
+    } catch (const infra_error&) {
+      // A lock folder that cannot be written leaves the timings unserialized, as they were before the lock.
+    }
+  }
   return exchange(request, timeout);
 }
 

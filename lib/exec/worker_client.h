@@ -7,9 +7,11 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -50,6 +52,9 @@ struct worker_options {
   size_t stderr_tail_bytes = 8192;
   std::map<std::string, std::string> env_set;        // set in the worker's environment (the rest is allowlisted)
   sandbox_mode sandbox = default_sandbox_mode();    // docs/sandbox.md; strict: start_failed unless all are active
+  // The lock every request that runs kernels (measure, verify) holds while the worker answers it: unset, the
+  // device's gpu_timing_lock (none on the cpu); an empty path: none. The request's timeout starts once it is held.
+  std::optional<std::filesystem::path> timing_lock;
 };
 
 // kforge-worker's path: $KFORGE_WORKER, else beside the running binary (/proc/self/exe), else KFORGE_BINARY_DIR

@@ -1,3 +1,5 @@
+#include <cstdlib>
+
 #include <gtest/gtest.h>
 
 #include "exec/device.h"
@@ -56,4 +58,25 @@ TEST(device, cpu_key_is_generic) {
   EXPECT_EQ(k.rfind("cpu-", 0), 0u);
   EXPECT_EQ(k.find('_'), std::string::npos);  // x86_64 -> x86-64
   EXPECT_EQ(slug("  NVIDIA  H100 (PCIe) "), "nvidia-h100-pcie");
+}
+
+// One lock per physical GPU, machine-wide, whatever ordinal a process sees it as.
+TEST(device, gpu_timing_lock_names_the_gpu_as_the_machine_sees_it) {
+  const char* was_visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  const char* was_dir = std::getenv("KFORGE_LOCK_DIR");
+  const std::string keep_visible = was_visible ? was_visible : "", keep_dir = was_dir ? was_dir : "";
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  unsetenv("KFORGE_LOCK_DIR");
+  EXPECT_TRUE(gpu_timing_lock(parse_device("cpu")).empty());
+  EXPECT_EQ(gpu_timing_lock(parse_device("cuda")), "/tmp/kforge-gpu-timing-0.lock");
+  EXPECT_EQ(gpu_timing_lock(parse_device("cuda:3")), "/tmp/kforge-gpu-timing-3.lock");
+  setenv("CUDA_VISIBLE_DEVICES", "2, 5", 1);  // this process's cuda:1 is the machine's GPU 5
+  setenv("KFORGE_LOCK_DIR", "/run/locks", 1);
+  EXPECT_EQ(gpu_timing_lock(parse_device("cuda:1")), "/run/locks/kforge-gpu-timing-5.lock");
+  EXPECT_EQ(gpu_timing_lock(parse_device("cuda:0")), "/run/locks/kforge-gpu-timing-2.lock");
+  setenv("CUDA_VISIBLE_DEVICES", "GPU-8f3a2c1e-77aa", 1);
+  EXPECT_EQ(gpu_timing_lock(parse_device("cuda:0")), "/run/locks/kforge-gpu-timing-gpu-8f3a2c1e-77aa.lock");
+  EXPECT_EQ(gpu_timing_lock(parse_device("cuda:1")), "/run/locks/kforge-gpu-timing-1.lock");  // past the list
+  if (was_visible) setenv("CUDA_VISIBLE_DEVICES", keep_visible.c_str(), 1); else unsetenv("CUDA_VISIBLE_DEVICES");
+  if (was_dir) setenv("KFORGE_LOCK_DIR", keep_dir.c_str(), 1); else unsetenv("KFORGE_LOCK_DIR");
 }

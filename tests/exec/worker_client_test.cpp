@@ -2,9 +2,14 @@
 // next request gets a fresh worker.
 #include <signal.h>
 
+#include <future>
+#include <memory>
+
 #include <gtest/gtest.h>
 
 #include "exec/worker_client.h"
+#include "util/file_lock.h"
+#include "util/fs.h"
 
 using namespace kf;
 using namespace std::chrono_literals;
@@ -111,4 +116,24 @@ TEST(worker_client, pool_gives_one_worker_per_device) {
   EXPECT_EQ(&a, &b);
   auto o = a.request(debug("echo"), 60s);
   EXPECT_TRUE(o.ok()) << o.describe();
+}
+
+// Requests that run kernels wait for the device's timing lock (exec/device.h): here a cpu worker given a lock
+// file, held by the test the way another process's timing or export would hold a GPU's.
+TEST(worker_client, measure_and_verify_wait_for_the_timing_lock) {
+  temp_dir d;
+  worker_options o = cpu_worker();
+  o.timing_lock = d.path() / "gpu.lock";
+  worker_client w(o);
+  ASSERT_TRUE(w.request({{"cmd", "env"}}, 60s).ok());  // started; env runs no kernel and takes no lock
+  for (const char* cmd : {"measure", "verify"}) {
+    auto held = std::make_unique<file_lock>(*o.timing_lock);
+    auto reply = std::async(std::launch::async, [&] { return w.request({{"cmd", cmd}}, 60s); });
+    EXPECT_EQ(reply.wait_for(2s), std::future_status::timeout) << cmd << " ran while the lock was held elsewhere";
+    held.reset();
+    auto r = reply.get();  // a request without its fields: the worker's error, once the lock was free
+    ASSERT_TRUE(r.ok()) << cmd << ": " << r.describe();
+    EXPECT_FALSE(r.response.value("ok", true)) << cmd;
+    EXPECT_TRUE(file_lock(*o.timing_lock, file_lock::wait::no).held()) << cmd << ": the lock was kept";
+  }
 }
