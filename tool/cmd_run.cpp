@@ -17,6 +17,7 @@
 #include "pipeline/worker_backend.h"
 #include "report/reporter.h"
 #include "report/run_summary.h"
+#include "spec/baseline_registry.h"
 #include "spec/spec_parse.h"
 #include "store/git_repo.h"
 #include "store/history.h"
@@ -52,9 +53,27 @@ std::vector<flag_def> run_flags() {
       {"python", true, "the Python interpreter with torch, for e2e entries (default python3)", "PY"},
       {"shard", true, "run only shard K of N (one per runner): workloads split by their recorded times; "
                       "`kforge report merge` joins the shards", "K/N"},
+      {"prepare-only", false, "only prepare the baselines (export the torch.compile packages into --cache) and exit: "
+                              "nothing verified or timed, no reports (a runner's cache step; it may run beside a "
+                              "search, whose timings take turns with the exporter's on the GPU)"},
   };
   for (auto& r : reporters()) defs.push_back({std::string(r->format()), true, std::string(r->description()), "FILE"});
   return defs;
+}
+
+// --prepare-only: what each baseline's preparation took; exit 0 (an export that failed is said again, as
+// "skipped", by the timed run that meets it).
+int report_prepared(const run_result& r) {
+  int prepared = 0;
+  for (const auto& b : registered_baselines()) {
+    auto it = r.options.find(b.name + "_prepare_seconds");
+    if (it == r.options.end()) continue;
+    ++prepared;
+    term::say("{} baseline prepared in {:.0f} s for {} ({})", b.title_or_name(), it->get<double>(), r.env.gpu_key,
+              r.env.device);
+  }
+  if (!prepared) term::say("no baseline to prepare: none of the given workloads times one with a preparation step");
+  return 0;
 }
 
 // Each report path names a file in a writable folder, made when missing (a CI job's `out/`): checked before any
@@ -179,6 +198,10 @@ int run_run(const std::vector<std::string>& argv) {
   o.progress = [](const std::string& line) { term::step(line); };
   o.stop_requested = [] { return g_interrupted != 0; };
 
+  o.prepare_only = a.has("prepare-only");
+  if (o.prepare_only)
+    for (const char* f : {"record", "base", "shard", "json", "junit", "markdown", "html", "gbench", "samples"})
+      if (a.has(f)) throw user_error(fmt::format("--prepare-only times nothing: --{} has nothing to do with it", f));
   check_report_paths(a);
   std::optional<shard_id> shard;
   if (auto s = a.get("shard")) shard = parse_shard(*s);
@@ -260,6 +283,10 @@ int run_run(const std::vector<std::string>& argv) {
                 shard_json["weights_from"].get<std::string>());
     }
     r = run_workloads(specs, devices, repo.get(), o);
+    if (o.prepare_only) {
+      term::end_progress();
+      return report_prepared(r);
+    }
     if (shard) r.options["shard"] = shard_json;
     run_e2e_entries(entries, r, o, repo.get(), dev, dir, a);
   } catch (const std::exception& e) {

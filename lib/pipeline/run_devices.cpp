@@ -255,6 +255,10 @@ run_result run_workloads(const std::vector<workload_spec>& specs, const std::vec
     for (auto& s : slots) names.push_back(s.name);
     r.env.device = fmt::format("{}", fmt::join(names, ","));
   }
+  if (o.prepare_only) {
+    r.env.finished_at = utc_now();
+    return r;
+  }
   for (auto& s : slots) s.clocks = r.env;
   scheduler run(specs, slots, first->key, history, repo, o);
   run.run();

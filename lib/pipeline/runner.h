@@ -77,6 +77,9 @@ struct run_options {
   std::chrono::seconds measure_slack{120};  // added to the stopping timeouts for a measure request
   std::function<void(const std::string&)> progress;  // a line per step; may be empty
   std::function<bool()> stop_requested;              // asked between workloads (Ctrl-C); may be empty
+  // Only prepare the baselines (torch.compile's exports into the cache) and return: nothing is verified or timed
+  // (`kforge run --prepare-only`, a runner's cache step before the timed job).
+  bool prepare_only = false;
 };
 
 // The history a run compares with: the merge-base's note with a base ref, else the first parent's (a run on main

@@ -1,4 +1,6 @@
 // `kforge run` as a CI job runs it: the real binary. Report paths are settled before any work.
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -103,4 +105,54 @@ TEST(cmd_run, devices_spreads_the_run_over_two_cpu_workers_and_refuses_bad_lists
     std::string device = w.value("device", "");
     EXPECT_TRUE(device == "cpu#1" || device == "cpu#2") << w.dump();
   }
+}
+
+// --prepare-only: a runner's cache step. The torch.compile packages of every gated case are exported (here by a
+// stand-in python on PATH that logs each export), nothing is verified or timed, and no report is written; report
+// flags are refused.
+TEST(cmd_run, prepare_only_exports_the_packages_and_times_nothing) {
+  temp_dir d("kf-cmd-run");
+  const fs::path src = fs::path(KFORGE_SOURCE_DIR) / "workloads";
+  fs::create_directories(d.path() / "workloads");
+  fs::copy_file(src / "gpt2-gelu-tanh.yaml", d.path() / "workloads" / "gpt2-gelu-tanh.yaml");
+  fs::copy(src / "gpt2-gelu-tanh", d.path() / "workloads" / "gpt2-gelu-tanh", fs::copy_options::recursive);
+  const fs::path bin = d.path() / "bin";
+  fs::create_directories(bin);
+  write_file_atomic(bin / "python3", R"(#!/bin/sh
+if [ "$1" = "-c" ]; then echo "9.9.9+fake"; exit 0; fi
+out=""; mode=""; case_name=""
+while [ $# -gt 0 ]; do
+  case "$1" in --out) out="$2"; shift;; --mode) mode="$2"; shift;; --case) case_name="$2"; shift;; esac
+  shift
+done
+echo "$case_name $mode" >> "$(dirname "$0")/exports"
+echo package > "$out"
+)");
+  fs::permissions(bin / "python3", fs::perms::owner_all);
+  process_options po;
+  po.env_set["PATH"] = bin.string() + ":" + std::getenv("PATH");
+  const std::string kf = std::string(KFORGE_BINARY_DIR) + "/kforge";
+  const std::string dir = (d.path() / "workloads").string(), cache = (d.path() / "cache").string();
+  auto r = run_process({kf, "run", "--device", "cpu", "--workloads-dir", dir, "--cache", cache, "--prepare-only"}, po);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("torch.compile baseline prepared in"), std::string::npos) << r.err;
+  // The one gated case that runs on the cpu (BT=8192 is cuda only), in both modes; nothing timed or summed up.
+  std::string exports = read_file(bin / "exports");
+  EXPECT_NE(exports.find("BT=128 default\n"), std::string::npos) << exports;
+  EXPECT_NE(exports.find("BT=128 max-autotune\n"), std::string::npos) << exports;
+  EXPECT_EQ(std::count(exports.begin(), exports.end(), '\n'), 2) << exports;
+  EXPECT_EQ(r.err.find("kforge run: "), std::string::npos) << r.err;
+  int packages = 0;
+  for (auto& e : fs::directory_iterator(d.path() / "cache" / "aoti")) packages += e.path().extension() == ".pt2";
+  EXPECT_EQ(packages, 2);
+
+  auto again = run_process({kf, "run", "--device", "cpu", "--workloads-dir", dir, "--cache", cache, "--prepare-only"}, po);
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  exports = read_file(bin / "exports");
+  EXPECT_EQ(std::count(exports.begin(), exports.end(), '\n'), 2) << "the second step found them cached";
+
+  auto refused = run_process({kf, "run", "--device", "cpu", "--workloads-dir", dir, "--prepare-only", "--json",
+                              (d.path() / "r.json").string()}, po);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("--prepare-only times nothing: --json"), std::string::npos) << refused.err;
 }
