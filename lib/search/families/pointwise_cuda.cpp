@@ -32,7 +32,9 @@ class pointwise_cuda final : public family {
  public:
   std::string name() const override { return "pointwise_cuda"; }
   device_kind device() const override { return device_kind::cuda; }
-  int version() const override { return 4; }  // 2: the pdl knob; 3: LOADS steps load unguarded; 4: spread, occupancy
+  // 2: the pdl knob; 3: LOADS steps load unguarded; 4: spread, occupancy; 5: every operand's loads issued before
+  // any conversion (pointwise_cuda.cuh)
+  int version() const override { return 5; }
   bool covers(const workload_spec& spec, std::string* why_not) const override { return match_chain(spec, why_not).has_value(); }
   std::vector<knob> knobs() const override {
     return {
@@ -93,8 +95,14 @@ class pointwise_cuda final : public family {
         v.at("pdl") == "1" ? "true" : "false", v.at("spread") == "1" ? "true" : "false", min_blocks(v), c.inputs.size(),
         spec.inputs.size(), c.out_rank, fmt::join(idx, ", "), fmt::join(codes, ", "), fmt::join(aligns, ", "));
     vars += cuda_emit::math_functions(v.at("math") == "fast");
-    vars += "\nstruct pw_args;\n__device__ __forceinline__ void kf_vec(const pw_args& a, int64_t i, float* y);\n"
-            "__device__ __forceinline__ float kf_one(const pw_args& a, int64_t i);\n";
+    std::string raw;
+    for (size_t k = 0; k < c.inputs.size(); ++k) raw += fmt::format("  packed<t{0}, V> r{0};\n", k);
+    vars += fmt::format(
+        "\nstruct pw_args;\nstruct pw_raw {{\n{}}};\n"
+        "__device__ __forceinline__ void kf_vec_load(const pw_args& a, int64_t i, pw_raw& r);\n"
+        "__device__ __forceinline__ void kf_vec_math(const pw_raw& r, float* y);\n"
+        "__device__ __forceinline__ float kf_one(const pw_args& a, int64_t i);\n",
+        raw);
     src += cuda_emit::variant(vars);
     src += cuda_emit::fixed_file("search/families/pointwise_cuda.cuh");
     // The chain's statements twice: on element e of the loaded vectors, and on element i read on its own.
@@ -102,15 +110,21 @@ class pointwise_cuda final : public family {
         ew::chain_statements(spec, c.step_types, [](size_t k) { return fmt::format("x{}[e]", k); }, "    ");
     const std::string scalar = ew::chain_statements(
         spec, c.step_types, [](size_t k) { return fmt::format("pw_load_one<t{0}>(a.o[{0}], a, i)", k); }, "    ");
-    std::string loads_vec;
-    for (size_t j = 0; j < c.inputs.size(); ++j)
-      loads_vec += fmt::format("  float x{0}[V];\n  pw_load_vec<t{0}>(a.o[{0}], i, x{0});\n", j);
+    // Every operand's address, then every load, then (in kf_vec_math) the conversions: nothing between two loads
+    // waits for the first one's data.
+    std::string ptrs, loads, converts;
+    for (size_t j = 0; j < c.inputs.size(); ++j) {
+      ptrs += fmt::format("  const t{0}* p{0} = pw_vec_ptr<t{0}>(a.o[{0}], i);\n", j);
+      loads += fmt::format("  r.r{0}.load(p{0});\n", j);
+      converts += fmt::format("  float x{0}[V];\n  r.r{0}.to_float(x{0});\n", j);
+    }
     src += cuda_emit::variant(fmt::format(
-        "__device__ __forceinline__ void kf_vec(const pw_args& a, int64_t i, float* y) {{\n{}"
+        "__device__ __forceinline__ void kf_vec_load(const pw_args& a, int64_t i, pw_raw& r) {{\n{}{}}}\n"
+        "__device__ __forceinline__ void kf_vec_math(const pw_raw& r, float* y) {{\n{}"
         "#pragma unroll\n  for (int e = 0; e < V; ++e) {{\n    float v = x0[e];\n{}    y[e] = v;\n  }}\n}}\n"
         "__device__ __forceinline__ float kf_one(const pw_args& a, int64_t i) {{\n  float v = pw_load_one<t0>(a.o[0], a, i);\n{}"
         "  return v;\n}}\n",
-        loads_vec, body, scalar));
+        ptrs, loads, converts, body, scalar));
     src += cuda_emit::epilogue();
     return src;
   }

@@ -25,7 +25,12 @@ constexpr int kf_operand_dtype[NOPND] = {KF_BFLOAT16, KF_BFLOAT16};
 constexpr int kf_operand_align[NOPND] = {16, 16};
 
 struct pw_args;
-__device__ __forceinline__ void kf_vec(const pw_args& a, int64_t i, float* y);
+struct pw_raw {
+  packed<t0, V> r0;
+  packed<t1, V> r1;
+};
+__device__ __forceinline__ void kf_vec_load(const pw_args& a, int64_t i, pw_raw& r);
+__device__ __forceinline__ void kf_vec_math(const pw_raw& r, float* y);
 __device__ __forceinline__ float kf_one(const pw_args& a, int64_t i);
 
 }  // namespace kfk

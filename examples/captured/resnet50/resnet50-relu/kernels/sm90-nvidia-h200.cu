@@ -1,4 +1,4 @@
-// kforge kernel: family pointwise_cuda, version 4
+// kforge kernel: family pointwise_cuda, version 5
 // knobs: block=256 loads=1 math=fast occupancy=any pdl=1 spread=0 store=default vec=8 waves=0
 // computes: relu (one pass)
 // kforge winner: resnet50-relu on sm90-nvidia-h200
@@ -8,6 +8,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-02T12:56:45Z, pointwise_cuda version 4 from version 3; knobs filled: occupancy=any (the code before the knob), spread=0 (the code before the knob); measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-02T12:58:23Z, pointwise_cuda version 4 from version 4; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-02T13:52:49Z, pointwise_cuda version 4 from version 4; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-05T02:48:50Z, pointwise_cuda version 5 from version 4; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -357,7 +358,11 @@ __device__ __forceinline__ float kf_gelu_tanh(float x) {
 }
 
 struct pw_args;
-__device__ __forceinline__ void kf_vec(const pw_args& a, int64_t i, float* y);
+struct pw_raw {
+  packed<t0, V> r0;
+};
+__device__ __forceinline__ void kf_vec_load(const pw_args& a, int64_t i, pw_raw& r);
+__device__ __forceinline__ void kf_vec_math(const pw_raw& r, float* y);
 __device__ __forceinline__ float kf_one(const pw_args& a, int64_t i);
 
 }  // namespace kfk
@@ -367,9 +372,15 @@ __device__ __forceinline__ float kf_one(const pw_args& a, int64_t i);
 //   V, LOADS, BLOCK, WAVES, STREAM, PDL, SPREAD, NOPND  the variant's knobs and the operand count
 //   KF_PW_MINB (a macro)                  the occupancy knob's minimum blocks an SM (1: none)
 //   out_t, t0 .. t<NOPND-1>                the stored types; operand 0 is the chain's input
-//   kf_vec(const pw_args&, int64_t i, float* y)   V results from the V elements at i (every operand full or row)
+//   pw_raw                                 every operand's V elements as loaded (packed<t_k, V>, unconverted)
+//   kf_vec_load(const pw_args&, int64_t i, pw_raw&)  issues the loads of the V elements at i of every operand
+//   kf_vec_math(const pw_raw&, float* y)            V results from them (every operand full or row)
 //   kf_one(const pw_args&, int64_t i)             one result from element i, any layout (broadcast, strided)
 // declared there and defined after this file (they read pw_args).
+// The loads are issued apart from the math (v5): a conversion of operand 0's values placed before operand 1's
+// address (a branch: full or row) waited for operand 0's load, so each operand cost its own memory latency (SASS
+// of the stored SwiGLU winner: the second LDG.128 pair after the first pair's PRMTs), which is most of a decode
+// step's time.
 // Two paths, chosen at launch: vectors (every operand is the output's shape or a row of its trailing dims,
 // contiguous and aligned; LOADS independent vectors in flight per thread) and, for anything else, one element a
 // thread with its offsets computed from the strides. The tail past the last whole vector takes the scalar path.
@@ -422,12 +433,12 @@ __device__ __forceinline__ float pw_load_one(const pw_opnd& t, const pw_args& a,
   return to_f(static_cast<const T*>(t.p)[pw_offset(t, a, i)]);
 }
 template <typename T>
-__device__ __forceinline__ void pw_load_vec(const pw_opnd& t, int64_t i, float* x) {
-  load_vec<T, V>(static_cast<const T*>(t.p) + (t.kind == pw_row ? i % t.inner : i), x);
+__device__ __forceinline__ const T* pw_vec_ptr(const pw_opnd& t, int64_t i) {
+  return static_cast<const T*>(t.p) + (t.kind == pw_row ? i % t.inner : i);
 }
 
-// Vector path: each thread takes LOADS vectors of V elements a step, BLOCK threads apart (coalesced), all loads
-// issued before any math; then the scalar tail [tail_start, n).
+// Vector path: each thread takes LOADS vectors of V elements a step, BLOCK threads apart (coalesced), the loads of
+// every vector and operand issued before any value is converted; then the scalar tail [tail_start, n).
 // (Templates, so that kf_vec and kf_one, which the emitter defines after this file, are needed only where kf_launch
 // instantiates them.)
 // The occupancy knob: a minimum of blocks an SM caps the registers. Only when asked: `__launch_bounds__(128, 1)` is
@@ -445,18 +456,20 @@ __global__ void KF_PW_BOUNDS(NT) pw_vec_kernel(pw_args a, int64_t nvec, int64_t 
   constexpr int nt = NT;
   const int64_t step = (int64_t)gridDim.x * nt * LOADS;
   for (int64_t base = (int64_t)blockIdx.x * nt * LOADS + threadIdx.x; base < nvec; base += step) {
-    float y[LOADS][V];
-    // Every step loads (one past the end re-reads vector 0): a branch around each kf_vec kept its loads waiting
-    // for the math of the step before, one memory latency a step, where straight code issues all LOADS at once.
+    pw_raw raw[LOADS];
+    // Every step loads (one past the end re-reads vector 0): a branch around each load kept it waiting for the
+    // math of the step before, one memory latency a step, where straight code issues all LOADS at once.
 #pragma unroll
     for (int l = 0; l < LOADS; ++l) {
       const int64_t j = base + (int64_t)l * nt;
-      kf_vec(a, (j < nvec ? j : 0) * V, y[l]);
+      kf_vec_load(a, (j < nvec ? j : 0) * V, raw[l]);
     }
 #pragma unroll
     for (int l = 0; l < LOADS; ++l) {
       const int64_t j = base + (int64_t)l * nt;
-      if (j < nvec) store_vec<out_t, V, STREAM>(a.y + j * V, y[l]);
+      float y[V];
+      kf_vec_math(raw[l], y);
+      if (j < nvec) store_vec<out_t, V, STREAM>(a.y + j * V, y);
     }
   }
   for (int64_t i = tail_start + (int64_t)blockIdx.x * nt + threadIdx.x; i < a.n; i += (int64_t)gridDim.x * nt)
@@ -573,9 +586,13 @@ inline int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cuda
 // ---- this variant ----
 namespace kfk {
 
-__device__ __forceinline__ void kf_vec(const pw_args& a, int64_t i, float* y) {
+__device__ __forceinline__ void kf_vec_load(const pw_args& a, int64_t i, pw_raw& r) {
+  const t0* p0 = pw_vec_ptr<t0>(a.o[0], i);
+  r.r0.load(p0);
+}
+__device__ __forceinline__ void kf_vec_math(const pw_raw& r, float* y) {
   float x0[V];
-  pw_load_vec<t0>(a.o[0], i, x0);
+  r.r0.to_float(x0);
 #pragma unroll
   for (int e = 0; e < V; ++e) {
     float v = x0[e];
