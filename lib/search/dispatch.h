@@ -32,6 +32,10 @@ struct dispatch_options {
   int max_parts = 3;        // 1: no dispatch
   double min_gain = 0.02;   // the plan's geometric mean must beat the best single candidate's by this fraction
   double part_gain = 0.05;  // and each part must beat, over its own cases, what the part before it would give there
+  // Plans are also tried during the search, once this many evaluations are done and again each time the count has
+  // doubled (16, 32, 64, ...), not only at its end: a time-boxed search then has its composite early, and a later
+  // plan is tried only when it is a new one. 0: only at the end.
+  int first_check = 16;
 };
 
 struct dispatch_plan {

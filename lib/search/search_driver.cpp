@@ -302,6 +302,8 @@ search_outcome search_driver::run(const std::vector<candidate>& roots,
   po.llm_replay = m_options.llm_replay;
   po.llm_replay_follow = !m_options.resume;  // the record's first choices were the first session's
   m_proposer = make_proposer(m_options.proposer, po);
+  m_next_dispatch = std::max(m_options.dispatch.first_check, 1);
+  while (m_next_dispatch <= m_evaluated) m_next_dispatch *= 2;  // a resumed search: its next checkpoint
   std::string reason;
   for (;;) {
     if (m_options.stop_requested && m_options.stop_requested()) { reason = "interrupted"; break; }
@@ -334,6 +336,12 @@ search_outcome search_driver::run(const std::vector<candidate>& roots,
       break;
     }
     evaluate_batch(batch);
+    // Dispatch checkpoints (dispatch_options::first_check): the plan over what is timed so far, evaluated as a
+    // node when it is new and promises its gain.
+    if (m_options.dispatch.first_check > 0 && m_evaluated >= m_next_dispatch) {
+      try_dispatch(&m_dispatch_note);
+      while (m_next_dispatch <= m_evaluated) m_next_dispatch *= 2;
+    }
     if (on_progress) on_progress(progress());
   }
   return finish(reason);
@@ -522,13 +530,15 @@ void search_driver::try_dispatch(std::string* note) {
   const std::string planned = fmt::format("{}; planned {:.3g} us against {:.3g} us for the best single candidate",
                                           c->origin, plan->planned_us, plan->single_us);
   if (m_tree.contains(candidate_key(*c))) {
-    *note = planned + " (evaluated before)";
+    // Tried at a checkpoint of the search (or in an earlier session): what it measured then stands.
+    *note = !m_dispatch_note.empty() && m_dispatch_note.starts_with(planned) ? m_dispatch_note
+                                                                             : planned + " (evaluated before)";
     return;
   }
   const int64_t tid = add_node(plan->single, std::move(*c));
   apply(tid, m_ev.confirm(m_tree.at(tid).cand));
   const node& n = m_tree.at(tid);
-  *note = n.time_us ? fmt::format("{}; measured {:.3g} us", planned, *n.time_us)
+  *note = n.time_us ? fmt::format("{}; measured {:.3g} us at evaluation {}", planned, *n.time_us, m_evaluated)
                     : fmt::format("{}; it failed: {}", planned, n.detail);
 }
 

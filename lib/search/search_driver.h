@@ -135,6 +135,8 @@ class search_driver {
   std::map<int64_t, std::map<std::string, double>> m_case_us;  // tree id -> per-case times
   int m_evaluated = 0, m_session = 0, m_failures = 0, m_reopened = 0;
   int64_t m_case_turn = 0;  // case_best_node's count of expansions
+  int m_next_dispatch = 0;  // the evaluation count at which a dispatch plan is next tried during the search
+  std::string m_dispatch_note;  // what the last plan tried during the search did
   double m_started = 0;
   double m_baseline_s = 0;  // open_search: timing the baselines
 };

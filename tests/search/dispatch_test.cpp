@@ -312,7 +312,11 @@ TEST(dispatch_search, ends_with_a_dispatch_kernel_when_sizes_disagree_and_it_win
 class graded_evaluator : public two_size_evaluator {
  public:
   static double graded(const candidate& c, bool big) {
-    if (c.family == k_dispatch_family) return big ? 10.0 : 2.0;
+    if (c.family == k_dispatch_family) {  // its parts' times: the first part runs the small case, the last the big
+      auto parts = parse_dispatch_knobs(c.knobs);
+      if (!parts || parts->empty()) return 1e9;
+      return graded({"row_softmax_cpu", (big ? parts->back() : parts->front()).knobs}, big);
+    }
     auto it = c.knobs.find("threads");
     const std::string t = it == c.knobs.end() ? "all" : it->second;
     const std::map<std::string, std::pair<double, double>> at = {
@@ -351,6 +355,41 @@ TEST(dispatch_search, expands_each_size_s_fastest_node_and_reaches_its_part_unai
   // alone (no turns for each case), this search's small part was threads=4 (4.5 us).
   EXPECT_LE(graded_evaluator::graded({"row_softmax_cpu", (*parts)[0].knobs}, false), 3.0)
       << "threads=" << (*parts)[0].knobs.at("threads");
+}
+
+// Checkpoints: the plan is tried at 16 evaluations (then 32, 64, ...), so the search holds its composite early,
+// not only after its last evaluation; the plan at the end is the same one and is not evaluated twice.
+TEST(dispatch_search, tries_its_plan_at_checkpoints_not_only_at_the_end) {
+  auto first_within_5pct = [](const std::vector<double>& t) {
+    const double final_best = t.back();
+    for (size_t i = 0; i < t.size(); ++i)
+      if (t[i] <= 1.05 * final_best) return static_cast<int>(i) + 1;
+    return -1;
+  };
+  const workload_spec spec = two_size_spec();
+  auto roots = search_roots(spec, device_kind::cpu, "cpu-test", "/nonexistent").roots;
+  for (auto& c : tried_roots(spec, device_kind::cpu, "threads=1")) roots.push_back(c);
+  std::map<int, int> reached;  // first_check -> the evaluation at which the best came within 5 % of the final
+  std::map<int, int> dispatch_nodes;
+  for (int first_check : {16, 0}) {
+    temp_dir dir("kf-dispatch-checkpoints");
+    search_db db(dir.path() / "search.db");
+    two_size_evaluator ev;
+    search_options o;
+    o.budget = 48;
+    o.dispatch.first_check = first_check;
+    search_driver d(spec, device_kind::cpu, "cpu-test", db, ev, o);
+    auto out = d.run(roots);
+    ASSERT_TRUE(out.winner.has_value()) << out.stop_reason;
+    EXPECT_EQ(out.winner->cand.family, k_dispatch_family) << out.dispatch_note;
+    reached[first_check] = first_within_5pct(out.trajectory);
+    for (auto& r : db.load_nodes(out.search_id)) dispatch_nodes[first_check] += r.cand.family == k_dispatch_family;
+    if (first_check) EXPECT_NE(out.dispatch_note.find("measured"), std::string::npos) << out.dispatch_note;
+  }
+  EXPECT_LE(reached[16], 20) << "the checkpoint at 16 evaluations";
+  EXPECT_GT(reached[0], 40) << "without checkpoints the composite comes after the last evaluation";
+  EXPECT_EQ(dispatch_nodes[16], 1) << "the same plan at the end is not evaluated again";
+  EXPECT_EQ(dispatch_nodes[0], 1);
 }
 
 TEST(dispatch_search, no_dispatch_kernel_when_turned_off) {
