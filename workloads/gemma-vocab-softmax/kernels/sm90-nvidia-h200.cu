@@ -1,17 +1,10 @@
 // kforge kernel: family row_softmax_cuda, version 5
-// knobs: cache=regs chunks=4 cluster=8 fit=0 online=1 pdl=0 strategy=cluster stream_store=0 tanh=exp team=32 threads=512 unroll=1 vec=8 waves=0
+// knobs: cache=regs chunks=8 cluster=8 fit=0 online=0 pdl=1 strategy=cluster stream_store=0 tanh=exp team=32 threads=512 unroll=1 vec=8 waves=0
 // computes: x[bfloat16] -> cast(float32) -> softcap(30) -> softmax(float32)
 // kforge winner: gemma-vocab-softmax on sm90-nvidia-h200
-// found: by `kforge search` (template proposer) on 2026-11-30T09:23:01Z
-// lineage: default -> template: chunks 8->4
-// measured: 18.24 us (geometric mean over gated cases), 4.89x eager, 16.02x vendor
-// re-emitted: by `kforge reemit` on 2026-12-01T22:13:10Z, row_softmax_cuda version 1 from version 0 (none recorded: stored before families had versions); knobs filled: pdl=0 (the code before the knob); measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T03:54:30Z, row_softmax_cuda version 2 from version 1; measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T06:32:22Z, row_softmax_cuda version 3 from version 2; knobs filled: team=32 (the code before the knob); measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T06:34:44Z, row_softmax_cuda version 3 from version 3; measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T07:10:53Z, row_softmax_cuda version 4 from version 3; knobs filled: waves=0 (the code before the knob); measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T10:00:49Z, row_softmax_cuda version 5 from version 4; measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T13:52:49Z, row_softmax_cuda version 5 from version 5; measured above is the earlier kernel's
+// found: by `kforge search` (template proposer) on 2026-12-05T04:37:28Z
+// lineage: default -> template: online 1->0
+// measured: 17.41 us (geometric mean over gated cases), 5.11x eager
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -333,16 +326,16 @@ constexpr int s_warp = 0, s_block = 1, s_cluster = 2;
 constexpr int k_strategy = s_cluster;
 constexpr int NT = 512;
 constexpr int k_vec = 8;
-constexpr int k_chunks = 4;
+constexpr int k_chunks = 8;
 constexpr int k_cluster = 8;
 constexpr int k_unroll = 1;
-constexpr bool k_online = true;
+constexpr bool k_online = false;
 constexpr bool k_cache_smem = false;
 constexpr bool k_stream_store = false;
 constexpr bool k_log = false;
 constexpr int k_topk = 0;
 constexpr bool k_fit = false;
-constexpr bool k_pdl = false;
+constexpr bool k_pdl = true;
 constexpr int k_team = 32;  // 0: auto
 constexpr int k_waves = 0;
 constexpr size_t k_smem_limit = 227 * 1024;

@@ -1,15 +1,10 @@
 // kforge kernel: family pointwise_cuda, version 5
-// knobs: block=128 loads=1 math=fast occupancy=any pdl=1 spread=0 store=default vec=16 waves=0
+// knobs: block=128 loads=1 math=fast occupancy=any pdl=1 spread=1 store=default vec=16 waves=0
 // computes: silu -> mul (one pass)
 // kforge winner: llama3-8b-swiglu on sm90-nvidia-h200
-// found: by `kforge search` (template proposer) on 2026-12-02T00:52:41Z
+// found: by `kforge search` (template proposer) on 2026-12-05T04:36:48Z
 // lineage: default
-// measured: 7.02 us (geometric mean over gated cases), 0.82x compile, 1.57x eager
-// re-emitted: by `kforge reemit` on 2026-12-02T10:00:49Z, pointwise_cuda version 3 from version 2; measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T12:56:42Z, pointwise_cuda version 4 from version 3; knobs filled: occupancy=any (the code before the knob), spread=0 (the code before the knob); measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T12:58:23Z, pointwise_cuda version 4 from version 4; measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-02T13:52:49Z, pointwise_cuda version 4 from version 4; measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-05T02:48:49Z, pointwise_cuda version 5 from version 4; measured above is the earlier kernel's
+// measured: 6.20 us (geometric mean over gated cases), 1.80x eager
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -334,7 +329,7 @@ constexpr int BLOCK = 128;
 constexpr int WAVES = 0;
 constexpr bool STREAM = false;
 constexpr bool PDL = true;
-constexpr bool SPREAD = false;
+constexpr bool SPREAD = true;
 #define KF_PW_MINB 1
 constexpr int NOPND = 2;
 constexpr int KF_N_INPUTS = 2;
