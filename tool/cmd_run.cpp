@@ -66,11 +66,11 @@ std::vector<flag_def> run_flags() {
 int report_prepared(const run_result& r) {
   int prepared = 0;
   for (const auto& b : registered_baselines()) {
-    auto it = r.options.find(b.name + "_prepare_seconds");
-    if (it == r.options.end()) continue;
+    const size_t cases = r.options.value(b.name + "_prepared_cases", size_t{0});
+    if (!cases) continue;
     ++prepared;
-    term::say("{} baseline prepared in {:.0f} s for {} ({})", b.title_or_name(), it->get<double>(), r.env.gpu_key,
-              r.env.device);
+    term::say("{} baseline prepared in {:.0f} s for {} case(s) on {} ({})", b.title_or_name(),
+              r.options.value(b.name + "_prepare_seconds", 0.0), cases, r.env.gpu_key, r.env.device);
   }
   if (!prepared) term::say("no baseline to prepare: none of the given workloads times one with a preparation step");
   return 0;

@@ -6,7 +6,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
-#include <vector>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -120,19 +120,12 @@ std::filesystem::path gpu_timing_lock(const device_id& d) {
   if (d.kind != device_kind::cuda) return {};
   std::string name = std::to_string(d.index);
   if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible && *visible) {
-    std::vector<std::string> listed;
+    std::istringstream listed(visible);
     std::string item;
-    for (const char* c = visible;; ++c) {
-      if (*c == ',' || *c == 0) {
-        listed.push_back(item);
-        item.clear();
-        if (*c == 0) break;
-      } else if (!std::isspace(static_cast<unsigned char>(*c))) {
-        item += *c;
-      }
+    for (int i = 0; std::getline(listed, item, ','); ++i) {
+      std::erase_if(item, [](unsigned char c) { return std::isspace(c); });
+      if (i == d.index && !item.empty()) name = slug(item);  // an ordinal of the machine, or a GPU's UUID
     }
-    if (d.index >= 0 && static_cast<size_t>(d.index) < listed.size() && !listed[d.index].empty())
-      name = slug(listed[d.index]);  // an ordinal of the machine, or a GPU's UUID
   }
   const char* dir = std::getenv("KFORGE_LOCK_DIR");
   return std::filesystem::path(dir && *dir ? dir : "/tmp") / fmt::format("kforge-gpu-timing-{}.lock", name);

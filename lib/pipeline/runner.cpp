@@ -208,8 +208,9 @@ workload_result run_one(const workload_spec& spec, run_backend& backend, const s
 
 // A baseline with a parent side (torch.compile's packages) made ready for every workload that has a kernel here
 // and times it, together before the first workload (the exports are the slow part of a cold run).
-static void prepare_baseline(const baseline& b, const std::vector<workload_spec>& specs, run_backend& backend,
-                      const std::string& key, const run_options& o, double* prepare_seconds) {
+// Returns how many cases it prepared (0: no workload given times this baseline with a kernel here).
+static size_t prepare_baseline(const baseline& b, const std::vector<workload_spec>& specs, run_backend& backend,
+                               const std::string& key, const run_options& o, double* prepare_seconds) {
   std::vector<baseline_work> work;
   size_t packages = 0;
   for (const auto& spec : specs) {
@@ -223,7 +224,7 @@ static void prepare_baseline(const baseline& b, const std::vector<workload_spec>
     packages += cases.size();
     work.push_back({&spec, std::move(cases)});
   }
-  if (work.empty()) return;
+  if (work.empty()) return 0;
   say(o, fmt::format("preparing the {} baseline: {} case(s) of {} workload(s), in parallel", b.title_or_name(),
                      packages, work.size()));
   auto started = std::chrono::steady_clock::now();
@@ -231,6 +232,7 @@ static void prepare_baseline(const baseline& b, const std::vector<workload_spec>
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   say(o, fmt::format("{} baseline ready in {:.0f} s", b.title_or_name(), seconds));
   if (prepare_seconds) *prepare_seconds = seconds;
+  return packages;
 }
 
 history_context history_for(const run_history& rh, const std::string& name) {
@@ -294,8 +296,9 @@ run_result start_run(const std::vector<workload_spec>& specs, run_backend& backe
   for (const auto& b : registered_baselines()) {  // exports (or cache hits) before the first workload
     if (!b.make_preparer) continue;
     double seconds = 0;
-    prepare_baseline(b, specs, backend, key, o, &seconds);
+    const size_t cases = prepare_baseline(b, specs, backend, key, o, &seconds);
     r.options[b.name + "_prepare_seconds"] = seconds;  // compile_prepare_seconds
+    r.options[b.name + "_prepared_cases"] = cases;     // 0: nothing to prepare
   }
   return r;
 }

@@ -151,6 +151,17 @@ echo package > "$out"
   exports = read_file(bin / "exports");
   EXPECT_EQ(std::count(exports.begin(), exports.end(), '\n'), 2) << "the second step found them cached";
 
+  // A workload that times no torch.compile: nothing to prepare, said so.
+  std::string spec = read_file(d.path() / "workloads" / "gpt2-gelu-tanh.yaml");
+  const std::string both = "baselines: [eager, compile]";
+  ASSERT_NE(spec.find(both), std::string::npos);
+  spec.replace(spec.find(both), both.size(), "baselines: [eager]");
+  write_file_atomic(d.path() / "workloads" / "gpt2-gelu-tanh.yaml", spec);
+  auto none = run_process({kf, "run", "--device", "cpu", "--workloads-dir", dir, "--cache", cache, "--prepare-only"}, po);
+  EXPECT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_NE(none.err.find("no baseline to prepare"), std::string::npos) << none.err;
+  EXPECT_EQ(none.err.find("prepared in"), std::string::npos) << none.err;
+
   auto refused = run_process({kf, "run", "--device", "cpu", "--workloads-dir", dir, "--prepare-only", "--json",
                               (d.path() / "r.json").string()}, po);
   EXPECT_EQ(refused.exit_code, 2);
