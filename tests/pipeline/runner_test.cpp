@@ -152,6 +152,23 @@ TEST_F(runner_fixture, passing_workload_is_verified_timed_and_gated) {
   EXPECT_EQ(r.exit_code(), 0);
 }
 
+// `git init` and a first run before any commit: the run goes on without history, and says why.
+TEST_F(runner_fixture, a_repository_without_a_commit_runs_without_history) {
+  store_kernel("w", "// v1\n");
+  git_repo repo(dir.path());
+  fake_backend b;
+  run_result r = run_workloads({spec("w")}, b, &repo, {});
+  ASSERT_EQ(r.workloads.size(), 1u);
+  EXPECT_TRUE(r.env.git_commit.empty());
+  EXPECT_EQ(r.workloads[0].outcome(), check_outcome::skipped);
+  EXPECT_EQ(r.exit_code(), 0);
+  const run_history h = load_run_history(&repo, "", "sm90-nvidia-h200");
+  EXPECT_NE(h.entry.why.find("no commit yet"), std::string::npos) << h.entry.why;
+  run_options with_base;
+  with_base.base_ref = "main";  // a base to compare with cannot be found before the first commit: a user error
+  EXPECT_THROW(run_workloads({spec("w")}, b, &repo, with_base), user_error);
+}
+
 TEST_F(runner_fixture, compile_baselines_are_prepared_up_front_for_workloads_with_a_kernel) {
   store_kernel("has", "// k\n");
   auto with_compile = spec("has"), no_kernel = spec("none"), eager_only = spec("eager-only");
