@@ -233,6 +233,45 @@ TEST(families_cuda_run, pool_channels_last_small_launches_match_torch) {
                                              });
 }
 
+// row_softmax_cuda's strategy=grid keeps per-team counters in device memory: launches of different shapes one after
+// another must each start from clean counters, teams of one to hundreds of CTAs, rows in registers and streamed
+// (a row longer than the team's registers), the vector and the scalar path (a prime row length), more rows than
+// teams (each team takes several rows, one barrier round each), online and two-pass reductions.
+TEST(families_cuda_run, softmax_grid_teams_match_torch_across_shapes_launch_after_launch) {
+  REQUIRE_GPU();
+  const auto spec = test::softmax_spec();  // softcap 50, scale 0.5, softmax in float32, cast to bfloat16
+  const std::vector<variant> vs = {
+      {"grid_auto", {{"strategy", "grid"}, {"threads", "256"}, {"chunks", "4"}, {"online", "1"}}},
+      {"grid_two_pass", {{"strategy", "grid"}, {"threads", "128"}, {"chunks", "2"}, {"online", "0"}}},
+      {"grid_split_8_streamed", {{"strategy", "grid"}, {"split", "8"}, {"threads", "64"}, {"chunks", "1"}}},
+      {"grid_split_128", {{"strategy", "grid"}, {"split", "128"}, {"threads", "32"}, {"chunks", "2"}}},
+  };
+  auto impls = build(spec, vs, "row_softmax_cuda");
+  c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(false, 0);
+  c10::cuda::CUDAStreamGuard guard(stream);
+  auto opt = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  const std::vector<std::vector<int64_t>> shapes = {{1, 1, 8, 262144}, {1, 1, 1, 128256}, {1, 1, 3, 100003},
+                                                    {2, 4, 500, 2048},  {1, 1, 8, 262144}, {1, 1, 2, 8}};
+  at::manual_seed(13);
+  for (size_t i = 0; i < impls.size(); ++i) {
+    if (!impls[i]) continue;
+    for (auto& shape : shapes) {
+      auto x = at::randn(shape, opt) * 8;
+      auto y = at::full(shape, std::nan(""), opt);
+      std::vector<at::Tensor> out{y};
+      const std::string what = vs[i].label + " on " + c10::str(at::IntArrayRef(shape));
+      test::crash_context(what);
+      ASSERT_EQ(impls[i]->launch({x}, out, stream.stream()), 0) << what;
+      ASSERT_EQ(cudaStreamSynchronize(stream.stream()), cudaSuccess) << what;
+      const auto want = at::softmax(at::tanh(x.to(at::kDouble) / 50) * 50 * 0.5, -1);
+      // Relative to the row's largest value: softmax values of long rows are tiny, bfloat16 keeps 3 digits.
+      const auto scale = want.amax(-1, true);
+      EXPECT_LT(((y.to(at::kDouble) - want).abs() / scale).max().item<double>(), 1e-2) << what;
+      EXPECT_NEAR(y.to(at::kDouble).sum(-1).min().item<double>(), 1.0, 0.05) << what;
+    }
+  }
+}
+
 // A kernel launched with PDL (pdl=1) may be scheduled before the kernel ahead of it on the stream has finished: it
 // must still read what that kernel wrote. Each launch here follows a kernel that rewrites x (x *= 2), in stream
 // order and replayed from a CUDA graph, as hot timing runs them; a launch that read x before the copy finished
@@ -257,6 +296,11 @@ TEST(families_cuda_run, pdl_launches_read_what_the_kernel_before_them_wrote) {
        {{"softmax_warp_pdl", {{"pdl", "1"}, {"strategy", "warp"}, {"threads", "128"}, {"chunks", "1"}}},
         {"softmax_block_pdl", {{"pdl", "1"}, {"strategy", "block"}, {"threads", "128"}, {"chunks", "1"}}},
         {"softmax_cluster_pdl", {{"pdl", "1"}, {"strategy", "cluster"}, {"cluster", "2"}, {"threads", "128"}}}}},
+      // Three rows of 40000: teams of up to 40 co-resident CTAs a row (strategy=grid), the cooperative launch
+      // with PDL, then without it.
+      {"row_softmax_cuda", test::softmax_spec(), {1, 1, 3, 40000},
+       {{"softmax_grid_pdl", {{"pdl", "1"}, {"strategy", "grid"}, {"threads", "128"}, {"chunks", "1"}}},
+        {"softmax_grid_split4", {{"pdl", "0"}, {"strategy", "grid"}, {"split", "4"}, {"threads", "256"}}}}},
   };
   at::manual_seed(3);
   for (auto& op : ops) {

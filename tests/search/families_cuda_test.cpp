@@ -175,21 +175,22 @@ TEST(families_cuda, defaults_are_valid_and_follow_the_shape) {
     EXPECT_TRUE(f.valid(f.default_variant(c.rich), c.rich, &why)) << c.family << ": " << why;
     for (auto& s : c.others) EXPECT_TRUE(f.valid(f.default_variant(s), s, &why)) << c.family << ": " << why;
   }
-  // Few long rows take a cluster per row; many short ones a warp; top-k always a warp.
+  // Few long rows take a team of co-resident CTAs per row (every SM); many short ones a warp; top-k always a warp.
   auto vocab = test::softmax_spec();
   vocab.inputs[0].shape = {test::lit(8), test::lit(262144)};
   vocab.cases = {test::make_case({}, true)};
   auto v = cuda_family("row_softmax_cuda").default_variant(vocab);
-  EXPECT_EQ(v.at("strategy"), "cluster");
-  EXPECT_EQ(v.at("cluster"), "8");  // 16-CTA clusters schedule poorly
+  EXPECT_EQ(v.at("strategy"), "grid");
+  EXPECT_EQ(v.at("split"), "auto");  // sized at launch from the resident CTAs
+  EXPECT_EQ(v.at("chunks"), "4");     // 33 CTAs a row at two an SM: 7944 values a CTA, 256 threads x 4 x 8
   auto llama = vocab;
   llama.inputs[0].shape = {test::lit(512), test::lit(128256)};
   const auto lv = cuda_family("row_softmax_cuda").default_variant(llama);
   EXPECT_EQ(lv.at("strategy"), "block");  // 512 rows fill the GPU
-  llama.inputs[0].shape = {test::lit(2), test::lit(128256)};
+  llama.inputs[0].shape = {test::lit(1), test::lit(128256)};
   const auto fv = cuda_family("row_softmax_cuda").default_variant(llama);
-  EXPECT_EQ(fv.at("cluster"), "8");  // 4 vectors a thread (8 took 97 registers: one CTA an SM)
-  EXPECT_EQ(fv.at("chunks"), "4");
+  EXPECT_EQ(fv.at("strategy"), "grid");
+  EXPECT_EQ(fv.at("chunks"), "1");  // 264 CTAs for one row: 486 values a CTA
   // Row norms: teams for short rows, a block for rows of thousands, a cluster for few very long rows.
   const family& rn = cuda_family("row_norm_cuda");
   EXPECT_EQ(rn.default_variant(test::row_norm_spec(false)).at("strategy"), "team");

@@ -22,7 +22,7 @@ using variants = std::vector<std::pair<workload_spec, knob_values>>;
 
 workload_spec suite(const char* name) { return load_spec((fs::path(KFORGE_SOURCE_DIR) / "workloads" / name).string()); }
 
-constexpr int k_per_spec = 11;
+constexpr int k_per_spec = 13;
 
 void add_teams(variants& out, const workload_spec& s) {
   out.push_back({s, {}});
@@ -36,6 +36,10 @@ void add_teams(variants& out, const workload_spec& s) {
   out.push_back({s, {{"strategy", "block"}, {"threads", "64"}, {"chunks", "2"}, {"waves", "1"}}});  // persistent
   out.push_back({s, {{"strategy", "warp"}, {"team", "auto"}, {"waves", "2"}, {"pdl", "0"}}});
   out.push_back({s, {{"strategy", "cluster"}, {"cluster", "2"}, {"threads", "128"}, {"chunks", "2"}, {"online", "1"}}});
+  // Teams of co-resident one-warp CTAs per row: sized at launch, and four a row (rows split across CTAs that meet in
+  // global memory, whatever the row length).
+  out.push_back({s, {{"strategy", "grid"}, {"threads", "32"}, {"chunks", "2"}, {"online", "1"}}});
+  out.push_back({s, {{"strategy", "grid"}, {"split", "4"}, {"threads", "32"}, {"chunks", "1"}, {"online", "0"}}});
 }
 
 std::string masked(const char* mask_shape, const char* cases) {

@@ -47,8 +47,9 @@ class row_softmax_cuda final : public family {
   device_kind device() const override { return device_kind::cuda; }
   // 2: masks with a column stride of 1 take the vector path. 3: `team` (rows shorter than a warp's vectors share
   // it), masks' leading dims merged at launch and walked in 32-bit arithmetic where the rows allow.
-  // 4: `waves` (persistent grids for strategy=warp and block).
-  int version() const override { return 5; }  // 5: the register cache loads unguarded (all chunks at once)
+  // 4: `waves` (persistent grids for strategy=warp and block). 5: the register cache loads unguarded (all chunks at
+  // once). 6: strategy=grid (a team of co-resident CTAs per row) and `split`.
+  int version() const override { return 6; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_softmax(spec, why_not);
@@ -70,7 +71,10 @@ class row_softmax_cuda final : public family {
 
   std::vector<knob> knobs() const override {
     return {
-        {"strategy", {"warp", "block", "cluster"}, "threads per row: a warp, a block, or a cluster of blocks"},
+        {"strategy",
+         {"warp", "block", "cluster", "grid"},
+         "threads per row: a warp, a block, a cluster of blocks, or a team of co-resident blocks meeting in global "
+         "memory (one cooperative launch; every SM for a few long rows)"},
         {"threads", {"32", "64", "128", "256", "512", "1024"}, "threads per block (32: a warp a block, as Inductor launches short rows)"},
         {"team",
          {"auto", "4", "8", "16", "32"},
@@ -80,6 +84,11 @@ class row_softmax_cuda final : public family {
         {"vec", {"1", "2", "4", "8"}, "elements per access (16-byte loads at 8 x 16-bit)"},
         {"chunks", {"1", "2", "4", "8", "16"}, "vectors per thread kept in registers (the row cache)"},
         {"cluster", {"2", "4", "8", "16"}, "CTAs per row for strategy=cluster (16 is non-portable)"},
+        {"split",
+         {"auto", "4", "8", "16", "32", "64", "128"},
+         "strategy=grid: CTAs per row; auto: sized at launch from the CTAs resident on the device, the rows and the "
+         "register cache",
+         "auto"},
         {"cache", {"regs", "smem"}, "where a row lives between the statistics and the write"},
         {"online", {"0", "1"}, "one fused (max, sum) reduction instead of a max then a sum"},
         {"unroll", {"1", "2", "4"}, "unrolling of the streaming loops (rows longer than the cache)"},
@@ -106,7 +115,7 @@ class row_softmax_cuda final : public family {
     knob_values v{
         {"strategy", "block"}, {"threads", "256"}, {"vec", "8"},    {"chunks", "1"},       {"cluster", "8"},
         {"cache", "regs"},     {"online", "0"},    {"unroll", "1"}, {"stream_store", "0"}, {"tanh", "exp"},
-        {"fit", "1"},          {"team", "32"},     {"waves", "0"},  {"pdl", "1"}};  // H200 harness, Qwen router [4096,
+        {"fit", "1"},          {"team", "32"},     {"waves", "0"},  {"pdl", "1"},         {"split", "auto"}};  // H200 harness, Qwen router [4096,
                                                                                     // 256], hot: 2.89 -> 2.54 us at 256
                                                                                     // threads
     auto g = match_softmax(spec, nullptr);
@@ -129,16 +138,17 @@ class row_softmax_cuda final : public family {
       v["chunks"] = fit_chunks(s.max_n, 32);
       if (g->topk == 0 && std::stoi(v["chunks"]) < 4) v["chunks"] = "4";
     } else if (s.min_rows < 2 * cuda_emit::k_reference_sms && s.max_n >= 16384) {
-      // Few long rows: a cluster per row, as few CTAs as hold the row in registers at 4 vectors a thread (512
-      // threads). 8 vectors take 97 registers, one CTA an SM: on an H200 Llama-3's 128256 vocabulary ran 52.6 us
-      // (search geomean of T=512 and T=1) at 4 CTAs x 8 vectors, 39.8 us at 4 x 4, which even streams the row twice.
-      // At most 8 CTAs (portable clusters): 16-CTA clusters scheduled poorly (docs/results.md, the vocab softmax).
-      const int cl = std::max(2, pow2_at_least((s.max_n + 512 * 4 * per_vec - 1) / (512 * 4 * per_vec), 8));
-      v["strategy"] = "cluster";
-      v["cluster"] = std::to_string(cl);
-      v["threads"] = "512";
-      v["chunks"] = fit_chunks((s.max_n + cl - 1) / cl, 512);
-      v["online"] = "1";  // one cluster-wide reduction instead of two
+      // Few long rows: a team of co-resident CTAs per row (strategy=grid, sized at launch), so that every SM holds
+      // a segment of some row in registers. A portable cluster (8 CTAs a row) left most SMs idle: 8 rows of Gemma's
+      // 262144 vocabulary ran on 64 CTAs of 512 threads, each converting, capping and exponentiating 32768 values,
+      // at 17 % of the bandwidth floor on an H200 (docs/results.md, stop 22). The register cache is sized for the
+      // segment a team of about two CTAs an SM gives the fewest rows.
+      const int64_t resident = 2 * cuda_emit::k_reference_sms;
+      const int64_t team = std::max<int64_t>(1, resident / std::max<int64_t>(1, s.min_rows));
+      v["strategy"] = "grid";
+      v["threads"] = "256";
+      v["chunks"] = fit_chunks((s.max_n + team - 1) / team, 256);
+      v["online"] = "1";  // one barrier of the team instead of two
     } else {
       const int threads = std::clamp(pow2_at_least(s.max_n / (per_vec * 2), 1024), 64, 1024);
       v["threads"] = std::to_string(threads);
@@ -173,7 +183,9 @@ class row_softmax_cuda final : public family {
     if (v.at("strategy") != "cluster") k["cluster"] = "8";
     if (v.at("strategy") != "block") k["fit"] = "0";
     if (v.at("strategy") != "warp") k["team"] = "32";
-    if (v.at("strategy") == "cluster") k["waves"] = "0";
+    if (v.at("strategy") == "cluster" || v.at("strategy") == "grid") k["waves"] = "0";
+    if (v.at("strategy") != "grid") k["split"] = "auto";
+    if (v.at("strategy") == "grid") k["cache"] = "regs";  // a team spreads a long row over its CTAs' registers
     bool softcap = false;
     if (auto g = match_softmax(spec, nullptr))
       for (auto& st : g->prologue) softcap = softcap || st.what == elementwise_step::kind::softcap;
@@ -207,16 +219,17 @@ class row_softmax_cuda final : public family {
     }
     const auto& st = v.at("strategy");
     s += fmt::format(
-        "constexpr int s_warp = 0, s_block = 1, s_cluster = 2;\n"
+        "constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_grid = 3;\n"
         "constexpr int k_strategy = s_{};\n"
         "constexpr int NT = {};\nconstexpr int k_vec = {};\nconstexpr int k_chunks = {};\nconstexpr int k_cluster = "
-        "{};\n"
+        "{};\nconstexpr int k_split = {};  // 0: auto\n"
         "constexpr int k_unroll = {};\nconstexpr bool k_online = {};\nconstexpr bool k_cache_smem = {};\n"
         "constexpr bool k_stream_store = {};\nconstexpr bool k_log = {};\nconstexpr int k_topk = {};\n"
         "constexpr bool k_fit = {};\nconstexpr bool k_pdl = {};\nconstexpr int k_team = {};  // 0: auto\n"
         "constexpr int k_waves = {};\nconstexpr size_t k_smem_limit = 227 * 1024;\n"
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\nconstexpr int k_n_masks = {};\n",
-        st, v.at("threads"), v.at("vec"), v.at("chunks"), v.at("cluster"), v.at("unroll"),
+        st, v.at("threads"), v.at("vec"), v.at("chunks"), v.at("cluster"), v.at("split") == "auto" ? "0" : v.at("split"),
+        v.at("unroll"),
         v.at("online") == "1" ? "true" : "false", v.at("cache") == "smem" ? "true" : "false",
         v.at("stream_store") == "1" ? "true" : "false", g.log ? "true" : "false", g.topk,
         v.at("fit") == "1" ? "true" : "false", v.at("pdl") == "1" ? "true" : "false",

@@ -10,12 +10,13 @@ namespace kfk {
 using in_t = __nv_bfloat16;
 using out_t = __nv_bfloat16;
 using mask0_t = float;
-constexpr int s_warp = 0, s_block = 1, s_cluster = 2;
+constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_grid = 3;
 constexpr int k_strategy = s_block;
 constexpr int NT = 256;
 constexpr int k_vec = 8;
 constexpr int k_chunks = 2;
 constexpr int k_cluster = 8;
+constexpr int k_split = 0;  // 0: auto
 constexpr int k_unroll = 1;
 constexpr bool k_online = false;
 constexpr bool k_cache_smem = false;

@@ -1,11 +1,13 @@
-// kforge kernel: family row_softmax_cuda, version 5
-// knobs: cache=regs chunks=4 cluster=8 fit=1 online=0 pdl=1 strategy=block stream_store=0 tanh=exp team=32 threads=128 unroll=1 vec=8 waves=0
+// kforge kernel: family row_softmax_cuda, version 6
+// knobs: cache=regs chunks=4 cluster=8 fit=1 online=0 pdl=1 split=auto strategy=block stream_store=0 tanh=exp team=32 threads=128 unroll=1 vec=8 waves=0
 // computes: x[bfloat16] -> scale(0.08838834764831843) -> add_mask(mask) -> softmax(float32) -> cast(bfloat16)
 // kforge winner: llama3-decoder-scale-mask-softmax-cast on sm90-nvidia-h200
 // found: by `kforge search` (template proposer) on 2026-12-02T10:13:36Z
 // lineage: default -> template: chunks 2->4
 // measured: 147.34 us (geometric mean over gated cases), 9.19x eager
 // re-emitted: by `kforge reemit` on 2026-12-02T13:52:49Z, row_softmax_cuda version 5 from version 5; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-05T23:32:30Z, row_softmax_cuda version 6 from version 5; knobs filled: split=auto (the code before the knob); measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-05T23:34:55Z, row_softmax_cuda version 6 from version 6; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -324,12 +326,13 @@ namespace kfk {
 using in_t = __nv_bfloat16;
 using out_t = __nv_bfloat16;
 using mask0_t = __nv_bfloat16;
-constexpr int s_warp = 0, s_block = 1, s_cluster = 2;
+constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_grid = 3;
 constexpr int k_strategy = s_block;
 constexpr int NT = 128;
 constexpr int k_vec = 8;
 constexpr int k_chunks = 4;
 constexpr int k_cluster = 8;
+constexpr int k_split = 0;  // 0: auto
 constexpr int k_unroll = 1;
 constexpr bool k_online = false;
 constexpr bool k_cache_smem = false;
@@ -371,7 +374,7 @@ __device__ __forceinline__ float finalize(float x) {
 
 // row_softmax_cuda.cuh: the fixed code of row_softmax_cuda, emitted after the variant's constants, types and fused
 // prologue (row_softmax_cuda.cpp): the row's arguments and its masks' broadcasting, the per-row algorithm for a warp,
-// a block or a cluster of CTAs per row, top-k, and the launch with kf_launch's checks.
+// a block, a cluster of CTAs or a team of co-resident CTAs per row, top-k, and the launch with kf_launch's checks.
 
 namespace kfk {
 
@@ -382,6 +385,7 @@ struct row_args {
   int idx64;  // 1: int64 indices, 0: int32, -1: none
   int use_smem;
   int64_t rows, n, seg;
+  int tsize, teams;  // strategy=grid: CTAs per row (a team) and teams in the launch
   // The leading dims as the masks walk them (merge_mask_dims): innermost last, 32-bit arithmetic when `rows32`.
   int lead_nd, rows32;
   int64_t lead_shape[KF_MAX_DIMS];
@@ -480,18 +484,64 @@ __device__ __forceinline__ T team_reduce(T v, F comb) {
   return v;
 }
 
-// The threads that share one row (or, for clusters, one segment of a row) and how they reduce. W: strategy=warp's
-// team width.
+// ---- strategy=grid: a team of `tsize` co-resident CTAs per row (one cooperative launch), each holding a segment of
+// the row; the team meets in global memory once per reduction. Few long rows (a vocabulary over a few tokens) use
+// every SM this way, where a portable cluster of 8 CTAs a row leaves most of them idle. ----
+constexpr int k_grid_cap = 8192;               // CTAs of one launch
+__device__ f2 g_rs_part[2][k_grid_cap];        // partial results by round parity: a CTA is at most a round ahead
+__device__ unsigned g_rs_arrived[k_grid_cap];  // per team: arrivals, counting up across its rounds
+__device__ unsigned g_rs_left[k_grid_cap];     // per team: CTAs done; the last resets both for the next launch
+
+__device__ __forceinline__ unsigned rs_ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Round `round` of team `team`: each CTA posts its block's partial (slot b), counts itself in and waits for the
+// whole team; then one warp combines the team's partials in a fixed order, so every CTA of the team gets the same
+// result bit for bit. `id` is comb's identity. Why the parity is safe: a CTA posts round r + 2 only after every
+// member arrived at round r + 1, which each does after it has read round r.
+template <typename F>
+__device__ __forceinline__ f2 grid_reduce(f2 v, F comb, f2 id, f2* scratch, f2* slot, int team, int b, int tsize,
+                                          unsigned round) {
+  v = block_reduce<NT>(v, comb, scratch);
+  f2* part = &g_rs_part[round & 1][(int64_t)team * tsize];
+  if (threadIdx.x == 0) {
+    __stcg(&part[b].a, v.a);
+    __stcg(&part[b].b, v.b);
+    __threadfence();
+    atomicAdd(&g_rs_arrived[team], 1u);
+    const unsigned want = (round + 1) * (unsigned)tsize;
+    while (rs_ld_acquire(&g_rs_arrived[team]) < want) __nanosleep(32);
+    __threadfence();
+  }
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    f2 r = id;
+    for (int j = threadIdx.x; j < tsize; j += 32) r = comb(r, f2{__ldcg(&part[j].a), __ldcg(&part[j].b)});
+    r = warp_reduce(r, comb);
+    if (threadIdx.x == 0) *slot = r;
+  }
+  __syncthreads();
+  return *slot;  // the next write of *slot comes after block_reduce's barriers
+}
+
+// The threads that share one row (or, for clusters and teams, one segment of a row) and how they reduce. W:
+// strategy=warp's team width. `id` is comb's identity (used where a team's partials are combined).
 template <int W>
 struct group {
   int tid, nthr;
   f2* scratch;
   f2* slot;
+  int team = 0, tb = 0, tsize = 1;  // strategy=grid: the team, this CTA's place in it, its size
+  unsigned round = 0;               // strategy=grid: reductions so far (the team's barrier count)
   template <typename F>
-  __device__ __forceinline__ f2 reduce(f2 v, F comb) const {
+  __device__ __forceinline__ f2 reduce(f2 v, F comb, f2 id) {
     if constexpr (k_strategy == s_warp) return team_reduce<W>(v, comb);
     else if constexpr (k_strategy == s_block) return block_reduce<NT>(v, comb, scratch, nthr / 32);
-    else return cluster_reduce<NT, k_cluster>(v, comb, scratch, slot);
+    else if constexpr (k_strategy == s_cluster) return cluster_reduce<NT, k_cluster>(v, comb, scratch, slot);
+    else return grid_reduce(v, comb, id, scratch, slot, team, tb, tsize, round++);
   }
 };
 
@@ -568,8 +618,8 @@ __device__ __forceinline__ void topk_store(const row_args& a, int64_t row, topk_
 
 // ---- one row (or one cluster CTA's segment [lo, hi) of it) ----
 template <int V, typename G>
-__device__ __forceinline__ void do_row(const row_args& a, const G& g, int64_t row, int64_t lo, int64_t hi,
-                                       int64_t seg_max, float* sm) {
+__device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int64_t lo, int64_t hi, int64_t seg_max,
+                                       float* sm) {
   int64_t moff[k_n_masks > 0 ? k_n_masks : 1];
   mask_offsets(a, row, moff);
   const int64_t base = row * a.n;
@@ -609,7 +659,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const G& g, int64_t ro
           ls += e;
           if constexpr (!k_log) r[c][v] = e;
         }
-      const f2 t = g.reduce(f2{lm, ls}, comb_ms);
+      const f2 t = g.reduce(f2{lm, ls}, comb_ms, f2{-INFINITY, 0.f});
       M = t.a;
       S = t.b;
       if constexpr (k_log) {
@@ -628,7 +678,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const G& g, int64_t ro
           for (int v = 0; v < V; ++v) r[c][v] *= f;
       }
     } else {
-      M = g.reduce(f2{lm, 0.f}, comb_max).a;
+      M = g.reduce(f2{lm, 0.f}, comb_max, f2{-INFINITY, 0.f}).a;
       float ls = 0.f;
 #pragma unroll
       for (int c = 0; c < k_chunks; ++c)
@@ -638,7 +688,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const G& g, int64_t ro
           ls += e;
           if constexpr (!k_log) r[c][v] = e;
         }
-      S = g.reduce(f2{ls, 0.f}, comb_sum).a;
+      S = g.reduce(f2{ls, 0.f}, comb_sum, f2{0.f, 0.f}).a;
       const float f = 1.f / S, lg = k_log ? logf(S) : 0.f;  // as above
 #pragma unroll
       for (int c = 0; c < k_chunks; ++c)
@@ -695,11 +745,11 @@ __device__ __forceinline__ void do_row(const row_args& a, const G& g, int64_t ro
       }
     };
     if constexpr (k_online) {
-      const f2 t = g.reduce(f2{m, s}, comb_ms);
+      const f2 t = g.reduce(f2{m, s}, comb_ms, f2{-INFINITY, 0.f});
       M = t.a;
       S = t.b;
     } else {
-      M = g.reduce(f2{m, 0.f}, comb_max).a;
+      M = g.reduce(f2{m, 0.f}, comb_max, f2{-INFINITY, 0.f}).a;
       s = 0.f;
 #pragma unroll k_unroll
       for (int64_t i = lo + (int64_t)g.tid * V; i < hi; i += span) {
@@ -708,7 +758,7 @@ __device__ __forceinline__ void do_row(const row_args& a, const G& g, int64_t ro
 #pragma unroll
         for (int v = 0; v < V; ++v) s += exp_ftz(x[v] - M);
       }
-      S = g.reduce(f2{s, 0.f}, comb_sum).a;
+      S = g.reduce(f2{s, 0.f}, comb_sum, f2{0.f, 0.f}).a;
     }
     const float f = 1.f / S, lg = k_log ? logf(S) : 0.f;  // (x - M) - log S, as above
 #pragma unroll k_unroll
@@ -741,7 +791,7 @@ __global__ void __launch_bounds__(NT) softmax_kernel(row_args a) {
     // a team past the last row runs an empty segment [0, 0) down the same path (seg_max a.n) and stores nothing.
     constexpr int per_block = NT / W;
     const int team = threadIdx.x / W;
-    const group<W> g{(int)(threadIdx.x % W), W, scratch, &slot};
+    group<W> g{(int)(threadIdx.x % W), W, scratch, &slot};
     const int64_t first = (int64_t)blockIdx.x * per_block + (threadIdx.x >> 5) * (32 / W);
     for (int64_t r0 = first; r0 < a.rows; r0 += (int64_t)gridDim.x * per_block) {
       const int64_t row = r0 + (team % (32 / W));
@@ -749,12 +799,23 @@ __global__ void __launch_bounds__(NT) softmax_kernel(row_args a) {
       do_row<V>(a, g, row < a.rows ? row : r0, 0, n, a.n, dyn + (a.use_smem ? team * a.seg : 0));
     }
   } else if constexpr (k_strategy == s_block) {
-    const group<W> g{(int)threadIdx.x, (int)blockDim.x, scratch, &slot};  // blockDim.x <= NT (k_fit)
+    group<W> g{(int)threadIdx.x, (int)blockDim.x, scratch, &slot};  // blockDim.x <= NT (k_fit)
     for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) do_row<V>(a, g, row, 0, a.n, a.n, dyn);
-  } else {
-    const group<W> g{(int)threadIdx.x, NT, scratch, &slot};
+  } else if constexpr (k_strategy == s_cluster) {
+    group<W> g{(int)threadIdx.x, NT, scratch, &slot};
     const int64_t lo = min(a.n, (int64_t)blockIdx.x * a.seg), hi = min(a.n, lo + a.seg);
     for (int64_t row = blockIdx.y; row < a.rows; row += gridDim.y) do_row<V>(a, g, row, lo, hi, a.seg, dyn);
+  } else {
+    // Team t takes rows t, t + teams, ...; every CTA of a team takes the same rows, so all of them make the same
+    // reductions (a CTA past the row's end runs an empty segment down the same path).
+    group<W> g{(int)threadIdx.x, NT, scratch, &slot, (int)(blockIdx.x / a.tsize), (int)(blockIdx.x % a.tsize), a.tsize};
+    const int64_t lo = min(a.n, (int64_t)g.tb * a.seg), hi = min(a.n, lo + a.seg);
+    for (int64_t row = g.team; row < a.rows; row += a.teams) do_row<V>(a, g, row, lo, hi, a.seg, dyn);
+    // The last CTA of the team out resets its counters for the next launch: every member has passed every barrier.
+    if (threadIdx.x == 0 && atomicAdd(&g_rs_left[g.team], 1u) == (unsigned)a.tsize - 1) {
+      g_rs_arrived[g.team] = 0;
+      g_rs_left[g.team] = 0;
+    }
   }
 }
 
@@ -782,12 +843,83 @@ inline int64_t rs_grid(K kernel, int64_t blocks, int threads, size_t smem) {
   return blocks < resident ? blocks : resident;
 }
 
+// strategy=grid's team shape for `rows` rows of `n` elements when `resident` CTAs fit on the device at once: a fixed
+// team size (k_split), or the one that costs least, a round of a team costing its segment (twice where the segment
+// is longer than a CTA's registers hold: it is then streamed twice) plus a fixed latency (a barrier and the first
+// bytes' round trip, taken as 16384 elements' worth). At least a vector a thread: no team wider than the row needs.
+template <int V>
+inline void grid_shape(row_args& a, int64_t resident) {
+  auto lo = [](int64_t x, int64_t y) { return x < y ? x : y; };
+  const int64_t per_vec_pass = (int64_t)NT * V, held = (int64_t)k_chunks * per_vec_pass;
+  const int64_t t_max = a.n > per_vec_pass ? (a.n + per_vec_pass - 1) / per_vec_pass : 1;
+  int64_t tsize = 1, teams = 1;
+  if (k_split > 0) {
+    tsize = lo(lo((int64_t)k_split, t_max), resident);
+    teams = lo(a.rows, resident / tsize);
+  } else {
+    double best = 0.0;
+    for (int64_t k = 1; k <= lo(a.rows, resident); ++k) {
+      const int64_t t = lo(resident / k, t_max), seg = (a.n + t - 1) / t;
+      const double cost = (double)((a.rows + k - 1) / k) * ((double)seg * (seg <= held ? 1 : 2) + 16384.0);
+      if (k == 1 || cost < best * (1.0 - 1e-9)) best = cost, teams = k, tsize = t;
+    }
+  }
+  a.seg = ((a.n + tsize - 1) / tsize + V - 1) / V * V;
+  a.tsize = (int)((a.n + a.seg - 1) / a.seg);  // no CTA without a segment
+  a.teams = (int)(teams > 0 ? teams : 1);
+}
+
+// The resident CTAs of the grid kernel on this device (0: no cooperative launch here), read once per device and
+// vector width. Host state at namespace scope with internal linkage, as g_rs_sms.
+struct rs_grid_device {
+  int dev = -1, resident = 0, pdl_ok = 1;
+};
+static rs_grid_device g_rs_grid[2];
+
+// One cooperative launch of teams x tsize CTAs (co-residency guaranteed, or the launch fails: never a hang), with
+// PDL when asked and the device takes both attributes (tried once, outside any capture: the first launch is the
+// verifier's). Without a cooperative launch, teams of one CTA: a block per row, no CTA ever waits on another.
+template <int V, typename K>
+int launch_grid(K kernel, row_args a, cudaStream_t s) {
+  rs_grid_device& d = g_rs_grid[V == 1 ? 0 : 1];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 3;
+  if (d.dev != dev) {
+    int coop = 0, per_sm = 0;
+    if (cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, NT, 0) != cudaSuccess) {
+      cudaGetLastError();
+      coop = 0;
+    }
+    const int64_t resident = (int64_t)per_sm * rs_sms();
+    d = rs_grid_device{dev, coop ? (int)(resident < k_grid_cap ? resident : k_grid_cap) : 0, 1};
+  }
+  if (d.resident < 1) {
+    a.tsize = 1;
+    a.seg = a.n;
+    a.teams = (int)(a.rows < (1 << 22) ? a.rows : (1 << 22));
+    return launch_kernel<k_pdl>(kernel, dim3((unsigned)a.teams), NT, 0, s, a);
+  }
+  grid_shape<V>(a, d.resident);
+  cudaLaunchAttribute attrs[2] = {};
+  attrs[0].id = cudaLaunchAttributeCooperative;
+  attrs[0].val.cooperative = 1;
+  attrs[1] = pdl_attr();
+  const dim3 grid((unsigned)((int64_t)a.teams * a.tsize));
+  if (k_pdl && d.pdl_ok) {
+    if (launch_ex(attrs, 2, kernel, grid, NT, 0, s, a) == 0) return 0;
+    cudaGetLastError();
+    d.pdl_ok = 0;
+  }
+  return launch_ex(attrs, 1, kernel, grid, NT, 0, s, a);
+}
+
 template <int V, int W>
 int run(row_args a, cudaStream_t s) {
   auto kernel = softmax_kernel<V, W>;
   a.seg = k_strategy == s_cluster ? ((a.n + k_cluster - 1) / k_cluster + V - 1) / V * V : a.n;
   size_t smem = 0;
-  if (k_cache_smem) {
+  if (k_cache_smem && k_strategy != s_grid) {
     const size_t need = (size_t)(k_strategy == s_warp ? NT / W : 1) * (size_t)a.seg * sizeof(float);
     if (need <= k_smem_limit) {
       a.use_smem = 1;
@@ -808,9 +940,11 @@ int run(row_args a, cudaStream_t s) {
     while (k_fit && !a.use_smem && bt > 64 && a.n <= (int64_t)k_chunks * (bt / 2) * V) bt /= 2;
     const int64_t blocks = rs_grid(kernel, a.rows, bt, smem);
     return launch_kernel<k_pdl>(kernel, dim3((unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap)), bt, smem, s, a);
-  } else {
+  } else if constexpr (k_strategy == s_cluster) {
     const dim3 grid(k_cluster, (unsigned)(a.rows < 65535 ? a.rows : 65535));
     return launch_clusters<k_pdl>(kernel, k_cluster, grid, NT, smem, s, a);
+  } else {
+    return launch_grid<V>(kernel, a, s);
   }
 }
 
