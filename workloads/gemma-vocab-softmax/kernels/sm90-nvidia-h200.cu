@@ -1,12 +1,10 @@
 // kforge kernel: family row_softmax_cuda, version 6
-// knobs: cache=regs chunks=8 cluster=8 fit=0 online=0 pdl=1 split=auto strategy=cluster stream_store=0 tanh=exp team=32 threads=512 unroll=1 vec=8 waves=0
+// knobs: cache=regs chunks=4 cluster=8 fit=0 online=1 pdl=1 split=auto strategy=grid stream_store=1 tanh=exp team=32 threads=256 unroll=1 vec=4 waves=0
 // computes: x[bfloat16] -> cast(float32) -> softcap(30) -> softmax(float32)
 // kforge winner: gemma-vocab-softmax on sm90-nvidia-h200
-// found: by `kforge search` (template proposer) on 2026-12-05T04:37:28Z
-// lineage: default -> template: online 1->0
-// measured: 17.41 us (geometric mean over gated cases), 5.11x eager
-// re-emitted: by `kforge reemit` on 2026-12-05T23:32:30Z, row_softmax_cuda version 6 from version 5; knobs filled: split=auto (the code before the knob); measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-05T23:34:55Z, row_softmax_cuda version 6 from version 6; measured above is the earlier kernel's
+// found: by `kforge search` (template proposer) on 2026-12-06T00:45:22Z
+// lineage: default -> template: vec 8->4 -> template: stream_store 0->1
+// measured: 12.80 us (geometric mean over gated cases), 6.96x eager
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -325,16 +323,16 @@ namespace kfk {
 using in_t = __nv_bfloat16;
 using out_t = float;
 constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_grid = 3;
-constexpr int k_strategy = s_cluster;
-constexpr int NT = 512;
-constexpr int k_vec = 8;
-constexpr int k_chunks = 8;
+constexpr int k_strategy = s_grid;
+constexpr int NT = 256;
+constexpr int k_vec = 4;
+constexpr int k_chunks = 4;
 constexpr int k_cluster = 8;
 constexpr int k_split = 0;  // 0: auto
 constexpr int k_unroll = 1;
-constexpr bool k_online = false;
+constexpr bool k_online = true;
 constexpr bool k_cache_smem = false;
-constexpr bool k_stream_store = false;
+constexpr bool k_stream_store = true;
 constexpr bool k_log = false;
 constexpr int k_topk = 0;
 constexpr bool k_fit = false;
