@@ -249,7 +249,7 @@ run_history load_run_history(git_repo* repo, const std::string& base_ref, const 
   if (repo && !head && base_ref.empty()) {
     h.entry.why = "HEAD has no commit yet (a new repository): no history to compare with";
   } else if (repo) {
-    h.head = repo->resolve("HEAD");  // with a base ref, an unborn HEAD is the user's error, said as such
+    h.head = head ? *head : repo->resolve("HEAD");  // with a base ref, an unborn HEAD is the user's error, said so
     if (!base_ref.empty()) {
       h.base_commit = repo->merge_base("HEAD", base_ref);
       h.entry = load_history(*repo, h.base_commit, key);

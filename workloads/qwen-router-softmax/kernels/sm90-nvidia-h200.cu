@@ -14,6 +14,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-02T13:52:49Z, row_softmax_cuda version 5 from version 5; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-05T23:32:30Z, row_softmax_cuda version 6 from version 5; knobs filled: split=auto (the code before the knob); measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-05T23:34:55Z, row_softmax_cuda version 6 from version 6; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T01:21:13Z, row_softmax_cuda version 6 from version 6; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -867,13 +868,16 @@ inline void grid_shape(row_args& a, int64_t resident) {
   }
   a.seg = ((a.n + tsize - 1) / tsize + V - 1) / V * V;
   a.tsize = (int)((a.n + a.seg - 1) / a.seg);  // no CTA without a segment
-  a.teams = (int)(teams > 0 ? teams : 1);
+  a.teams = (int)teams;                        // at least 1: rows >= 1 and tsize <= resident
 }
 
 // The resident CTAs of the grid kernel on this device (0: no cooperative launch here), read once per device and
-// vector width. Host state at namespace scope with internal linkage, as g_rs_sms.
+// vector width, and the team shape of the last (rows, n) launched, so repeated launches of one shape (a model's
+// forward, timing) skip grid_shape's search. Host state at namespace scope with internal linkage, as g_rs_sms.
 struct rs_grid_device {
   int dev = -1, resident = 0, pdl_ok = 1;
+  int64_t rows = -1, n = -1, seg = 0;
+  int tsize = 1, teams = 1;
 };
 static rs_grid_device g_rs_grid[2];
 
@@ -893,7 +897,9 @@ int launch_grid(K kernel, row_args a, cudaStream_t s) {
       coop = 0;
     }
     const int64_t resident = (int64_t)per_sm * rs_sms();
-    d = rs_grid_device{dev, coop ? (int)(resident < k_grid_cap ? resident : k_grid_cap) : 0, 1};
+    d = rs_grid_device{};
+    d.dev = dev;
+    d.resident = coop ? (int)(resident < k_grid_cap ? resident : k_grid_cap) : 0;
   }
   if (d.resident < 1) {
     a.tsize = 1;
@@ -901,7 +907,12 @@ int launch_grid(K kernel, row_args a, cudaStream_t s) {
     a.teams = (int)(a.rows < (1 << 22) ? a.rows : (1 << 22));
     return launch_kernel<k_pdl>(kernel, dim3((unsigned)a.teams), NT, 0, s, a);
   }
-  grid_shape<V>(a, d.resident);
+  if (a.rows != d.rows || a.n != d.n) {
+    grid_shape<V>(a, d.resident);
+    d.rows = a.rows, d.n = a.n, d.seg = a.seg, d.tsize = a.tsize, d.teams = a.teams;
+  } else {
+    a.seg = d.seg, a.tsize = d.tsize, a.teams = d.teams;
+  }
   cudaLaunchAttribute attrs[2] = {};
   attrs[0].id = cudaLaunchAttributeCooperative;
   attrs[0].val.cooperative = 1;
