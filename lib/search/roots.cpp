@@ -208,7 +208,21 @@ root_set search_roots(const workload_spec& spec, device_kind device, const std::
                                             (changes.empty() ? "" : " (knobs now: " + changes + ")")));
     }
   }
-  for (auto* f : covering_families(spec, device)) add(family_candidate(*f, spec, f->default_variant(spec), "default"));
+  // Each covering family's default for the whole spec, then for each case it is tuned on alone: a family picks its
+  // strategy by shape class (a decode step's one long row and a prefill's many want different kernels), and the
+  // search's dispatch can keep a winner per class.
+  const bool any_gated = std::any_of(spec.cases.begin(), spec.cases.end(), [](auto& c) { return c.gate; });
+  for (auto* f : covering_families(spec, device)) {
+    add(family_candidate(*f, spec, f->default_variant(spec), "default"));
+    if (spec.cases.size() < 2) continue;
+    for (const auto& c : spec.cases) {
+      if ((any_gated && !c.gate) || !c.runs_on(device_kind_name(device))) continue;
+      workload_spec one = spec;
+      one.cases = {c};
+      const knob_values k = f->default_variant(one);
+      if (f->valid(k, spec, nullptr)) add(family_candidate(*f, spec, k, "default for " + c.name));
+    }
+  }
   return out;
 }
 

@@ -1,6 +1,6 @@
 // Where a search starts (docs/design.md "Search": roots): the stored winner for this GPU key, stored winners of other
 // GPU keys whose .json names a family + knobs that this device's family of the same kind can re-emit, and each
-// covering family's default variant.
+// covering family's default variant: for the whole spec, and for each tuned case alone where that differs.
 #pragma once
 #include <filesystem>
 #include <string>

@@ -28,5 +28,22 @@ TEST(search_roots, a_knob_gained_since_takes_the_value_of_the_code_before_it) {
   EXPECT_EQ(roots.roots.back().knobs.at("pdl"), "1");  // the default has it on
 }
 
+// A decode step's one long row and a prefill's many want different kernels: besides the family's default for the
+// whole spec (sized for its fewest rows), each tuned case's own default is a root, for the dispatch to keep.
+TEST(search_roots, each_tuned_case_adds_its_own_default_where_it_differs) {
+  auto spec = test::softmax_spec(false, true);
+  spec.inputs[0].shape = {test::sym("T"), test::lit(128256)};
+  spec.cases = {test::make_case({{"T", 1}}, true), test::make_case({{"T", 512}}, true),
+                test::make_case({{"T", 3}}, false)};
+  const auto roots = search_roots(spec, device_kind::cuda, "sm90-test", "/nonexistent").roots;
+  ASSERT_EQ(roots.size(), 2u);  // T=1's default is the whole spec's; T=3 is not timed
+  EXPECT_EQ(roots[0].origin, "default");
+  EXPECT_EQ(roots[0].knobs.at("strategy"), "grid");
+  EXPECT_EQ(roots[1].origin, "default for T=512");
+  EXPECT_EQ(roots[1].knobs.at("strategy"), "cluster");
+  spec.cases.resize(1);  // one case: the spec's default alone
+  EXPECT_EQ(search_roots(spec, device_kind::cuda, "sm90-test", "/nonexistent").roots.size(), 1u);
+}
+
 }  // namespace
 }  // namespace kf
