@@ -186,7 +186,17 @@ TEST(families_cuda, defaults_are_valid_and_follow_the_shape) {
   auto llama = vocab;
   llama.inputs[0].shape = {test::lit(512), test::lit(128256)};
   const auto lv = cuda_family("row_softmax_cuda").default_variant(llama);
-  EXPECT_EQ(lv.at("strategy"), "block");  // 512 rows fill the GPU
+  EXPECT_EQ(lv.at("strategy"), "cluster");  // 512 rows fill the GPU; 8 CTAs a row, streamed past 65536 values
+  EXPECT_EQ(lv.at("cluster"), "8");
+  EXPECT_EQ(lv.at("threads"), "256");
+  EXPECT_EQ(lv.at("chunks"), "4");
+  EXPECT_EQ(lv.at("unroll"), "2");
+  llama.inputs[0].shape = {test::lit(512), test::lit(40000)};
+  const auto mv = cuda_family("row_softmax_cuda").default_variant(llama);
+  EXPECT_EQ(mv.at("cluster"), "8");  // 5 CTAs' registers hold it: the power of two above, one read
+  EXPECT_EQ(mv.at("unroll"), "1");
+  llama.inputs[0].shape = {test::lit(4096), test::lit(32768)};
+  EXPECT_EQ(cuda_family("row_softmax_cuda").default_variant(llama).at("strategy"), "block");  // a block holds it
   llama.inputs[0].shape = {test::lit(1), test::lit(128256)};
   const auto fv = cuda_family("row_softmax_cuda").default_variant(llama);
   EXPECT_EQ(fv.at("strategy"), "grid");

@@ -35,6 +35,11 @@ shape_summary summarize(const workload_spec& spec, const softmax_graph& g) {
   return s;
 }
 
+// A thread's share of a register-cached row in the defaults: 32 floats leave a 1024-thread block within its 64
+// registers a thread, so a block holds 32768 values of a row at most.
+constexpr int64_t k_thread_floats = 32;
+constexpr int64_t k_block_floats = 1024 * k_thread_floats;
+
 int pow2_at_least(int64_t v, int cap) {
   int p = 1;
   while (p < v && p < cap) p *= 2;
@@ -149,6 +154,24 @@ class row_softmax_cuda final : public family {
       v["threads"] = "256";
       v["chunks"] = fit_chunks((s.max_n + team - 1) / team, 256);
       v["online"] = "1";  // one barrier of the team instead of two
+    } else if (s.max_n > k_block_floats) {
+      // Many rows longer than a block's registers hold (32 floats a thread at 1024 threads): a portable cluster
+      // per row, 256 threads of 32 cached values each, as few CTAs as hold the row up to 8, and past that the
+      // row streamed (a statistics pass, then a write pass reading x again; unrolled by 2, evict-first stores).
+      // Measured on an H100 on Llama-3's 512 rows of 128,256 (docs/results.md, stop 24): this 187.7 us, where
+      // clusters holding the whole row read x once but ran slower: 8 CTAs of 512 threads 289.7 us (one CTA an
+      // SM), 16 of 256 threads 339.6 us (non-portable clusters); the H200 searches kept the same shape.
+      const int threads = 256;
+      const int64_t per_cta = threads * k_thread_floats;
+      v["strategy"] = "cluster";
+      v["threads"] = std::to_string(threads);
+      v["chunks"] = std::to_string(std::max<int64_t>(1, k_thread_floats / per_vec));
+      v["cluster"] = std::to_string(std::max(2, pow2_at_least((s.max_n + per_cta - 1) / per_cta, 8)));
+      v["online"] = "1";
+      if (s.max_n > 8 * per_cta) {
+        v["unroll"] = "2";
+        v["stream_store"] = "1";
+      }
     } else {
       const int threads = std::clamp(pow2_at_least(s.max_n / (per_vec * 2), 1024), 64, 1024);
       v["threads"] = std::to_string(threads);
