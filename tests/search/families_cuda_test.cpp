@@ -8,6 +8,7 @@
 #include <regex>
 #include <set>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "search/dispatch.h"
@@ -222,6 +223,33 @@ TEST(families_cuda, defaults_are_valid_and_follow_the_shape) {
   EXPECT_EQ(gv.at("l2_hint"), "1");
   EXPECT_EQ(gv.at("lag_mb"), "0");
   EXPECT_EQ(gv.at("stream_store"), "1");
+}
+
+// A held-out row op can have any row length and any row count: each row family's default must stay valid and keep
+// its register cache within a block's registers (at most 32768 cached floats a block: 32 a thread at 1024 threads,
+// where the 64-register cap of a 1024-thread block would otherwise spill them).
+TEST(families_cuda, row_defaults_are_valid_and_fit_their_registers_at_any_row_length) {
+  const family& rn = cuda_family("row_norm_cuda");
+  const family& sm = cuda_family("row_softmax_cuda");
+  for (dtype t : {dtype::bfloat16, dtype::float32})
+    for (int64_t n : {64, 100, 1000, 4096, 5120, 16384, 32768, 40000, 65536, 128256, 262144, 1048576})
+      for (int64_t rows : {1, 8, 300, 4096}) {
+        const std::string at = fmt::format("{} rows of {} {}", rows, n, dtype_name(t));
+        std::string why;
+        auto norm = test::row_norm_spec(true, t);
+        norm.inputs[0].shape = {test::lit(rows), test::lit(n)};
+        norm.inputs[1].shape = {test::lit(n)};
+        norm.graph[0].args["normalized_shape"] = {n};
+        const auto nv = rn.default_variant(norm);
+        EXPECT_TRUE(rn.valid(nv, norm, &why)) << "row_norm_cuda, " << at << ": " << why;
+        EXPECT_LE(knob_int(nv, "chunks") * knob_int(nv, "vec") * knob_int(nv, "block"), 32768) << "row_norm_cuda, " << at;
+        auto soft = test::softmax_spec(false, true, 0, t);
+        soft.inputs[0].shape = {test::lit(rows), test::lit(n)};
+        soft.cases = {test::make_case({}, true)};
+        const auto sv = sm.default_variant(soft);
+        EXPECT_TRUE(sm.valid(sv, soft, &why)) << "row_softmax_cuda, " << at << ": " << why;
+        EXPECT_LE(knob_int(sv, "chunks") * knob_int(sv, "vec") * knob_int(sv, "threads"), 32768) << "row_softmax_cuda, " << at;
+      }
 }
 
 TEST(families_cuda, valid_rejects_impossible_combinations) {

@@ -114,20 +114,22 @@ class row_norm_cuda final : public family {
       v["team"] = std::to_string(team);
       v["chunks"] = std::to_string(chunks_for((vecs + team - 1) / team));
     } else {
-      // A block per row, 128 threads when the row's vectors fit in 8 a thread, more for longer rows; rows beyond a
-      // block of 1024 x 8 vectors split over a cluster when there are too few rows to fill the GPU.
+      // A block per row, 128 threads when the row's vectors fit in 8 a thread, more for longer rows. A block caches
+      // at most 32768 floats (32 a thread at 1024 threads, whose registers cap at 64 a thread): rows beyond split
+      // over a cluster when there are too few rows to fill the GPU, and are streamed past the cache otherwise.
       int block = 128;
       while (block < 1024 && (vecs + block - 1) / block > 8) block *= 2;
+      const int64_t cap = std::clamp<int64_t>(32768 / (int64_t{block} * vec), 1, 8);  // vectors a thread caches
       int64_t per = (vecs + block - 1) / block;
-      if (per > 8 && s.rows < 2 * cuda_emit::k_reference_sms) {
+      if (per > cap && s.rows < 2 * cuda_emit::k_reference_sms) {
         int cl = 2;
-        while (cl < 8 && (vecs + block * cl - 1) / (block * cl) > 8) cl *= 2;
+        while (cl < 8 && (vecs + block * cl - 1) / (block * cl) > cap) cl *= 2;
         v["strategy"] = "cluster";
         v["cluster"] = std::to_string(cl);
         per = (vecs + block * cl - 1) / (block * cl);
       }
       v["block"] = std::to_string(block);
-      v["chunks"] = std::to_string(chunks_for(per));
+      v["chunks"] = std::to_string(chunks_for(std::min(per, cap)));
     }
     return v;
   }
