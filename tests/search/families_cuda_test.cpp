@@ -252,6 +252,57 @@ TEST(families_cuda, row_defaults_are_valid_and_fit_their_registers_at_any_row_le
       }
 }
 
+// The same for the families whose defaults follow tensor sizes: GroupNorm from 1x1 to 1024x1024 images and 4 to
+// 2560 channels in 1 to 32 groups, pooling from 1x1 to 56x56 maps, pointwise chains from one element to 2^28.
+TEST(families_cuda, size_defaults_are_valid_at_any_size) {
+  std::string why;
+  int covered = 0;
+  const family& gn = cuda_family("group_norm_cuda");
+  for (const char* format : {"contiguous", "channels_last"})
+    for (dtype t : {dtype::bfloat16, dtype::float32})
+      for (int64_t c : {4, 64, 320, 2560})
+        for (int64_t groups : {1, 4, 32})
+          for (int64_t hw : {1, 7, 16, 128, 1024})
+            for (int64_t n : {1, 8}) {
+              if (c % groups) continue;
+              auto spec = test::group_norm_spec(true, t, format);
+              spec.inputs[0].shape = {test::lit(n), test::lit(c), test::lit(hw), test::lit(hw)};
+              spec.inputs[1].shape = spec.inputs[2].shape = {test::lit(c)};
+              spec.graph[0].args["num_groups"] = groups;
+              spec.cases = {test::make_case({}, true)};
+              if (!gn.covers(spec, nullptr)) continue;
+              ++covered;
+              EXPECT_TRUE(gn.valid(gn.default_variant(spec), spec, &why))
+                  << fmt::format("group_norm_cuda, {} {} [{}, {}, {}, {}] in {} groups: {}", format, dtype_name(t), n, c, hw, hw, groups, why);
+            }
+  EXPECT_EQ(covered, 220);  // every contiguous shape; channels_last GroupNorm is not this family's
+  covered = 0;
+  const family& pool = cuda_family("pool_cuda");
+  for (const char* format : {"contiguous", "channels_last"})
+    for (int64_t c : {3, 64, 2048})
+      for (int64_t hw : {1, 7, 56})
+        for (int64_t n : {1, 256}) {
+          auto spec = test::pool_spec(format);
+          spec.inputs[0].shape = {test::lit(n), test::lit(c), test::lit(hw), test::lit(hw)};
+          spec.cases = {test::make_case({}, true)};
+          if (!pool.covers(spec, nullptr)) continue;
+          ++covered;
+          EXPECT_TRUE(pool.valid(pool.default_variant(spec), spec, &why))
+              << fmt::format("pool_cuda, {} [{}, {}, {}, {}]: {}", format, n, c, hw, hw, why);
+        }
+  EXPECT_EQ(covered, 36);
+  const family& pw = cuda_family("pointwise_cuda");
+  for (dtype t : {dtype::bfloat16, dtype::float32})
+    for (int64_t rows : {1, 3, 4096, 65536})
+      for (int64_t d : {1, 7, 256, 4096}) {
+        auto spec = test::swiglu_spec(t);
+        spec.inputs[0].shape = spec.inputs[1].shape = {test::lit(rows), test::lit(d)};
+        spec.cases = {test::make_case({}, true)};
+        EXPECT_TRUE(pw.valid(pw.default_variant(spec), spec, &why))
+            << fmt::format("pointwise_cuda, {} [{}, {}]: {}", dtype_name(t), rows, d, why);
+      }
+}
+
 TEST(families_cuda, valid_rejects_impossible_combinations) {
   const family& sm = cuda_family("row_softmax_cuda");
   auto topk = test::softmax_spec(false, false, 4);
