@@ -25,6 +25,15 @@ __device__ __forceinline__ T* cluster_map(T* p, unsigned rank) {
   return static_cast<T*>(__cluster_map_shared_rank(p, rank));
 }
 
+// ---- cross-CTA flags ----
+// A load that later loads cannot pass (acquire, GPU scope): a CTA polls another's counter or flag, then reads
+// what was written before it was released (row_softmax's grid teams, group_norm's teams and row statistics).
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
 // ---- types ----
 // clang-format off
 template <typename T> struct dtype_code;

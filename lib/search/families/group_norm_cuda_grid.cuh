@@ -19,12 +19,6 @@ __device__ f3 g_team_part[2][k_team_cap];        // partial records by row parit
 __device__ unsigned g_team_arrived[k_team_cap];  // per team: arrivals, counting up across its rows
 __device__ unsigned g_team_left[k_team_cap];     // per team: blocks done; the last resets both for the next launch
 
-__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
 // The sum of n records that other blocks wrote, for every lane of the calling warp; read through L2 (__ldcg), not
 // L1, which may hold stale lines of them.
 __device__ __forceinline__ f3 warp_sum_records(const f3* recs, int64_t n) {

@@ -123,12 +123,6 @@ __device__ f2 g_rs_part[2][k_grid_cap];        // partial results by round parit
 __device__ unsigned g_rs_arrived[k_grid_cap];  // per team: arrivals, counting up across its rounds
 __device__ unsigned g_rs_left[k_grid_cap];     // per team: CTAs done; the last resets both for the next launch
 
-__device__ __forceinline__ unsigned rs_ld_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
 // Round `round` of team `team`: each CTA posts its block's partial (slot b), counts itself in and waits for the
 // whole team; then one warp combines the team's partials in a fixed order, so every CTA of the team gets the same
 // result bit for bit. `id` is comb's identity. Why the parity is safe: a CTA posts round r + 2 only after every
@@ -144,7 +138,7 @@ __device__ __forceinline__ f2 grid_reduce(f2 v, F comb, f2 id, f2* scratch, f2* 
     __threadfence();
     atomicAdd(&g_rs_arrived[team], 1u);
     const unsigned want = (round + 1) * (unsigned)tsize;
-    while (rs_ld_acquire(&g_rs_arrived[team]) < want) __nanosleep(32);
+    while (ld_acquire(&g_rs_arrived[team]) < want) __nanosleep(32);
     __threadfence();
   }
   __syncthreads();

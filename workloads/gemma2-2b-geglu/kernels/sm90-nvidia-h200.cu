@@ -7,6 +7,7 @@
 // measured: 11.20 us (geometric mean over gated cases), 1.55x eager
 // re-emitted: by `kforge reemit` on 2026-12-05T02:48:49Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-05T05:11:33Z, dispatch version 1 from version 1; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T03:06:52Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 
 // dispatch: each part below is a whole candidate of its family, its names in a namespace of its own and its kf_launch renamed;
 // the kf_launch at the end picks a part by the bytes of the inputs it receives.
@@ -48,6 +49,15 @@ __device__ __forceinline__ void cluster_sync() {
 template <typename T>
 __device__ __forceinline__ T* cluster_map(T* p, unsigned rank) {
   return static_cast<T*>(__cluster_map_shared_rank(p, rank));
+}
+
+// ---- cross-CTA flags ----
+// A load that later loads cannot pass (acquire, GPU scope): a CTA polls another's counter or flag, then reads
+// what was written before it was released (row_softmax's grid teams, group_norm's teams and row statistics).
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
 }
 
 // ---- types ----
@@ -669,6 +679,15 @@ __device__ __forceinline__ void cluster_sync() {
 template <typename T>
 __device__ __forceinline__ T* cluster_map(T* p, unsigned rank) {
   return static_cast<T*>(__cluster_map_shared_rank(p, rank));
+}
+
+// ---- cross-CTA flags ----
+// A load that later loads cannot pass (acquire, GPU scope): a CTA polls another's counter or flag, then reads
+// what was written before it was released (row_softmax's grid teams, group_norm's teams and row statistics).
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
 }
 
 // ---- types ----

@@ -8,6 +8,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-05T23:32:30Z, dispatch version 1 from version 1; knobs filled: p0.split=auto (the code before the knob), p1.split=auto (the code before the knob); measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-05T23:34:55Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T01:21:13Z, dispatch version 1 from version 1; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T03:06:52Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 
 // dispatch: each part below is a whole candidate of its family, its names in a namespace of its own and its kf_launch renamed;
 // the kf_launch at the end picks a part by the bytes of the inputs it receives.
@@ -49,6 +50,15 @@ __device__ __forceinline__ void cluster_sync() {
 template <typename T>
 __device__ __forceinline__ T* cluster_map(T* p, unsigned rank) {
   return static_cast<T*>(__cluster_map_shared_rank(p, rank));
+}
+
+// ---- cross-CTA flags ----
+// A load that later loads cannot pass (acquire, GPU scope): a CTA polls another's counter or flag, then reads
+// what was written before it was released (row_softmax's grid teams, group_norm's teams and row statistics).
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
 }
 
 // ---- types ----
@@ -507,12 +517,6 @@ __device__ f2 g_rs_part[2][k_grid_cap];        // partial results by round parit
 __device__ unsigned g_rs_arrived[k_grid_cap];  // per team: arrivals, counting up across its rounds
 __device__ unsigned g_rs_left[k_grid_cap];     // per team: CTAs done; the last resets both for the next launch
 
-__device__ __forceinline__ unsigned rs_ld_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
 // Round `round` of team `team`: each CTA posts its block's partial (slot b), counts itself in and waits for the
 // whole team; then one warp combines the team's partials in a fixed order, so every CTA of the team gets the same
 // result bit for bit. `id` is comb's identity. Why the parity is safe: a CTA posts round r + 2 only after every
@@ -528,7 +532,7 @@ __device__ __forceinline__ f2 grid_reduce(f2 v, F comb, f2 id, f2* scratch, f2* 
     __threadfence();
     atomicAdd(&g_rs_arrived[team], 1u);
     const unsigned want = (round + 1) * (unsigned)tsize;
-    while (rs_ld_acquire(&g_rs_arrived[team]) < want) __nanosleep(32);
+    while (ld_acquire(&g_rs_arrived[team]) < want) __nanosleep(32);
     __threadfence();
   }
   __syncthreads();
@@ -1070,6 +1074,15 @@ __device__ __forceinline__ T* cluster_map(T* p, unsigned rank) {
   return static_cast<T*>(__cluster_map_shared_rank(p, rank));
 }
 
+// ---- cross-CTA flags ----
+// A load that later loads cannot pass (acquire, GPU scope): a CTA polls another's counter or flag, then reads
+// what was written before it was released (row_softmax's grid teams, group_norm's teams and row statistics).
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
 // ---- types ----
 // clang-format off
 template <typename T> struct dtype_code;
@@ -1526,12 +1539,6 @@ __device__ f2 g_rs_part[2][k_grid_cap];        // partial results by round parit
 __device__ unsigned g_rs_arrived[k_grid_cap];  // per team: arrivals, counting up across its rounds
 __device__ unsigned g_rs_left[k_grid_cap];     // per team: CTAs done; the last resets both for the next launch
 
-__device__ __forceinline__ unsigned rs_ld_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
 // Round `round` of team `team`: each CTA posts its block's partial (slot b), counts itself in and waits for the
 // whole team; then one warp combines the team's partials in a fixed order, so every CTA of the team gets the same
 // result bit for bit. `id` is comb's identity. Why the parity is safe: a CTA posts round r + 2 only after every
@@ -1547,7 +1554,7 @@ __device__ __forceinline__ f2 grid_reduce(f2 v, F comb, f2 id, f2* scratch, f2* 
     __threadfence();
     atomicAdd(&g_rs_arrived[team], 1u);
     const unsigned want = (round + 1) * (unsigned)tsize;
-    while (rs_ld_acquire(&g_rs_arrived[team]) < want) __nanosleep(32);
+    while (ld_acquire(&g_rs_arrived[team]) < want) __nanosleep(32);
     __threadfence();
   }
   __syncthreads();

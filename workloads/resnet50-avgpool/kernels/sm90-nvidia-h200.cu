@@ -8,6 +8,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-01T22:13:10Z, pool_cuda version 1 from version 0 (none recorded: stored before families had versions); measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-02T10:00:49Z, pool_cuda version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-02T13:52:49Z, pool_cuda version 1 from version 1; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T03:06:52Z, pool_cuda version 1 from version 1; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -34,6 +35,15 @@ __device__ __forceinline__ void cluster_sync() {
 template <typename T>
 __device__ __forceinline__ T* cluster_map(T* p, unsigned rank) {
   return static_cast<T*>(__cluster_map_shared_rank(p, rank));
+}
+
+// ---- cross-CTA flags ----
+// A load that later loads cannot pass (acquire, GPU scope): a CTA polls another's counter or flag, then reads
+// what was written before it was released (row_softmax's grid teams, group_norm's teams and row statistics).
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
 }
 
 // ---- types ----

@@ -8,6 +8,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-01T22:13:10Z, group_norm_cuda version 1 from version 0 (none recorded: stored before families had versions); knobs filled: ahead=2 (not read by this variant), l2_hint=0 (the code before the knob), publish=counter (the code before the knob), ring_kb=192 (not read by this variant), stages=2 (the code before the knob); measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-02T10:00:49Z, group_norm_cuda version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-02T13:52:49Z, group_norm_cuda version 1 from version 1; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T03:06:52Z, group_norm_cuda version 1 from version 1; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -34,6 +35,15 @@ __device__ __forceinline__ void cluster_sync() {
 template <typename T>
 __device__ __forceinline__ T* cluster_map(T* p, unsigned rank) {
   return static_cast<T*>(__cluster_map_shared_rank(p, rank));
+}
+
+// ---- cross-CTA flags ----
+// A load that later loads cannot pass (acquire, GPU scope): a CTA polls another's counter or flag, then reads
+// what was written before it was released (row_softmax's grid teams, group_norm's teams and row statistics).
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
 }
 
 // ---- types ----
@@ -673,12 +683,6 @@ constexpr int k_team_cap = 8192;                 // blocks of one launch
 __device__ f3 g_team_part[2][k_team_cap];        // partial records by row parity: a block is at most one row ahead
 __device__ unsigned g_team_arrived[k_team_cap];  // per team: arrivals, counting up across its rows
 __device__ unsigned g_team_left[k_team_cap];     // per team: blocks done; the last resets both for the next launch
-
-__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
 
 // The sum of n records that other blocks wrote, for every lane of the calling warp; read through L2 (__ldcg), not
 // L1, which may hold stale lines of them.
