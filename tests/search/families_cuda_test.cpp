@@ -303,6 +303,27 @@ TEST(families_cuda, size_defaults_are_valid_at_any_size) {
       }
 }
 
+// row_softmax's `head` changes only rows longer than the register cache: where every row fits, both values emit one
+// kernel (the proposer skips a move to a source the tree holds); where rows are longer, head=1 is its own kernel.
+TEST(families_cuda, row_softmax_head_only_matters_for_rows_longer_than_the_cache) {
+  const family& sm = cuda_family("row_softmax_cuda");
+  const auto s = test::softmax_spec();  // rows of 64 values
+  knob_values v = sm.default_variant(s);
+  EXPECT_EQ(v.at("head"), "0");
+  knob_values h = v;
+  h["head"] = "1";
+  EXPECT_EQ(sm.emit(s, h), sm.emit(s, v));
+  auto vocab = test::softmax_spec(false, true);
+  vocab.inputs[0].shape = {test::lit(512), test::lit(128256)};
+  vocab.cases = {test::make_case({}, true)};
+  v = sm.default_variant(vocab);  // a cluster of 8 x 256 threads x 32 values: 65536 of the row
+  h = v;
+  h["head"] = "1";
+  const std::string with = sm.emit(vocab, h);
+  EXPECT_NE(with, sm.emit(vocab, v));
+  EXPECT_NE(with.find("constexpr bool k_head = true;"), std::string::npos);
+}
+
 TEST(families_cuda, valid_rejects_impossible_combinations) {
   const family& sm = cuda_family("row_softmax_cuda");
   auto topk = test::softmax_spec(false, false, 4);

@@ -22,7 +22,7 @@ using variants = std::vector<std::pair<workload_spec, knob_values>>;
 
 workload_spec suite(const char* name) { return load_spec((fs::path(KFORGE_SOURCE_DIR) / "workloads" / name).string()); }
 
-constexpr int k_per_spec = 13;
+constexpr int k_per_spec = 16;
 
 void add_teams(variants& out, const workload_spec& s) {
   out.push_back({s, {}});
@@ -40,6 +40,13 @@ void add_teams(variants& out, const workload_spec& s) {
   // global memory, whatever the row length).
   out.push_back({s, {{"strategy", "grid"}, {"threads", "32"}, {"chunks", "2"}, {"online", "1"}}});
   out.push_back({s, {{"strategy", "grid"}, {"split", "4"}, {"threads", "32"}, {"chunks", "1"}, {"online", "0"}}});
+  // head=1: rows longer than the register cache keep its part there and read only the rest twice (a team, a
+  // cluster and a grid team, each with rows past its cache; online and two-pass statistics).
+  out.push_back({s, {{"strategy", "warp"}, {"team", "4"}, {"chunks", "2"}, {"head", "1"}}});
+  out.push_back({s, {{"strategy", "cluster"}, {"cluster", "2"}, {"threads", "128"}, {"chunks", "1"}, {"vec", "1"},
+                     {"online", "1"}, {"head", "1"}}});
+  out.push_back({s, {{"strategy", "grid"}, {"split", "4"}, {"threads", "32"}, {"chunks", "1"}, {"vec", "1"},
+                     {"online", "0"}, {"head", "1"}}});
 }
 
 std::string masked(const char* mask_shape, const char* cases) {

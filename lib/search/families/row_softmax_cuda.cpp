@@ -53,8 +53,9 @@ class row_softmax_cuda final : public family {
   // 2: masks with a column stride of 1 take the vector path. 3: `team` (rows shorter than a warp's vectors share
   // it), masks' leading dims merged at launch and walked in 32-bit arithmetic where the rows allow.
   // 4: `waves` (persistent grids for strategy=warp and block). 5: the register cache loads unguarded (all chunks at
-  // once). 6: strategy=grid (a team of co-resident CTAs per row) and `split`.
-  int version() const override { return 6; }
+  // once). 6: strategy=grid (a team of co-resident CTAs per row) and `split`. 7: `head` (the register cache kept
+  // for the first part of a row longer than it).
+  int version() const override { return 7; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_softmax(spec, why_not);
@@ -98,6 +99,11 @@ class row_softmax_cuda final : public family {
         {"online", {"0", "1"}, "one fused (max, sum) reduction instead of a max then a sum"},
         {"unroll", {"1", "2", "4"}, "unrolling of the streaming loops (rows longer than the cache)"},
         {"stream_store", {"0", "1"}, "evict-first stores of the output"},
+        {"head",
+         {"0", "1"},
+         "rows longer than the register cache: 1 keeps their first chunks x threads x vec values in registers "
+         "between the passes, so only the rest is read twice; 0 reads the whole row twice",
+         "0"},
         {"tanh",
          {"exp", "approx"},
          "softcap's tanh: one exp and one reciprocal (~1e-7) or tanh.approx.f32 (~5e-4 relative)"},
@@ -120,7 +126,8 @@ class row_softmax_cuda final : public family {
     knob_values v{
         {"strategy", "block"}, {"threads", "256"}, {"vec", "8"},    {"chunks", "1"},       {"cluster", "8"},
         {"cache", "regs"},     {"online", "0"},    {"unroll", "1"}, {"stream_store", "0"}, {"tanh", "exp"},
-        {"fit", "1"},          {"team", "32"},     {"waves", "0"},  {"pdl", "1"},         {"split", "auto"}};  // H200 harness, Qwen router [4096,
+        {"fit", "1"},          {"team", "32"},     {"waves", "0"},  {"pdl", "1"},         {"split", "auto"},
+        {"head", "0"}};  // H200 harness, Qwen router [4096,
                                                                                     // 256], hot: 2.89 -> 2.54 us at 256
                                                                                     // threads
     auto g = match_softmax(spec, nullptr);
@@ -210,8 +217,19 @@ class row_softmax_cuda final : public family {
     if (v.at("strategy") != "grid") k["split"] = "auto";
     if (v.at("strategy") == "grid") k["cache"] = "regs";  // a team spreads a long row over its CTAs' registers
     bool softcap = false;
-    if (auto g = match_softmax(spec, nullptr))
+    auto g = match_softmax(spec, nullptr);
+    if (g) {
       for (auto& st : g->prologue) softcap = softcap || st.what == elementwise_step::kind::softcap;
+      // `head` only changes rows longer than the register cache: where every tuned row fits, it emits the same
+      // kernel either way (a grid team's size is decided at launch, so its rows may not fit).
+      const auto& st = v.at("strategy");
+      const int64_t per_thread = knob_int(v, "chunks") * knob_int(v, "vec");
+      const int64_t holds = st == "warp"    ? 32 * per_thread
+                            : st == "block" ? knob_int(v, "threads") * per_thread
+                            : st == "cluster" ? knob_int(v, "cluster") * knob_int(v, "threads") * per_thread
+                                              : 0;
+      if (holds > 0 && summarize(spec, *g).max_n <= holds) k["head"] = "0";
+    }
     if (!softcap) k["tanh"] = "exp";
     return k;
   }
@@ -249,6 +267,7 @@ class row_softmax_cuda final : public family {
         "constexpr int k_unroll = {};\nconstexpr bool k_online = {};\nconstexpr bool k_cache_smem = {};\n"
         "constexpr bool k_stream_store = {};\nconstexpr bool k_log = {};\nconstexpr int k_topk = {};\n"
         "constexpr bool k_fit = {};\nconstexpr bool k_pdl = {};\nconstexpr int k_team = {};  // 0: auto\n"
+        "constexpr bool k_head = {};\n"
         "constexpr int k_waves = {};\nconstexpr size_t k_smem_limit = 227 * 1024;\n"
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\nconstexpr int k_n_masks = {};\n",
         st, v.at("threads"), v.at("vec"), v.at("chunks"), v.at("cluster"), v.at("split") == "auto" ? "0" : v.at("split"),
@@ -256,7 +275,7 @@ class row_softmax_cuda final : public family {
         v.at("online") == "1" ? "true" : "false", v.at("cache") == "smem" ? "true" : "false",
         v.at("stream_store") == "1" ? "true" : "false", g.log ? "true" : "false", g.topk,
         v.at("fit") == "1" ? "true" : "false", v.at("pdl") == "1" ? "true" : "false",
-        v.at("team") == "auto" ? "0" : v.at("team"), v.at("waves"), spec.inputs.size(), input_index(spec, g.input), nm);
+        v.at("team") == "auto" ? "0" : v.at("team"), v.at("head") == "1" ? "true" : "false", v.at("waves"), spec.inputs.size(), input_index(spec, g.input), nm);
     s += fmt::format("constexpr int k_mask_input[] = {{{}}};\n", nm ? mask_idx : "-1");
     s += fmt::format("constexpr int k_mask_dtype[] = {{{}}};\n", nm ? mask_codes : "-1");
     // The fused prologue, in graph order, and the vector loader that applies it (to row_args `a`, defined in

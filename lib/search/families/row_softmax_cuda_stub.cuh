@@ -24,6 +24,7 @@ constexpr bool k_stream_store = false;
 constexpr bool k_log = false;
 constexpr int k_topk = 0;
 constexpr bool k_fit = true;
+constexpr bool k_head = false;
 constexpr bool k_pdl = true;
 constexpr int k_team = 32;
 constexpr int k_waves = 0;

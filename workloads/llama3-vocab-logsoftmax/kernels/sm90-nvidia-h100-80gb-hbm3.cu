@@ -1,11 +1,12 @@
 // kforge kernel: family dispatch, version 1
-// knobs: p0=row_softmax_cuda@6/cache:regs/chunks:1/cluster:8/fit:0/online:1/pdl:1/split:auto/strategy:grid/stream_store:0/tanh:exp/team:32/threads:256/unroll:1/vec:8/waves:0 p1=row_softmax_cuda@6/cache:regs/chunks:4/cluster:8/fit:0/online:1/pdl:1/split:auto/strategy:cluster/stream_store:1/tanh:exp/team:32/threads:256/unroll:2/vec:8/waves:0 parts=2 upto0=5804203
+// knobs: p0=row_softmax_cuda@7/cache:regs/chunks:1/cluster:8/fit:0/head:0/online:1/pdl:1/split:auto/strategy:grid/stream_store:0/tanh:exp/team:32/threads:256/unroll:1/vec:8/waves:0 p1=row_softmax_cuda@7/cache:regs/chunks:4/cluster:8/fit:0/head:0/online:1/pdl:1/split:auto/strategy:cluster/stream_store:1/tanh:exp/team:32/threads:256/unroll:2/vec:8/waves:0 parts=2 upto0=5804203
 // computes: x[bfloat16] -> log_softmax(float32)
 // kforge winner: llama3-vocab-logsoftmax on sm90-nvidia-h100-80gb-hbm3
 // found: by `kforge search` (template proposer) on 2026-12-06T02:20:55Z
 // lineage: default -> template: vec 8->4 -> dispatch: node 3 (row_softmax_cuda) up to 5804203 input bytes for T=1; node 2 (row_softmax_cuda) for T=512
 // measured: 31.89 us (geometric mean over gated cases), 4.20x eager
 // re-emitted: by `kforge reemit` on 2026-12-06T03:06:52Z, dispatch version 1 from version 1; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T03:16:07Z, dispatch version 1 from version 1; knobs filled: p0.head=0 (the code before the knob), p1.head=0 (the code before the knob); measured above is the earlier kernel's
 
 // dispatch: each part below is a whole candidate of its family, its names in a namespace of its own and its kf_launch renamed;
 // the kf_launch at the end picks a part by the bytes of the inputs it receives.
@@ -18,8 +19,8 @@
 // ---- part 0 ----
 #define kf_launch kf_launch_part0
 namespace kf_part0 {
-// kforge kernel: family row_softmax_cuda, version 6
-// knobs: cache=regs chunks=1 cluster=8 fit=0 online=1 pdl=1 split=auto strategy=grid stream_store=0 tanh=exp team=32 threads=256 unroll=1 vec=8 waves=0
+// kforge kernel: family row_softmax_cuda, version 7
+// knobs: cache=regs chunks=1 cluster=8 fit=0 head=0 online=1 pdl=1 split=auto strategy=grid stream_store=0 tanh=exp team=32 threads=256 unroll=1 vec=8 waves=0
 // computes: x[bfloat16] -> log_softmax(float32)
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
@@ -363,6 +364,7 @@ constexpr int k_topk = 0;
 constexpr bool k_fit = false;
 constexpr bool k_pdl = true;
 constexpr int k_team = 32;  // 0: auto
+constexpr bool k_head = false;
 constexpr int k_waves = 0;
 constexpr size_t k_smem_limit = 227 * 1024;
 constexpr int k_n_inputs = 1;
@@ -720,6 +722,99 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
         }
       }
     }
+  } else if (k_head && !(k_cache_smem && a.use_smem)) {
+    // Longer than the register cache, head=1: the segment's first k_chunks vectors a thread stay in registers
+    // between the statistics and the write (loaded as above), and only the rest is read twice: for Llama-3's
+    // 128,256-wide rows over 8 CTAs of 256 threads x 32 values, 51 % of each row is read once instead of twice.
+    const int64_t mid = lo + (int64_t)k_chunks * span;  // the head is [lo, min(mid, hi))
+    float r[k_chunks][V];
+    float m = -INFINITY, s = 0.f;
+#pragma unroll
+    for (int c = 0; c < k_chunks; ++c) {
+      const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
+      const bool in = i < hi;
+      load_row_vec<V>(a, moff, base, in ? i : 0, r[c]);
+#pragma unroll
+      for (int v = 0; v < V; ++v) r[c][v] = in ? r[c][v] : -INFINITY;
+    }
+#pragma unroll
+    for (int c = 0; c < k_chunks; ++c)
+#pragma unroll
+      for (int v = 0; v < V; ++v) m = fmaxf(m, r[c][v]);
+    if constexpr (k_online) {
+      if (m != -INFINITY)
+#pragma unroll
+        for (int c = 0; c < k_chunks; ++c)
+#pragma unroll
+          for (int v = 0; v < V; ++v) s += exp_ftz(r[c][v] - m);
+    }
+#pragma unroll k_unroll
+    for (int64_t i = mid + (int64_t)g.tid * V; i < hi; i += span) {
+      float x[V];
+      load_row_vec<V>(a, moff, base, i, x);
+      float vm = -INFINITY;
+#pragma unroll
+      for (int v = 0; v < V; ++v) vm = fmaxf(vm, x[v]);
+      if constexpr (k_online) {
+        const float nm = fmaxf(m, vm);
+        if (nm != -INFINITY) {
+          s *= __expf(m - nm);
+#pragma unroll
+          for (int v = 0; v < V; ++v) s += exp_ftz(x[v] - nm);
+        }
+        m = nm;
+      } else {
+        m = vm > m ? vm : m;
+      }
+    }
+    if constexpr (k_online) {
+      const f2 t = g.reduce(f2{m, s}, comb_ms, f2{-INFINITY, 0.f});
+      M = t.a;
+      S = t.b;
+    } else {
+      M = g.reduce(f2{m, 0.f}, comb_max, f2{-INFINITY, 0.f}).a;
+      s = 0.f;
+#pragma unroll
+      for (int c = 0; c < k_chunks; ++c)
+#pragma unroll
+        for (int v = 0; v < V; ++v) s += exp_ftz(r[c][v] - M);
+#pragma unroll k_unroll
+      for (int64_t i = mid + (int64_t)g.tid * V; i < hi; i += span) {
+        float x[V];
+        load_row_vec<V>(a, moff, base, i, x);
+#pragma unroll
+        for (int v = 0; v < V; ++v) s += exp_ftz(x[v] - M);
+      }
+      S = g.reduce(f2{s, 0.f}, comb_sum, f2{0.f, 0.f}).a;
+    }
+    const float f = 1.f / S, lg = k_log ? logf(S) : 0.f;  // (x - M) - log S, as above
+#pragma unroll
+    for (int c = 0; c < k_chunks; ++c) {
+      const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
+#pragma unroll
+      for (int v = 0; v < V; ++v) r[c][v] = finalize(k_log ? (r[c][v] - M) - lg : exp_ftz(r[c][v] - M) * f);
+      if (i < hi) {
+        if constexpr (k_topk > 0) {
+#pragma unroll
+          for (int v = 0; v < V; ++v) tl.insert(r[c][v], (int)(i + v));
+        } else {
+          store_vec<out_t, V, k_stream_store>(a.y + base + i, r[c]);
+        }
+      }
+    }
+#pragma unroll k_unroll
+    for (int64_t i = mid + (int64_t)g.tid * V; i < hi; i += span) {
+      float x[V];
+      load_row_vec<V>(a, moff, base, i, x);
+#pragma unroll
+      for (int v = 0; v < V; ++v) x[v] = finalize(k_log ? (x[v] - M) - lg : exp_ftz(x[v] - M) * f);
+      if constexpr (k_topk > 0) {
+#pragma unroll
+        for (int v = 0; v < V; ++v) tl.insert(x[v], (int)(i + v));
+      } else {
+        store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
+      }
+    }
   } else {
     // Longer than the register cache: a pass for the statistics (keeping the row in shared memory when
     // the cache knob says so and it fits), then a pass that writes.
@@ -1035,8 +1130,8 @@ extern "C" int kf_launch(const kf_tensor* inputs, int n_inputs, kf_tensor* outpu
 // ---- part 1 ----
 #define kf_launch kf_launch_part1
 namespace kf_part1 {
-// kforge kernel: family row_softmax_cuda, version 6
-// knobs: cache=regs chunks=4 cluster=8 fit=0 online=1 pdl=1 split=auto strategy=cluster stream_store=1 tanh=exp team=32 threads=256 unroll=2 vec=8 waves=0
+// kforge kernel: family row_softmax_cuda, version 7
+// knobs: cache=regs chunks=4 cluster=8 fit=0 head=0 online=1 pdl=1 split=auto strategy=cluster stream_store=1 tanh=exp team=32 threads=256 unroll=2 vec=8 waves=0
 // computes: x[bfloat16] -> log_softmax(float32)
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
@@ -1380,6 +1475,7 @@ constexpr int k_topk = 0;
 constexpr bool k_fit = false;
 constexpr bool k_pdl = true;
 constexpr int k_team = 32;  // 0: auto
+constexpr bool k_head = false;
 constexpr int k_waves = 0;
 constexpr size_t k_smem_limit = 227 * 1024;
 constexpr int k_n_inputs = 1;
@@ -1735,6 +1831,99 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
         } else {
           store_vec<out_t, V, k_stream_store>(a.y + base + i, r[c]);
         }
+      }
+    }
+  } else if (k_head && !(k_cache_smem && a.use_smem)) {
+    // Longer than the register cache, head=1: the segment's first k_chunks vectors a thread stay in registers
+    // between the statistics and the write (loaded as above), and only the rest is read twice: for Llama-3's
+    // 128,256-wide rows over 8 CTAs of 256 threads x 32 values, 51 % of each row is read once instead of twice.
+    const int64_t mid = lo + (int64_t)k_chunks * span;  // the head is [lo, min(mid, hi))
+    float r[k_chunks][V];
+    float m = -INFINITY, s = 0.f;
+#pragma unroll
+    for (int c = 0; c < k_chunks; ++c) {
+      const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
+      const bool in = i < hi;
+      load_row_vec<V>(a, moff, base, in ? i : 0, r[c]);
+#pragma unroll
+      for (int v = 0; v < V; ++v) r[c][v] = in ? r[c][v] : -INFINITY;
+    }
+#pragma unroll
+    for (int c = 0; c < k_chunks; ++c)
+#pragma unroll
+      for (int v = 0; v < V; ++v) m = fmaxf(m, r[c][v]);
+    if constexpr (k_online) {
+      if (m != -INFINITY)
+#pragma unroll
+        for (int c = 0; c < k_chunks; ++c)
+#pragma unroll
+          for (int v = 0; v < V; ++v) s += exp_ftz(r[c][v] - m);
+    }
+#pragma unroll k_unroll
+    for (int64_t i = mid + (int64_t)g.tid * V; i < hi; i += span) {
+      float x[V];
+      load_row_vec<V>(a, moff, base, i, x);
+      float vm = -INFINITY;
+#pragma unroll
+      for (int v = 0; v < V; ++v) vm = fmaxf(vm, x[v]);
+      if constexpr (k_online) {
+        const float nm = fmaxf(m, vm);
+        if (nm != -INFINITY) {
+          s *= __expf(m - nm);
+#pragma unroll
+          for (int v = 0; v < V; ++v) s += exp_ftz(x[v] - nm);
+        }
+        m = nm;
+      } else {
+        m = vm > m ? vm : m;
+      }
+    }
+    if constexpr (k_online) {
+      const f2 t = g.reduce(f2{m, s}, comb_ms, f2{-INFINITY, 0.f});
+      M = t.a;
+      S = t.b;
+    } else {
+      M = g.reduce(f2{m, 0.f}, comb_max, f2{-INFINITY, 0.f}).a;
+      s = 0.f;
+#pragma unroll
+      for (int c = 0; c < k_chunks; ++c)
+#pragma unroll
+        for (int v = 0; v < V; ++v) s += exp_ftz(r[c][v] - M);
+#pragma unroll k_unroll
+      for (int64_t i = mid + (int64_t)g.tid * V; i < hi; i += span) {
+        float x[V];
+        load_row_vec<V>(a, moff, base, i, x);
+#pragma unroll
+        for (int v = 0; v < V; ++v) s += exp_ftz(x[v] - M);
+      }
+      S = g.reduce(f2{s, 0.f}, comb_sum, f2{0.f, 0.f}).a;
+    }
+    const float f = 1.f / S, lg = k_log ? logf(S) : 0.f;  // (x - M) - log S, as above
+#pragma unroll
+    for (int c = 0; c < k_chunks; ++c) {
+      const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
+#pragma unroll
+      for (int v = 0; v < V; ++v) r[c][v] = finalize(k_log ? (r[c][v] - M) - lg : exp_ftz(r[c][v] - M) * f);
+      if (i < hi) {
+        if constexpr (k_topk > 0) {
+#pragma unroll
+          for (int v = 0; v < V; ++v) tl.insert(r[c][v], (int)(i + v));
+        } else {
+          store_vec<out_t, V, k_stream_store>(a.y + base + i, r[c]);
+        }
+      }
+    }
+#pragma unroll k_unroll
+    for (int64_t i = mid + (int64_t)g.tid * V; i < hi; i += span) {
+      float x[V];
+      load_row_vec<V>(a, moff, base, i, x);
+#pragma unroll
+      for (int v = 0; v < V; ++v) x[v] = finalize(k_log ? (x[v] - M) - lg : exp_ftz(x[v] - M) * f);
+      if constexpr (k_topk > 0) {
+#pragma unroll
+        for (int v = 0; v < V; ++v) tl.insert(x[v], (int)(i + v));
+      } else {
+        store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
       }
     }
   } else {

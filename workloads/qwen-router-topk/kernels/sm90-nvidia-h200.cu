@@ -1,5 +1,5 @@
-// kforge kernel: family row_softmax_cuda, version 6
-// knobs: cache=regs chunks=1 cluster=8 fit=0 online=0 pdl=0 split=auto strategy=warp stream_store=0 tanh=exp team=32 threads=1024 unroll=1 vec=8 waves=0
+// kforge kernel: family row_softmax_cuda, version 7
+// knobs: cache=regs chunks=1 cluster=8 fit=0 head=0 online=0 pdl=0 split=auto strategy=warp stream_store=0 tanh=exp team=32 threads=1024 unroll=1 vec=8 waves=0
 // computes: x[bfloat16] -> softmax(float32) -> topk(8)
 // kforge winner: qwen-router-topk on sm90-nvidia-h200
 // found: by `kforge search` (template proposer) on 2026-11-30T09:23:55Z
@@ -16,6 +16,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-05T23:34:55Z, row_softmax_cuda version 6 from version 6; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T01:21:13Z, row_softmax_cuda version 6 from version 6; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T03:06:52Z, row_softmax_cuda version 6 from version 6; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T03:16:07Z, row_softmax_cuda version 7 from version 6; knobs filled: head=0 (the code before the knob); measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -358,6 +359,7 @@ constexpr int k_topk = 8;
 constexpr bool k_fit = false;
 constexpr bool k_pdl = false;
 constexpr int k_team = 32;  // 0: auto
+constexpr bool k_head = false;
 constexpr int k_waves = 0;
 constexpr size_t k_smem_limit = 227 * 1024;
 constexpr int k_n_inputs = 1;
@@ -713,6 +715,99 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
         } else {
           store_vec<out_t, V, k_stream_store>(a.y + base + i, r[c]);
         }
+      }
+    }
+  } else if (k_head && !(k_cache_smem && a.use_smem)) {
+    // Longer than the register cache, head=1: the segment's first k_chunks vectors a thread stay in registers
+    // between the statistics and the write (loaded as above), and only the rest is read twice: for Llama-3's
+    // 128,256-wide rows over 8 CTAs of 256 threads x 32 values, 51 % of each row is read once instead of twice.
+    const int64_t mid = lo + (int64_t)k_chunks * span;  // the head is [lo, min(mid, hi))
+    float r[k_chunks][V];
+    float m = -INFINITY, s = 0.f;
+#pragma unroll
+    for (int c = 0; c < k_chunks; ++c) {
+      const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
+      const bool in = i < hi;
+      load_row_vec<V>(a, moff, base, in ? i : 0, r[c]);
+#pragma unroll
+      for (int v = 0; v < V; ++v) r[c][v] = in ? r[c][v] : -INFINITY;
+    }
+#pragma unroll
+    for (int c = 0; c < k_chunks; ++c)
+#pragma unroll
+      for (int v = 0; v < V; ++v) m = fmaxf(m, r[c][v]);
+    if constexpr (k_online) {
+      if (m != -INFINITY)
+#pragma unroll
+        for (int c = 0; c < k_chunks; ++c)
+#pragma unroll
+          for (int v = 0; v < V; ++v) s += exp_ftz(r[c][v] - m);
+    }
+#pragma unroll k_unroll
+    for (int64_t i = mid + (int64_t)g.tid * V; i < hi; i += span) {
+      float x[V];
+      load_row_vec<V>(a, moff, base, i, x);
+      float vm = -INFINITY;
+#pragma unroll
+      for (int v = 0; v < V; ++v) vm = fmaxf(vm, x[v]);
+      if constexpr (k_online) {
+        const float nm = fmaxf(m, vm);
+        if (nm != -INFINITY) {
+          s *= __expf(m - nm);
+#pragma unroll
+          for (int v = 0; v < V; ++v) s += exp_ftz(x[v] - nm);
+        }
+        m = nm;
+      } else {
+        m = vm > m ? vm : m;
+      }
+    }
+    if constexpr (k_online) {
+      const f2 t = g.reduce(f2{m, s}, comb_ms, f2{-INFINITY, 0.f});
+      M = t.a;
+      S = t.b;
+    } else {
+      M = g.reduce(f2{m, 0.f}, comb_max, f2{-INFINITY, 0.f}).a;
+      s = 0.f;
+#pragma unroll
+      for (int c = 0; c < k_chunks; ++c)
+#pragma unroll
+        for (int v = 0; v < V; ++v) s += exp_ftz(r[c][v] - M);
+#pragma unroll k_unroll
+      for (int64_t i = mid + (int64_t)g.tid * V; i < hi; i += span) {
+        float x[V];
+        load_row_vec<V>(a, moff, base, i, x);
+#pragma unroll
+        for (int v = 0; v < V; ++v) s += exp_ftz(x[v] - M);
+      }
+      S = g.reduce(f2{s, 0.f}, comb_sum, f2{0.f, 0.f}).a;
+    }
+    const float f = 1.f / S, lg = k_log ? logf(S) : 0.f;  // (x - M) - log S, as above
+#pragma unroll
+    for (int c = 0; c < k_chunks; ++c) {
+      const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
+#pragma unroll
+      for (int v = 0; v < V; ++v) r[c][v] = finalize(k_log ? (r[c][v] - M) - lg : exp_ftz(r[c][v] - M) * f);
+      if (i < hi) {
+        if constexpr (k_topk > 0) {
+#pragma unroll
+          for (int v = 0; v < V; ++v) tl.insert(r[c][v], (int)(i + v));
+        } else {
+          store_vec<out_t, V, k_stream_store>(a.y + base + i, r[c]);
+        }
+      }
+    }
+#pragma unroll k_unroll
+    for (int64_t i = mid + (int64_t)g.tid * V; i < hi; i += span) {
+      float x[V];
+      load_row_vec<V>(a, moff, base, i, x);
+#pragma unroll
+      for (int v = 0; v < V; ++v) x[v] = finalize(k_log ? (x[v] - M) - lg : exp_ftz(x[v] - M) * f);
+      if constexpr (k_topk > 0) {
+#pragma unroll
+        for (int v = 0; v < V; ++v) tl.insert(x[v], (int)(i + v));
+      } else {
+        store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
       }
     }
   } else {
