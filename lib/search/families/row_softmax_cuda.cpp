@@ -165,8 +165,8 @@ class row_softmax_cuda final : public family {
       // per row, 256 threads of 32 cached values each, as few CTAs as hold the row up to 8, and past that the
       // row streamed (a statistics pass, then a write pass reading x again; unrolled by 2, evict-first stores).
       // Measured on an H100 on Llama-3's 512 rows of 128,256 (docs/results.md, stop 24): this 187.7 us, where
-      // clusters holding the whole row read x once but ran slower: 8 CTAs of 512 threads 289.7 us (one CTA an
-      // SM), 16 of 256 threads 339.6 us (non-portable clusters); the H200 searches kept the same shape.
+      // clusters holding the whole row read x once but ran slower (why is not profiled): 8 CTAs of 512 threads
+      // 289.7 us, 16 of 256 threads 339.6 us (non-portable clusters); the H200 searches kept the same shape.
       const int threads = 256;
       const int64_t per_cta = threads * k_thread_floats;
       v["strategy"] = "cluster";
