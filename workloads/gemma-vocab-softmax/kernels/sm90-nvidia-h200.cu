@@ -8,6 +8,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T01:21:13Z, row_softmax_cuda version 6 from version 6; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T03:06:52Z, row_softmax_cuda version 6 from version 6; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T03:16:07Z, row_softmax_cuda version 7 from version 6; knobs filled: head=0 (the code before the knob); measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T04:36:40Z, row_softmax_cuda version 7 from version 7; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -616,6 +617,29 @@ __device__ __forceinline__ void topk_store(const row_args& a, int64_t row, topk_
   }
 }
 
+// The register cache: this thread's k_chunks vectors of segment [lo, hi), -inf past it; returns their max. Every
+// chunk loads, one past the segment at the row's first column (in bounds: the row exists and n >= V), and is then
+// set to -inf: a branch around each load kept every chunk's load waiting for the chunk before it (one memory
+// latency a chunk, in the SASS), where straight code issues them all at once.
+template <int V, typename G>
+__device__ __forceinline__ float load_cache(const row_args& a, const int64_t* moff, int64_t base, int64_t lo,
+                                            int64_t hi, const G& g, float (&r)[k_chunks][V]) {
+#pragma unroll
+  for (int c = 0; c < k_chunks; ++c) {
+    const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
+    const bool in = i < hi;
+    load_row_vec<V>(a, moff, base, in ? i : 0, r[c]);
+#pragma unroll
+    for (int v = 0; v < V; ++v) r[c][v] = in ? r[c][v] : -INFINITY;
+  }
+  float m = -INFINITY;
+#pragma unroll
+  for (int c = 0; c < k_chunks; ++c)
+#pragma unroll
+    for (int v = 0; v < V; ++v) m = fmaxf(m, r[c][v]);
+  return m;
+}
+
 // ---- one row (or one cluster CTA's segment [lo, hi) of it) ----
 template <int V, typename G>
 __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int64_t lo, int64_t hi, int64_t seg_max,
@@ -627,26 +651,20 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
   float M, S;
   topk_list tl;
   if constexpr (k_topk > 0) tl.clear();
+  // One vector of results at column i: into the top-k lists, or stored.
+  auto put = [&](int64_t i, float* x) {
+    if constexpr (k_topk > 0) {
+#pragma unroll
+      for (int v = 0; v < V; ++v) tl.insert(x[v], (int)(i + v));
+    } else {
+      store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
+    }
+  };
 
   if (!(k_cache_smem && a.use_smem) && seg_max <= (int64_t)k_chunks * span) {
-    // The whole segment in registers: one read of the input. Every chunk loads, one past the segment at the row's
-    // first column (in bounds: the row exists and n >= V), and is then set to -inf: a branch around each load kept
-    // every chunk's load waiting for the chunk before it (one memory latency a chunk, in the SASS), where straight
-    // code issues them all at once.
+    // The whole segment in registers: one read of the input.
     float r[k_chunks][V];
-    float lm = -INFINITY;
-#pragma unroll
-    for (int c = 0; c < k_chunks; ++c) {
-      const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
-      const bool in = i < hi;
-      load_row_vec<V>(a, moff, base, in ? i : 0, r[c]);
-#pragma unroll
-      for (int v = 0; v < V; ++v) r[c][v] = in ? r[c][v] : -INFINITY;
-    }
-#pragma unroll
-    for (int c = 0; c < k_chunks; ++c)
-#pragma unroll
-      for (int v = 0; v < V; ++v) lm = fmaxf(lm, r[c][v]);
+    const float lm = load_cache<V>(a, moff, base, lo, hi, g, r);
     if constexpr (k_online) {
       // exp relative to this thread's max, rescaled once after a single (max, sum) reduction.
       const float ref = lm == -INFINITY ? 0.f : lm;
@@ -700,36 +718,22 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
       const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
 #pragma unroll
       for (int v = 0; v < V; ++v) r[c][v] = finalize(r[c][v]);
-      if (i < hi) {
-        if constexpr (k_topk > 0) {
-#pragma unroll
-          for (int v = 0; v < V; ++v) tl.insert(r[c][v], (int)(i + v));
-        } else {
-          store_vec<out_t, V, k_stream_store>(a.y + base + i, r[c]);
-        }
-      }
+      if (i < hi) put(i, r[c]);
     }
-  } else if (k_head && !(k_cache_smem && a.use_smem)) {
-    // Longer than the register cache, head=1: the segment's first k_chunks vectors a thread stay in registers
-    // between the statistics and the write (loaded as above), and only the rest is read twice: for Llama-3's
-    // 128,256-wide rows over 8 CTAs of 256 threads x 32 values, 51 % of each row is read once instead of twice.
-    const int64_t mid = lo + (int64_t)k_chunks * span;  // the head is [lo, min(mid, hi))
+  } else {
+    // Longer than the register cache: a pass for the statistics (keeping the row in shared memory when the cache
+    // knob says so and it fits), then a pass that writes. With head=1 and no shared-memory copy, the first k_chunks
+    // vectors a thread stay in registers between the two (loaded as above) and only the rest of the segment is
+    // read twice: for Llama-3's 128,256-wide rows over 8 CTAs of 256 threads x 32 values, 51 % of each row is read
+    // once instead of twice.
+    const bool keep = k_cache_smem && a.use_smem;
+    const bool hold = k_head && !keep;
+    const int64_t mid = hold ? lo + (int64_t)k_chunks * span : lo;  // [lo, mid) held, [mid, hi) streamed
     float r[k_chunks][V];
     float m = -INFINITY, s = 0.f;
-#pragma unroll
-    for (int c = 0; c < k_chunks; ++c) {
-      const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
-      const bool in = i < hi;
-      load_row_vec<V>(a, moff, base, in ? i : 0, r[c]);
-#pragma unroll
-      for (int v = 0; v < V; ++v) r[c][v] = in ? r[c][v] : -INFINITY;
-    }
-#pragma unroll
-    for (int c = 0; c < k_chunks; ++c)
-#pragma unroll
-      for (int v = 0; v < V; ++v) m = fmaxf(m, r[c][v]);
-    if constexpr (k_online) {
-      if (m != -INFINITY)
+    if (hold) {
+      m = load_cache<V>(a, moff, base, lo, hi, g, r);
+      if (k_online && m != -INFINITY)
 #pragma unroll
         for (int c = 0; c < k_chunks; ++c)
 #pragma unroll
@@ -737,78 +741,6 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
     }
 #pragma unroll k_unroll
     for (int64_t i = mid + (int64_t)g.tid * V; i < hi; i += span) {
-      float x[V];
-      load_row_vec<V>(a, moff, base, i, x);
-      float vm = -INFINITY;
-#pragma unroll
-      for (int v = 0; v < V; ++v) vm = fmaxf(vm, x[v]);
-      if constexpr (k_online) {
-        const float nm = fmaxf(m, vm);
-        if (nm != -INFINITY) {
-          s *= __expf(m - nm);
-#pragma unroll
-          for (int v = 0; v < V; ++v) s += exp_ftz(x[v] - nm);
-        }
-        m = nm;
-      } else {
-        m = vm > m ? vm : m;
-      }
-    }
-    if constexpr (k_online) {
-      const f2 t = g.reduce(f2{m, s}, comb_ms, f2{-INFINITY, 0.f});
-      M = t.a;
-      S = t.b;
-    } else {
-      M = g.reduce(f2{m, 0.f}, comb_max, f2{-INFINITY, 0.f}).a;
-      s = 0.f;
-#pragma unroll
-      for (int c = 0; c < k_chunks; ++c)
-#pragma unroll
-        for (int v = 0; v < V; ++v) s += exp_ftz(r[c][v] - M);
-#pragma unroll k_unroll
-      for (int64_t i = mid + (int64_t)g.tid * V; i < hi; i += span) {
-        float x[V];
-        load_row_vec<V>(a, moff, base, i, x);
-#pragma unroll
-        for (int v = 0; v < V; ++v) s += exp_ftz(x[v] - M);
-      }
-      S = g.reduce(f2{s, 0.f}, comb_sum, f2{0.f, 0.f}).a;
-    }
-    const float f = 1.f / S, lg = k_log ? logf(S) : 0.f;  // (x - M) - log S, as above
-#pragma unroll
-    for (int c = 0; c < k_chunks; ++c) {
-      const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
-#pragma unroll
-      for (int v = 0; v < V; ++v) r[c][v] = finalize(k_log ? (r[c][v] - M) - lg : exp_ftz(r[c][v] - M) * f);
-      if (i < hi) {
-        if constexpr (k_topk > 0) {
-#pragma unroll
-          for (int v = 0; v < V; ++v) tl.insert(r[c][v], (int)(i + v));
-        } else {
-          store_vec<out_t, V, k_stream_store>(a.y + base + i, r[c]);
-        }
-      }
-    }
-#pragma unroll k_unroll
-    for (int64_t i = mid + (int64_t)g.tid * V; i < hi; i += span) {
-      float x[V];
-      load_row_vec<V>(a, moff, base, i, x);
-#pragma unroll
-      for (int v = 0; v < V; ++v) x[v] = finalize(k_log ? (x[v] - M) - lg : exp_ftz(x[v] - M) * f);
-      if constexpr (k_topk > 0) {
-#pragma unroll
-        for (int v = 0; v < V; ++v) tl.insert(x[v], (int)(i + v));
-      } else {
-        store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
-      }
-    }
-  } else {
-    // Longer than the register cache: a pass for the statistics (keeping the row in shared memory when
-    // the cache knob says so and it fits), then a pass that writes.
-    const bool keep = k_cache_smem && a.use_smem;
-    float m = -INFINITY, s = 0.f;
-#pragma unroll k_unroll
-    for (int64_t i = lo + (int64_t)g.tid * V; i < hi; i += span) {
       float x[V];
       load_row_vec<V>(a, moff, base, i, x);
       float vm = -INFINITY;
@@ -844,8 +776,13 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
     } else {
       M = g.reduce(f2{m, 0.f}, comb_max, f2{-INFINITY, 0.f}).a;
       s = 0.f;
+      if (hold)
+#pragma unroll
+        for (int c = 0; c < k_chunks; ++c)
+#pragma unroll
+          for (int v = 0; v < V; ++v) s += exp_ftz(r[c][v] - M);
 #pragma unroll k_unroll
-      for (int64_t i = lo + (int64_t)g.tid * V; i < hi; i += span) {
+      for (int64_t i = mid + (int64_t)g.tid * V; i < hi; i += span) {
         float x[V];
         fetch(i, x);
 #pragma unroll
@@ -854,18 +791,22 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
       S = g.reduce(f2{s, 0.f}, comb_sum, f2{0.f, 0.f}).a;
     }
     const float f = 1.f / S, lg = k_log ? logf(S) : 0.f;  // (x - M) - log S, as above
+    auto result = [&](float x) { return finalize(k_log ? (x - M) - lg : exp_ftz(x - M) * f); };
+    if (hold)
+#pragma unroll
+      for (int c = 0; c < k_chunks; ++c) {
+        const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
+#pragma unroll
+        for (int v = 0; v < V; ++v) r[c][v] = result(r[c][v]);
+        if (i < hi) put(i, r[c]);
+      }
 #pragma unroll k_unroll
-    for (int64_t i = lo + (int64_t)g.tid * V; i < hi; i += span) {
+    for (int64_t i = mid + (int64_t)g.tid * V; i < hi; i += span) {
       float x[V];
       fetch(i, x);
 #pragma unroll
-      for (int v = 0; v < V; ++v) x[v] = finalize(k_log ? (x[v] - M) - lg : exp_ftz(x[v] - M) * f);
-      if constexpr (k_topk > 0) {
-#pragma unroll
-        for (int v = 0; v < V; ++v) tl.insert(x[v], (int)(i + v));
-      } else {
-        store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
-      }
+      for (int v = 0; v < V; ++v) x[v] = result(x[v]);
+      put(i, x);
     }
   }
   if constexpr (k_topk > 0) topk_store(a, row, tl, g.tid);
