@@ -16,6 +16,10 @@ namespace kf::cuda_emit {
 // The SMs of an H200: what the families' defaults size their grids for (launches read the real count at run time).
 constexpr int k_reference_sms = 132;
 
+// The most floats of a row the families' defaults cache in one block's registers: 32 a thread at 1024 threads,
+// whose registers cap at 64 a thread (65536 an SM); more spill, so longer rows go to a cluster or are streamed.
+constexpr int64_t k_block_cached_floats = 32768;
+
 // The CUDA C++ type that stores `t` ("__nv_bfloat16", "float", ...); asserts on non-float types.
 std::string c_type(dtype t);
 bool storable(dtype t);  // float32 / float16 / bfloat16 / float64

@@ -115,11 +115,11 @@ class row_norm_cuda final : public family {
       v["chunks"] = std::to_string(chunks_for((vecs + team - 1) / team));
     } else {
       // A block per row, 128 threads when the row's vectors fit in 8 a thread, more for longer rows. A block caches
-      // at most 32768 floats (32 a thread at 1024 threads, whose registers cap at 64 a thread): rows beyond split
-      // over a cluster when there are too few rows to fill the GPU, and are streamed past the cache otherwise.
+      // at most cuda_emit::k_block_cached_floats: rows beyond split over a cluster when there are too few rows to
+      // fill the GPU, and are streamed past the cache otherwise.
       int block = 128;
       while (block < 1024 && (vecs + block - 1) / block > 8) block *= 2;
-      const int64_t cap = std::clamp<int64_t>(32768 / (int64_t{block} * vec), 1, 8);  // vectors a thread caches
+      const int64_t cap = std::clamp<int64_t>(cuda_emit::k_block_cached_floats / (int64_t{block} * vec), 1, 8);  // vectors a thread caches
       int64_t per = (vecs + block - 1) / block;
       if (per > cap && s.rows < 2 * cuda_emit::k_reference_sms) {
         int cl = 2;

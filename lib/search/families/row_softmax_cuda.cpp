@@ -35,10 +35,8 @@ shape_summary summarize(const workload_spec& spec, const softmax_graph& g) {
   return s;
 }
 
-// A thread's share of a register-cached row in the defaults: 32 floats leave a 1024-thread block within its 64
-// registers a thread, so a block holds 32768 values of a row at most.
-constexpr int64_t k_thread_floats = 32;
-constexpr int64_t k_block_floats = 1024 * k_thread_floats;
+// A thread's share of a register-cached row in the defaults (cuda_emit::k_block_cached_floats at 1024 threads).
+constexpr int64_t k_thread_floats = cuda_emit::k_block_cached_floats / 1024;
 
 int pow2_at_least(int64_t v, int cap) {
   int p = 1;
@@ -160,7 +158,7 @@ class row_softmax_cuda final : public family {
       v["threads"] = "256";
       v["chunks"] = fit_chunks((s.max_n + team - 1) / team, 256);
       v["online"] = "1";  // one barrier of the team instead of two
-    } else if (s.max_n > k_block_floats) {
+    } else if (s.max_n > cuda_emit::k_block_cached_floats) {
       // Many rows longer than a block's registers hold (32 floats a thread at 1024 threads): a portable cluster
       // per row, 256 threads of 32 cached values each, as few CTAs as hold the row up to 8, and past that the
       // row streamed (a statistics pass, then a write pass reading x again; unrolled by 2, evict-first stores).
