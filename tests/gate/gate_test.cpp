@@ -148,6 +148,45 @@ TEST(gate, must_beat_fails_when_both_are_the_same_speed_to_the_resolution) {
   EXPECT_NE(comp->sentence.find("the same speed within"), std::string::npos) << comp->sentence;
 }
 
+// At the floor, a tie passes: eager already streams at the copy bandwidth and nothing is left to beat.
+TEST(gate, must_beat_passes_a_tie_when_both_are_at_the_floor) {
+  workload_result w = fixture::workload("w", 1);
+  w.cases[0].find("kernel")->cold.samples_us = fixture::samples(50, 40, 0.001, 3);
+  w.cases[0].find("compile")->cold.samples_us = fixture::samples(50, 40, 0.001, 4);
+  w.cases[0].floor.floor_us = 48.5;  // both 3 % above it
+  summarize_case(w.cases[0]);
+  apply_gate(w, policy({"compile"}), {});
+  auto* comp = find_check(w, "beats[compile][B=1,H=8,S=1024]");
+  ASSERT_NE(comp, nullptr);
+  EXPECT_EQ(comp->outcome, check_outcome::passed) << comp->sentence;
+  EXPECT_NE(comp->sentence.find("at the floor"), std::string::npos) << comp->sentence;
+  EXPECT_DOUBLE_EQ(comp->numbers["floor_us"].get<double>(), 48.5);
+}
+
+// Not at the floor (8 % above it), or slower beyond the resolution: the tie rule does not apply.
+TEST(gate, must_beat_tie_rule_needs_both_within_the_band_and_a_tie) {
+  workload_result w = fixture::workload("w", 1);
+  w.cases[0].find("kernel")->cold.samples_us = fixture::samples(50, 40, 0.001, 3);
+  w.cases[0].find("compile")->cold.samples_us = fixture::samples(50, 40, 0.001, 4);
+  w.cases[0].floor.floor_us = 46.3;
+  summarize_case(w.cases[0]);
+  apply_gate(w, policy({"compile"}), {});
+  auto* comp = find_check(w, "beats[compile][B=1,H=8,S=1024]");
+  ASSERT_NE(comp, nullptr);
+  EXPECT_EQ(comp->outcome, check_outcome::failed) << comp->sentence;
+
+  workload_result slower = fixture::workload("w", 1);
+  slower.cases[0].find("kernel")->cold.samples_us = fixture::samples(51, 40, 0.001, 3);
+  slower.cases[0].find("compile")->cold.samples_us = fixture::samples(49.5, 40, 0.001, 4);
+  slower.cases[0].floor.floor_us = 49;
+  summarize_case(slower.cases[0]);
+  apply_gate(slower, policy({"compile"}), {});
+  auto* c2 = find_check(slower, "beats[compile][B=1,H=8,S=1024]");
+  ASSERT_NE(c2, nullptr);
+  EXPECT_EQ(c2->outcome, check_outcome::failed) << c2->sentence;
+  EXPECT_NE(c2->sentence.find("slower"), std::string::npos) << c2->sentence;
+}
+
 // The base kernel timed alongside: rounds are paired, so a drift both share is no regression, a 10 % slowdown is.
 workload_result with_base(double head_factor, double drift, uint64_t seed) {
   workload_result w = fixture::workload("w", 1);
