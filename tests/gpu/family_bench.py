@@ -66,6 +66,20 @@ def pool_case(n, cl):
                 ref=lambda x: x.double().mean((2, 3)),
                 odd=[lambda: [randn(3, 100, 5, 5, dtype=f16, cl=cl)], lambda: [randn(2, 37, 9, 11, dtype=f16, cl=cl)]])
 
+def causal(s):
+    return torch.full((s, s), float("-inf"), device="cuda").triu(1).view(1, 1, s, s).to(f16)
+
+def gpt2_case(b, s):  # torch.softmax(x * 0.125 + causal mask, -1), fp16 (gpt2-attn-softmax)
+    make = lambda b=b, s=s: [randn(b, 12, s, s, dtype=f16, std=4.0), causal(s)]
+    return dict(make=make, eager=lambda x, m: torch.softmax(x * 0.125 + m, -1),
+                ref=lambda x, m: torch.softmax(x.double() * 0.125 + m.double(), -1),
+                odd=[lambda: [randn(1, 3, 77, 77, dtype=f16, std=4.0), causal(77)]])
+
+def glu_case(t, n, act):  # act(gate) * up, bf16 (llama3-8b-swiglu, gemma2-2b-geglu)
+    f = (lambda g: F.silu(g)) if act == "silu" else (lambda g: F.gelu(g, approximate="tanh"))
+    return dict(make=lambda: [randn(t, n), randn(t, n)], eager=lambda g, u: f(g) * u,
+                ref=lambda g, u: f(g.double()) * u.double(), odd=[lambda: [randn(3, 1001), randn(3, 1001)]])
+
 CASES = {
     "softmax_gemma_attn_2048": softmax_case((1, 8, 2048, 2048), gemma, gemma_ref, [(2, 3, 1001), (5, 1000)], std=3.0),
     "softmax_plain_bf16_2048": softmax_case((1, 8, 2048, 2048), lambda x: torch.softmax(x, -1),
@@ -88,6 +102,11 @@ CASES = {
     "avgpool_resnet50_n32_cl": pool_case(32, True),
     "avgpool_resnet50_n1": pool_case(1, False),
     "avgpool_resnet50_n1_cl": pool_case(1, True),
+    "softmax_gpt2_b1_s128": gpt2_case(1, 128),
+    "softmax_gpt2_b4_s1024": gpt2_case(4, 1024),
+    "swiglu_llama3_t1": glu_case(1, 14336, "silu"),
+    "swiglu_llama3_t64": glu_case(64, 14336, "silu"),
+    "geglu_gemma2_t4096": glu_case(4096, 9216, "gelu"),
 }
 # eager, compile, floor (us) from ANCHORS.md
 ANCHORS = {
@@ -100,6 +119,9 @@ ANCHORS = {
     "softmax_gemma_attn_4096": (1366.0, 300.9, 126.27), "softmax_plain_bf16_4096": (418.3, 249.2, 126.27),
     "softmax_gemma_vocab": (91.0, 51.5, 2.96), "router_softmax_qwen": (12.2, 6.0, 1.48),
     "router_softmax_topk_qwen": (79.3, 75.4, 0.52),
+    # suite cases (GENERAL.md): eager and torch.compile come from --compile; floors are bytes / BW
+    "softmax_gpt2_b1_s128": (0, 0, 0.19), "softmax_gpt2_b4_s1024": (0, 0, 47.86),
+    "swiglu_llama3_t1": (0, 0, 0.02), "swiglu_llama3_t64": (0, 0, 1.3), "geglu_gemma2_t4096": (0, 0, 53.29),
 }
 TOL = {bf: (1.6e-2, 1e-3), f16: (2e-3, 1e-4), f32: (1e-4, 1e-6)}
 
