@@ -181,6 +181,21 @@ gate_check beats_check(const case_result& c, std::string_view baseline, bool req
         fmt::format("inconclusive: kernel {} vs {} {}: too few samples to tell ({} pairs, need {}){}", us(km), b,
                     us(bm), r.n, o.min_samples, need),
         numbers);
+  // Both at the floor (a memory-bound op eager already streams at the copy bandwidth): a tie is all there is, and
+  // a difference inside the resolution is a coin flip between runs, not a reason to fail a merge.
+  const double at_floor = c.floor.floor_us * (1 + o.floor_band);
+  if (d != stats::decision::below && c.floor.floor_us > 0 && km <= at_floor && bm <= at_floor &&
+      r.hi <= 1 + o.resolution) {
+    numbers["floor_us"] = c.floor.floor_us;
+    numbers["floor_band"] = o.floor_band;
+    return make_gate_check(
+        "beats", c.name, b, check_outcome::passed,
+        fmt::format("kernel {} ties {} {} at the floor: {:+.1f}% ({}), at most the {:.0f}% resolution slower, both "
+                    "within {:.0f}% of the {} floor; nothing is left to beat",
+                    us(km), b, us(bm), (r.ratio - 1) * 100, interval, o.resolution * 100, o.floor_band * 100,
+                    us(c.floor.floor_us)),
+        numbers);
+  }
   switch (d) {
     case stats::decision::below:
       return make_gate_check(
@@ -194,20 +209,7 @@ gate_check beats_check(const case_result& c, std::string_view baseline, bool req
                       "confidence, {} pairs){}",
                       us(km), b, us(bm), r.ratio, r.lo, r.hi, (1 - o.alpha) * 100, r.n, tail),
           numbers);
-    case stats::decision::within: {
-      // Both at the floor (a memory-bound op eager already streams at the copy bandwidth): a tie is all there is.
-      const double limit = c.floor.floor_us * (1 + o.floor_band);
-      if (c.floor.floor_us > 0 && km <= limit && bm <= limit) {
-        numbers["floor_us"] = c.floor.floor_us;
-        numbers["floor_band"] = o.floor_band;
-        return make_gate_check(
-            "beats", c.name, b, check_outcome::passed,
-            fmt::format("kernel {} ties {} {} at the floor: the same speed within {:.1f}% ({}), both within {:.0f}% "
-                        "of the {} floor; nothing is left to beat",
-                        us(km), b, us(bm), r.spread * 100, interval, o.floor_band * 100, us(c.floor.floor_us)),
-            numbers);
-      }
-    }
+    case stats::decision::within:
       return make_gate_check("beats", c.name, b, fail,
                              fmt::format("kernel {} is not faster than {} {}: the same speed within {:.1f}% ({}){}",
                                          us(km), b, us(bm), r.spread * 100, interval, tail),

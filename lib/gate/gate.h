@@ -24,8 +24,8 @@ struct gate_options {
   int min_samples = 10;         // per side, for a regression or must_beat call
   bool require_history = false; // no history to compare with fails the regression check (else: skipped)
   double floor_slack = 0.95;    // a kernel median below floor * slack is faster than physically possible
-  double floor_band = 0.05;     // must_beat: a tie (same speed to the resolution) with a baseline passes when both
-                                // medians are within this fraction above the case's floor: nothing left to beat
+  double floor_band = 0.05;     // must_beat: a tie (at most `resolution` slower, at 1 - alpha) with a baseline
+                                // passes when both medians are within this fraction above the case's floor
 };
 
 // What the regression check compares against when the merge-base's kernel was not measured in this run.
