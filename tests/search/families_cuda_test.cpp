@@ -7,8 +7,10 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include "search/dispatch.h"
@@ -628,6 +630,54 @@ TEST(families_cuda, sources_compile_for_every_knob_value) {
   for (size_t i = 0; i < builds.size(); ++i) {
     auto r = builds[i].get();
     EXPECT_TRUE(r.ok()) << labels[i] << "\n" << r.err.substr(0, 4000);
+  }
+}
+
+// The row_norm defaults of long rows hold what their registers take: LayerNorm with weight, bias and GELU and
+// RMSNorm, 16-bit and float32, rows of 16384 to 131072 values (odd ones too, which take the scalar path), one row
+// (clusters) and 600 (a block a row). ptxas gave the earlier defaults 0.4 to 1.5 KB of spills a thread; a few
+// bytes (a stack slot ptxas keeps) are not counted as a spill here.
+TEST(families_cuda, row_norm_defaults_of_long_rows_do_not_spill) {
+  if (std::string(KFORGE_NVCC).empty()) GTEST_SKIP() << "built without CUDA: no nvcc to compile candidates";
+  const family& rn = cuda_family("row_norm_cuda");
+  temp_dir dir("kf-row-norm-spills");
+  std::vector<std::future<process_result>> builds;
+  std::vector<std::string> labels;
+  for (bool rms : {false, true})
+    for (dtype t : {dtype::bfloat16, dtype::float32})
+      for (int64_t n : {16384, 32768, 70001, 131072})
+        for (int64_t rows : {1, 600}) {
+          auto spec = test::row_norm_spec(rms, t);
+          spec.inputs[0].shape = {test::lit(rows), test::lit(n)};
+          for (size_t i = 1; i < spec.inputs.size(); ++i) spec.inputs[i].shape = {test::lit(n)};
+          spec.graph[0].args["normalized_shape"] = {n};
+          const auto v = rn.default_variant(spec);
+          labels.push_back(fmt::format("{} {} rows of {} {} ({})", rms ? "RMSNorm" : "LayerNorm", rows, n,
+                                       dtype_name(t), fmt::join(v, " ")));
+          const auto src = dir.path() / fmt::format("v{}.cu", labels.size());
+          write_file_atomic(src, rn.emit(spec, v));
+          std::vector<std::string> argv = {KFORGE_NVCC, "-O3", "-std=c++17", "-c", "-Xcompiler", "-fPIC",
+                                           "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v",
+                                           "-I" KFORGE_SOURCE_DIR "/lib/exec", "-o", (dir.path() / "v.o").string() +
+                                           std::to_string(labels.size()), src.string()};
+          builds.push_back(std::async(std::launch::async, [argv] { return run_process(argv); }));
+        }
+  const std::regex entry(R"(Compiling entry function '(\S+)')"), spill(R"((\d+) bytes spill stores)");
+  for (size_t i = 0; i < builds.size(); ++i) {
+    auto r = builds[i].get();
+    ASSERT_TRUE(r.ok()) << labels[i] << "\n" << r.err.substr(0, 4000);
+    std::string kernel;
+    int checked = 0;
+    std::istringstream lines(r.err + r.out);
+    for (std::string line; std::getline(lines, line);) {
+      std::smatch m;
+      if (std::regex_search(line, m, entry)) kernel = m[1];
+      if (std::regex_search(line, m, spill)) {
+        ++checked;
+        EXPECT_LE(std::stoi(m[1]), 32) << labels[i] << ": " << kernel << " spills: " << line;
+      }
+    }
+    EXPECT_GE(checked, 4) << labels[i] << ": ptxas reported no kernels\n" << r.err.substr(0, 2000);
   }
 }
 

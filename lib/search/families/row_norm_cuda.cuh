@@ -301,6 +301,17 @@ inline int rn_launch(const rn_args& a, cudaStream_t s) {
   return rn_launch_as<VV, CH, false>(a, s);
 }
 
+// The scalar path (rows whose length or address does not allow V-wide accesses): its registers hold fewer values
+// than V-wide chunks (each scalar chunk has its own address and weights), so it holds at most a share of what a
+// thread's registers take, and longer rows are streamed. Holding CHUNKS x V values, as the vector path does,
+// spilled 0.4 to 1.5 KB a thread (ptxas, LayerNorm + weight + bias + GELU at 256 to 1024 threads).
+constexpr int k_scalar_regs = 65536 / BLOCK < 255 ? 65536 / BLOCK : 255;
+constexpr int k_scalar_fit = (k_scalar_regs - 64) / (4 * (1 + (k_has_w ? 1 : 0) + (k_has_b ? 1 : 0)));
+constexpr int k_scalar_chunks = CHUNKS * V < k_scalar_fit ? CHUNKS * V
+                                : k_scalar_fit < 1        ? 1
+                                : k_scalar_fit > 32       ? 32
+                                                          : k_scalar_fit;
+
 template <typename T>
 inline bool rn_aligned(const void* p) {
   return p == nullptr || aligned(p, vec_align<T, V>());
@@ -350,7 +361,7 @@ inline int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cuda
   }
   if (a.rows == 0 || a.n == 0) return 0;
   if (vec) return rn_launch<V, CHUNKS>(a, s);
-  return rn_launch<1, (CHUNKS * V < 32 ? CHUNKS * V : 32)>(a, s);
+  return rn_launch<1, k_scalar_chunks>(a, s);
 }
 
 }  // namespace kfk

@@ -1,4 +1,4 @@
-// kforge kernel: family row_norm_cuda, version 5
+// kforge kernel: family row_norm_cuda, version 6
 // knobs: block=128 chunks=3 cluster=2 fit=0 math=precise onepass=1 pdl=1 store=streaming strategy=team team=32 vec=8 waves=1 wload=auto wregs=0
 // computes: layer_norm (one pass over each row)
 // kforge winner: bert-base-layernorm on sm90-nvidia-h200
@@ -7,6 +7,7 @@
 // measured: 4.47 us (geometric mean over gated cases), 2.43x eager
 // re-emitted: by `kforge reemit` on 2026-12-02T13:52:49Z, row_norm_cuda version 5 from version 5; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T03:06:52Z, row_norm_cuda version 5 from version 5; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T06:24:09Z, row_norm_cuda version 6 from version 5; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -690,6 +691,17 @@ inline int rn_launch(const rn_args& a, cudaStream_t s) {
   return rn_launch_as<VV, CH, false>(a, s);
 }
 
+// The scalar path (rows whose length or address does not allow V-wide accesses): its registers hold fewer values
+// than V-wide chunks (each scalar chunk has its own address and weights), so it holds at most a share of what a
+// thread's registers take, and longer rows are streamed. Holding CHUNKS x V values, as the vector path does,
+// spilled 0.4 to 1.5 KB a thread (ptxas, LayerNorm + weight + bias + GELU at 256 to 1024 threads).
+constexpr int k_scalar_regs = 65536 / BLOCK < 255 ? 65536 / BLOCK : 255;
+constexpr int k_scalar_fit = (k_scalar_regs - 64) / (4 * (1 + (k_has_w ? 1 : 0) + (k_has_b ? 1 : 0)));
+constexpr int k_scalar_chunks = CHUNKS * V < k_scalar_fit ? CHUNKS * V
+                                : k_scalar_fit < 1        ? 1
+                                : k_scalar_fit > 32       ? 32
+                                                          : k_scalar_fit;
+
 template <typename T>
 inline bool rn_aligned(const void* p) {
   return p == nullptr || aligned(p, vec_align<T, V>());
@@ -739,7 +751,7 @@ inline int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cuda
   }
   if (a.rows == 0 || a.n == 0) return 0;
   if (vec) return rn_launch<V, CHUNKS>(a, s);
-  return rn_launch<1, (CHUNKS * V < 32 ? CHUNKS * V : 32)>(a, s);
+  return rn_launch<1, k_scalar_chunks>(a, s);
 }
 
 }  // namespace kfk
