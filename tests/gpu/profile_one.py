@@ -1,6 +1,6 @@
 # Launches one family candidate once on a family_bench case, for a profiler to watch, and with --compile the
 # torch.compile kernels of the same case next to it (compiled and autotuned before the profiled range):
-#   ncu --profile-from-start off --clock-control none -k regex:'kfk::|triton' \
+#   ncu --profile-from-start off --clock-control none -k regex:'_kernel|triton' \
 #       python3 tests/gpu/profile_one.py SO CASE [--compile default,max-autotune-no-cudagraphs]
 # With --compile, inductor's generated code is printed, so the profile can be read against its source.
 import ctypes, os, sys
