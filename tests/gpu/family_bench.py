@@ -133,8 +133,8 @@ def launch(lib, ins, outs, stream):
     to = (KfTensor * len(outs))(*[kf_tensor(t) for t in outs])
     return lib.kf_launch(ti, len(ins), to, len(outs), ctypes.c_void_p(stream))
 
-def hot_us(fn, n=50):
-    """Per launch inside a CUDA graph of n launches (L2 warm, no launch gaps): kforge's `hot` series."""
+def graph_of(fn, n):
+    """A CUDA graph of n launches of fn (warmed on a side stream first), replayed once."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -146,15 +146,22 @@ def hot_us(fn, n=50):
             fn()
     g.replay()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(25):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / n)
-    return sorted(times)[len(times) // 2]
+    return g
+
+def timed_us(work):
+    """One call of work between CUDA events, in us."""
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    work()
+    b.record()
+    b.synchronize()
+    return a.elapsed_time(b) * 1e3
+
+def hot_us(fn, n=50):
+    """Per launch inside a CUDA graph of n launches (L2 warm, no launch gaps): kforge's `hot` series."""
+    g = graph_of(fn, n)
+    times = sorted(timed_us(g.replay) / n for _ in range(25))
+    return times[len(times) // 2]
 
 def check(lib, case, ins):
     """Returns (ok, message, max relative error)."""

@@ -13,29 +13,7 @@ import ctypes, sys
 import torch
 
 sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.abspath(__file__)))
-from family_bench import CASES, as_list, compiled, launch  # noqa: E402
-
-def graph_of(fn, n):
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(n):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    return g
-
-def timed(work):
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    work()
-    b.record()
-    b.synchronize()
-    return a.elapsed_time(b) * 1e3
+from family_bench import CASES, as_list, compiled, graph_of, launch, timed_us as timed  # noqa: E402
 
 def median(xs):
     return sorted(xs)[len(xs) // 2]
