@@ -344,15 +344,17 @@ TEST(dispatch_search, expands_each_size_s_fastest_node_and_reaches_its_part_unai
   search_db db(dir.path() / "search.db");
   graded_evaluator ev;
   search_options o;
-  o.budget = 40;
+  o.budget = 80;
   search_driver d(spec, device_kind::cpu, "cpu-test", db, ev, o);
   auto out = d.run(search_roots(spec, device_kind::cpu, "cpu-test", "/nonexistent").roots);  // no --try
   ASSERT_TRUE(out.winner.has_value()) << out.stop_reason;
   EXPECT_EQ(out.winner->cand.family, k_dispatch_family) << out.dispatch_note;
   auto parts = parse_dispatch_knobs(out.winner->cand.knobs);
   ASSERT_TRUE(parts.has_value());
-  // Within 40 evaluations the small case's part is threads=2 or 1 (3 us or less); ranked by the geometric mean
-  // alone (no turns for each case), this search's small part was threads=4 (4.5 us).
+  // Within 80 evaluations the small case's part is threads=2 or 1 (3 us or less); ranked by the geometric mean
+  // alone (no turns for each case), this search's small part was threads=4 (4.5 us) in 40. The budget was 40 until
+  // row_softmax_cpu gained `split`, whose moves reshuffle the proposer's order: then 4 of 8 seeds reached 3 us in
+  // 40, seed 1 not in 60, 6 of 6 in 80.
   EXPECT_LE(graded_evaluator::graded({"row_softmax_cpu", (*parts)[0].knobs}, false), 3.0)
       << "threads=" << (*parts)[0].knobs.at("threads");
 }

@@ -1,11 +1,14 @@
 // The cpu families' emitted kernels, compiled and run: results against a double-precision reference written
-// here (independent of the emitters' own dtype helpers: _Float16 and bit shifts), for NCHW and channels_last.
+// here (independent of the emitters' own dtype helpers: _Float16 and bit shifts), for NCHW and channels_last, and for
+// row_softmax_cpu's rows split across a team of threads (set through the kernel's own OpenMP runtime).
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "exec/kf_abi.h"
@@ -78,28 +81,43 @@ void fill(host_tensor& t, uint32_t seed, double scale = 1.0) {
   for (int64_t i = 0; i < t.numel(); ++i) t.set(t.off(i), n(g));
 }
 
-// Compiles the family's default-variant source (plus the given knob changes) and runs it.
-int run_family(const std::string& fam, const workload_spec& spec, const knob_values& changes,
-               std::vector<host_tensor*> in, std::vector<host_tensor*> out) {
+// Compiles the family's default-variant source (plus the given knob changes, then `extra` appended) and loads it;
+// null (and a failure) when it does not compile. Not dlclose'd: the OpenMP runtime it pulled in may still have
+// threads parked.
+void* load_family(const std::string& fam, const workload_spec& spec, const knob_values& changes,
+                  const std::string& extra = "") {
   auto* f = find_family(fam, device_kind::cpu);
   auto v = f->default_variant(spec);
   for (auto& [k, x] : changes) v[k] = x;
   EXPECT_TRUE(f->valid(v, spec, nullptr));
   temp_dir dir("kf-run");
-  write_file_atomic(dir.path() / "k.cpp", f->emit(spec, v));
+  write_file_atomic(dir.path() / "k.cpp", f->emit(spec, v) + extra);
   auto so = (dir.path() / "k.so").string();
   auto r = run_process({KFORGE_CXX_COMPILER, "-std=c++17", "-O1", "-fopenmp", "-fPIC", "-shared",
                         "-I" KFORGE_SOURCE_DIR "/lib/exec", "-o", so, (dir.path() / "k.cpp").string()});
   EXPECT_TRUE(r.ok()) << r.err.substr(0, 2000);
   void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   EXPECT_NE(h, nullptr) << dlerror();
+  return h;
+}
+
+// Compiles the family's default-variant source (plus the given knob changes) and runs it; threads > 0: with that
+// many OpenMP threads (omp_set_num_threads of the runtime the kernel loaded, restored after).
+int run_family(const std::string& fam, const workload_spec& spec, const knob_values& changes,
+               std::vector<host_tensor*> in, std::vector<host_tensor*> out, int threads = 0) {
+  void* h = load_family(fam, spec, changes);
   if (!h) return -1;
   auto fn = reinterpret_cast<kf_launch_fn>(dlsym(h, "kf_launch"));
+  auto set_threads = reinterpret_cast<void (*)(int)>(dlsym(h, "omp_set_num_threads"));
+  auto max_threads = reinterpret_cast<int (*)()>(dlsym(h, "omp_get_max_threads"));
+  EXPECT_TRUE(set_threads && max_threads) << "the kernel does not link an OpenMP runtime";
+  const int before = max_threads ? max_threads() : 0;
+  if (threads > 0 && set_threads) set_threads(threads);
   std::vector<kf_tensor> ti, to;
   for (auto* t : in) ti.push_back(t->abi());
   for (auto* t : out) to.push_back(t->abi());
   int rc = fn(ti.data(), static_cast<int>(ti.size()), to.data(), static_cast<int>(to.size()), nullptr);
-  // not dlclose'd: the OpenMP runtime it pulled in may still have threads parked
+  if (threads > 0 && set_threads) set_threads(before);
   return rc;
 }
 
@@ -154,6 +172,168 @@ TEST(families_cpu_run, log_softmax_and_topk_match_reference) {
   host_tensor xt = x;
   std::swap(xt.stride[2], xt.stride[3]);
   EXPECT_NE(run_family("row_softmax_cpu", spec, {}, {&xt}, {&v, &idx}), 0);
+}
+
+// x [T, V] (dtype in) [+ mask [1, V] of the same dtype] -> (log_)softmax(dtype=float32) [-> topk(k)]: a vocabulary's
+// logits; cases (T, V), gated.
+workload_spec vocab_spec(dtype in, bool mask, bool log, int64_t topk, std::vector<std::pair<int64_t, int64_t>> cases) {
+  using namespace test;
+  workload_spec s;
+  s.name = "test-vocab";
+  s.inputs.push_back(tensor_input("x", {sym("T"), sym("V")}, in));
+  if (mask) {
+    s.inputs.push_back(tensor_input("m", {lit(1), sym("V")}, in));
+    s.graph.push_back({"add_mask", {{"input", "x"}, {"mask", "m"}}, {}});
+  }
+  nlohmann::json args = {{"dim", -1}, {"dtype", "float32"}};
+  if (!mask) args["input"] = "x";
+  s.graph.push_back({log ? "log_softmax" : "softmax", args, {}});
+  if (topk) s.graph.push_back({"topk", {{"k", topk}, {"dim", -1}}, {}});
+  for (auto [t, v] : cases) s.cases.push_back(make_case({{"T", t}, {"V", v}}, true));
+  s.search.families = {"row_softmax"};
+  return s;
+}
+
+// One launch of row_softmax_cpu on [T, V] with `threads` OpenMP threads and the default's knobs changed.
+struct split_run {
+  int64_t T, V;
+  int threads;
+  knob_values knobs;
+  bool masked_half = false;  // the mask's first half -inf: the first threads' segments hold only -inf
+};
+
+std::string label(const split_run& r) {
+  std::string s = fmt::format("T={} V={} threads={}", r.T, r.V, r.threads);
+  for (auto& [k, v] : r.knobs) s += " " + k + "=" + v;
+  return s + (r.masked_half ? " masked_half" : "");
+}
+
+// softmax / log_softmax of float16 x + a [1, V] float16 mask, float32 out, against double: z is eager's float16 sum.
+void check_split_softmax(bool log, const std::vector<split_run>& runs) {
+  auto spec = vocab_spec(dtype::float16, true, log, 0, {{1, 151936}});
+  for (auto& run : runs) {
+    SCOPED_TRACE(label(run));
+    host_tensor x(dtype::float16, {run.T, run.V}), m(dtype::float16, {1, run.V}), y(dtype::float32, {run.T, run.V});
+    fill(x, 11, 4.0);
+    fill(m, 12);
+    if (run.masked_half)
+      for (int64_t j = 0; j < run.V / 2; ++j) m.set(j, -INFINITY);
+    ASSERT_EQ(run_family("row_softmax_cpu", spec, run.knobs, {&x, &m}, {&y}, run.threads), 0);
+    for (int64_t r = 0; r < run.T; ++r) {
+      std::vector<double> z(run.V);
+      double mx = -INFINITY, s = 0;
+      for (int64_t j = 0; j < run.V; ++j) {
+        z[j] = static_cast<double>(static_cast<_Float16>(x.at(r * run.V + j) + m.at(j)));
+        mx = std::max(mx, z[j]);
+      }
+      for (auto v : z) s += std::exp(v - mx);
+      for (int64_t j = 0; j < run.V; ++j) {
+        const double got = y.at(r * run.V + j);
+        if (z[j] == -INFINITY) {
+          ASSERT_EQ(got, log ? -INFINITY : 0.0) << "row " << r << " col " << j;
+          continue;
+        }
+        const double want = log ? (z[j] - mx) - std::log(s) : std::exp(z[j] - mx) / s;
+        ASSERT_NEAR(got, want, log ? 1e-4 : 1e-9 + 1e-4 * want) << "row " << r << " col " << j;
+      }
+    }
+  }
+}
+
+TEST(families_cpu_run, row_softmax_split_rows_log_softmax_f16_mask_to_float32_matches_reference) {
+  check_split_softmax(true, {
+                                {1, 100003, 16, {}},  // the default (split=auto) splits one odd row
+                                {1, 151936, 16, {{"passes", "online"}}},
+                                {3, 151936, 16, {}, true},  // 3 rows on 16 threads, half of every row -inf
+                                {3, 100003, 16, {{"split", "within"}, {"cache_row", "0"}}},
+                                {1, 5, 8, {{"split", "within"}}},  // 5 values on 8 threads: 7 empty segments
+                                {2, 5, 8, {{"split", "within"}, {"passes", "online"}}},
+                            });
+}
+
+TEST(families_cpu_run, row_softmax_split_rows_softmax_rescales_kept_exponentials) {
+  check_split_softmax(false, {
+                                 {1, 100003, 16, {}},  // exp_once: each segment's exp(x - its max) kept, rescaled
+                                 {3, 151936, 16, {{"cache_row", "0"}}, true},
+                                 {1, 151936, 16, {{"passes", "online"}}},
+                                 {1, 5, 8, {{"split", "within"}, {"exp_once", "0"}}},
+                             });
+}
+
+TEST(families_cpu_run, row_softmax_split_rows_topk_merges_segments_in_index_order) {
+  auto spec = vocab_spec(dtype::bfloat16, false, false, 5, {{1, 100003}});
+  for (auto& run : std::vector<split_run>{{1, 100003, 16, {}},
+                                          {3, 151936, 16, {{"split", "within"}, {"passes", "online"}}},
+                                          {2, 5, 8, {{"split", "within"}}}}) {
+    SCOPED_TRACE(label(run));
+    const int64_t V = run.V, k = 5;
+    host_tensor x(dtype::bfloat16, {run.T, V}), v(dtype::float32, {run.T, k}), idx(dtype::int64, {run.T, k});
+    fill(x, 13, 2.0);
+    // A tie for the largest value in the first and the last thread's segments, the third value in between.
+    for (int64_t r = 0; r < run.T; ++r) {
+      x.set(r * V + 1, 12.0);
+      x.set(r * V + V - 2, 12.0);
+      x.set(r * V + V / 2, 11.5);
+    }
+    ASSERT_EQ(run_family("row_softmax_cpu", spec, run.knobs, {&x}, {&v, &idx}, run.threads), 0);
+    const int64_t* ip = reinterpret_cast<const int64_t*>(idx.bytes.data());
+    for (int64_t r = 0; r < run.T; ++r) {
+      std::vector<int64_t> order(V);
+      for (int64_t j = 0; j < V; ++j) order[j] = j;
+      std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return x.at(r * V + a) > x.at(r * V + b); });
+      EXPECT_EQ(order[0], 1);
+      double s = 0;
+      for (int64_t j = 0; j < V; ++j) s += std::exp(x.at(r * V + j) - 12.0);
+      for (int q = 0; q < k; ++q) {
+        // The planted three exactly; past them, equal values in different segments may differ in their last bit
+        // (each segment's exponentials kept against its own max), so ties among them are the value's, not the index's.
+        if (q < 3) EXPECT_EQ(ip[r * k + q], order[q]) << "row " << r << " rank " << q;
+        EXPECT_EQ(x.at(r * V + ip[r * k + q]), x.at(r * V + order[q])) << "row " << r << " rank " << q;
+        const double want = std::exp(x.at(r * V + order[q]) - 12.0) / s;
+        EXPECT_NEAR(v.at(r * k + q), want, 1e-9 + 1e-4 * want) << "row " << r << " rank " << q;
+      }
+    }
+  }
+}
+
+// What split=auto decides at launch (row_softmax_cpu.h's kf_split_rows), called through a function appended to the
+// source: the default splits the vocabulary's one long row, and is split=rows for the router's 4096 rows of 256.
+TEST(families_cpu_run, row_softmax_split_default_splits_one_long_row_not_many_short_ones) {
+  const std::string probe =
+      "\nextern \"C\" int kf_test_splits(int64_t rows, int64_t L, int T) { return kf_split_rows(rows, L, T); }\n";
+  using splits_fn = int (*)(int64_t, int64_t, int);
+  auto* f = find_family("row_softmax_cpu", device_kind::cpu);
+  auto vocab = vocab_spec(dtype::float16, true, true, 0, {{1, 151936}});
+  EXPECT_EQ(f->default_variant(vocab).at("split"), "auto");
+  void* h = load_family("row_softmax_cpu", vocab, {}, probe);
+  ASSERT_NE(h, nullptr);
+  auto splits = reinterpret_cast<splits_fn>(dlsym(h, "kf_test_splits"));
+  ASSERT_NE(splits, nullptr);
+  for (int T : {2, 16, 128}) EXPECT_TRUE(splits(1, 151936, T)) << T << " threads";
+  EXPECT_TRUE(splits(3, 151936, 16));
+  EXPECT_TRUE(splits(3, 151936, 2));   // whole rows: 2 rows' time on one thread; split: 1.5 rows'
+  EXPECT_FALSE(splits(1, 151936, 1));  // a team of one
+  EXPECT_FALSE(splits(5, 257, 16));    // short rows: the segments' overhead outweighs them
+  EXPECT_FALSE(splits(512, 128256, 16));  // every thread busy with whole rows
+  EXPECT_FALSE(splits(4096, 256, 16));
+  EXPECT_FALSE(splits(4096, 256, 2));
+
+  // A team of one splits nothing: threads=1 emits split=rows whatever the knob says.
+  auto one = f->default_variant(vocab);
+  one["threads"] = "1";
+  auto within = one;
+  within["split"] = "within";
+  EXPECT_EQ(f->emit(vocab, one), f->emit(vocab, within));
+  EXPECT_FALSE(knob_read(*f, vocab, within, "split"));
+
+  // The router's 4096 rows of 256: split=rows, and no other value is valid (the search does not try them).
+  auto router = vocab_spec(dtype::bfloat16, false, false, 8, {{4096, 256}});
+  auto r = f->default_variant(router);
+  EXPECT_EQ(r.at("split"), "rows");
+  std::string why;
+  r["split"] = "auto";
+  EXPECT_FALSE(f->valid(r, router, &why));
+  EXPECT_NE(why.find("split=auto: no tuned case has rows of 8192 values or more"), std::string::npos) << why;
 }
 
 void check_group_norm(bool channels_last, const knob_values& knobs) {

@@ -5,7 +5,9 @@
 // failing the tool's own kernels; a kernel the family emits for a spec it covers must pass. pointwise_cpu's chains too:
 // the MLP activations (SwiGLU, GeGLU, GELU) over odd sizes, broadcast operands of other dtypes (a row bias, a [T, 1]
 // column, a channel, a scalar) that its vectorized loops read, a channels_last input that its general path reads, and
-// every other elementwise op.
+// every other elementwise op. row_softmax_cpu's few long rows split across a team of threads (more threads than CI's
+// cores, so that segments are short and some empty): odd lengths, a broadcast mask, 3 rows, top-k merged from the
+// segments' lists, and rows shorter than the team.
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -25,8 +27,9 @@ const fs::path k_specs = fs::path(KFORGE_SOURCE_DIR) / "tests" / "data" / "specs
 using test::shared_compiler;
 
 // The family's default for the spec, then the default with each of `variants`' knobs changed: each must pass.
+// omp_threads: the worker's OMP_NUM_THREADS (0: OpenMP's default).
 void expect_family_passes(const std::string& spec_file, const std::string& family_name,
-                          const std::vector<knob_values>& variants) {
+                          const std::vector<knob_values>& variants, int omp_threads = 0) {
   SCOPED_TRACE(spec_file);
   const workload_spec spec = load_spec((k_specs / spec_file).string());
   const family* f = find_family(family_name, device_kind::cpu);
@@ -35,6 +38,7 @@ void expect_family_passes(const std::string& spec_file, const std::string& famil
   ASSERT_TRUE(f->covers(spec, &why)) << why;
   worker_options wo;
   wo.device = {device_kind::cpu, 0};
+  if (omp_threads > 0) wo.env_set["OMP_NUM_THREADS"] = std::to_string(omp_threads);
   worker_client w(wo);
   std::vector<knob_values> all = {{}};
   all.insert(all.end(), variants.begin(), variants.end());
@@ -57,6 +61,26 @@ TEST(families_cpu_verify, float32_log_softmax_passes_large_magnitudes) {
 
 TEST(families_cpu_verify, masked_scaled_log_softmax_passes) {
   expect_family_passes("masked-log-softmax-f32.yaml", "row_softmax_cpu", {{{"passes", "online"}}});
+}
+
+// One row of 151936 or 100003 values, 3 rows, and a row of 5: split at launch (auto) where it pays, always (within).
+// 16 threads (8 and 4 below) on CI's 2 cores: each barrier waits for the scheduler, so the other specs take fewer.
+TEST(families_cpu_verify, row_softmax_split_rows_f16_masked_log_softmax_to_float32_passes) {
+  expect_family_passes("vocab-log-softmax-f16-mask.yaml", "row_softmax_cpu",
+                       {{{"split", "within"}},
+                        {{"split", "within"}, {"passes", "online"}},
+                        {{"split", "within"}, {"cache_row", "0"}, {"math", "libm"}}},
+                       16);
+}
+
+TEST(families_cpu_verify, row_softmax_split_rows_topk_merges_the_segments_lists) {
+  expect_family_passes("vocab-softmax-topk-bf16.yaml", "row_softmax_cpu",
+                       {{{"split", "within"}}, {{"split", "within"}, {"passes", "online"}, {"exp_once", "0"}}}, 8);
+}
+
+TEST(families_cpu_verify, row_softmax_split_rows_rescale_the_kept_exponentials) {
+  expect_family_passes("vocab-softcap-softmax-bf16.yaml", "row_softmax_cpu",
+                       {{{"split", "within"}}, {{"split", "within"}, {"cache_row", "0"}, {"exp_once", "0"}}}, 4);
 }
 
 TEST(families_cpu_verify, float16_rms_norm_without_eps_takes_aten_s_epsilon) {

@@ -227,7 +227,9 @@ TEST(multi_evaluator, the_search_over_two_devices_finds_the_best) {
   scaled_evaluator a(1.0), b(3.0);
   multi_evaluator m({{"cpu#1", &a}, {"cpu#2", &b}});
   search_options o;
-  o.budget = 40;
+  // 40 found it (seed 1) until row_softmax_cpu gained `split`, which reshuffled the proposer's moves: then 1 of 6
+  // seeds found it in 40, 4 of 5 in 100.
+  o.budget = 100;
   o.batch = 4;
   auto out = search_driver(spec, device_kind::cpu, "cpu-x86-64", db, m, o)
                  .run(search_roots(spec, device_kind::cpu, "cpu-x86-64", "/nonexistent").roots);

@@ -1,7 +1,10 @@
-// row_softmax_cpu: softmax / log_softmax over the last dim on the cpu, one row per OpenMP task, with the
-// matched prologue (scale, softcap, additive mask, casts) and epilogue (casts, top-k) fused into the row loop. This
-// file emits the variant's part (its types, constants, knob-selected macros, the fused prologue and epilogue); the
-// fixed code is row_softmax_cpu.h.
+// row_softmax_cpu: softmax / log_softmax over the last dim on the cpu, rows dealt to OpenMP threads or (`split`) a
+// few long rows each split across them, with the matched prologue (scale, softcap, additive mask, casts) and epilogue
+// (casts, top-k) fused into the row loop. This file emits the variant's part (its types, constants, knob-selected
+// macros, the fused prologue and epilogue); the fixed code is row_softmax_cpu_part.h (a thread's part of a row),
+// row_softmax_cpu_topk.h and row_softmax_cpu.h (the launch).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "search/families/cpu_emit.h"
@@ -12,11 +15,36 @@
 namespace kf {
 namespace {
 
+// A spec none of whose tuned cases has rows this long takes split=rows only: twice the work the launch charges a part
+// of a row (kf_part_overhead, 4096 values), the shortest row that two threads could finish sooner than one (the search
+// spends no evaluations on splitting attention or router rows). split's default is auto (decided at launch,
+// row_softmax_cpu.h's kf_split_rows) where some case has such rows and few of them (fewer than k_split_few_rows, more
+// threads than most machines have): a vocabulary's logits at T = 1 to a few. Else rows.
+constexpr int64_t k_split_min_len = 8192, k_split_few_rows = 256;
+
+struct row_counts {
+  int64_t min_rows = -1, max_len = 0;  // over the tuned cases; min_rows -1: none
+};
+
+row_counts count_rows(const workload_spec& spec, const softmax_graph& g) {
+  row_counts c;
+  for (auto& shape : tuning_shapes(spec, *spec.find_input(g.input))) {
+    if (shape.empty()) continue;
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
+    c.min_rows = c.min_rows < 0 ? rows : std::min(c.min_rows, rows);
+    c.max_len = std::max(c.max_len, shape.back());
+  }
+  return c;
+}
+
 class row_softmax_cpu final : public family {
  public:
   std::string name() const override { return "row_softmax_cpu"; }
   device_kind device() const override { return device_kind::cpu; }
-  int version() const override { return 2; }
+  // 3: `split` (a row split across the team: each thread's segment reduced, the statistics combined, each segment
+  // written; top-k merged from the segments' lists), the fixed code in three files.
+  int version() const override { return 3; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_softmax(spec, why_not);
@@ -40,18 +68,35 @@ class row_softmax_cpu final : public family {
         {"cache_row", {"0", "1"}, "1: the prologue's result is staged in a float row (computed once)"},
         {"math", {"libm", "poly"}, "exp/tanh: libm's, or a polynomial that vectorizes (~1 ulp)"},
         {"exp_once", {"0", "1"}, "1: the sum pass keeps the exponentials in a row scratch; the write pass only scales (two passes, softmax only)"},
+        {"split",
+         {"rows", "auto", "within"},
+         "rows: rows dealt whole to threads; within: each row split across the threads (a segment each, the "
+         "statistics combined); auto: at launch, within where the rows are too few to keep every thread busy (specs with "
+         "rows of 8192 values or more)",
+         "rows"},
     };
   }
 
   knob_values default_variant(const workload_spec& spec) const override {
-    bool heavy = false, log = false;
+    // split=auto for a few long rows: a Qwen2 vocabulary log-softmax (one row of 151936 float16 logits plus a mask)
+    // ran 3.65x slower than eager on one thread while the others idled (docs/results.md, stop 24).
+    bool heavy = false, log = false, few_long = false;
     if (auto g = match_softmax(spec, nullptr)) {
       for (auto& st : g->prologue) heavy = heavy || st.what == elementwise_step::kind::softcap;
       log = g->log;
+      const row_counts c = count_rows(spec, *g);
+      few_long = c.max_len >= k_split_min_len && c.min_rows >= 0 && c.min_rows < k_split_few_rows;
     }
     return {{"threads", "all"},  {"schedule", "static"}, {"rows_per_chunk", "16"}, {"vector_width", "8"},
             {"unroll", "1"},     {"passes", "two"},      {"cache_row", heavy ? "1" : "0"},
-            {"math", "poly"},    {"exp_once", log ? "0" : "1"}};
+            {"math", "poly"},    {"exp_once", log ? "0" : "1"}, {"split", few_long ? "auto" : "rows"}};
+  }
+
+  knob_values canonical_knobs(const workload_spec& spec, const knob_values& v) const override {
+    (void)spec;
+    knob_values k = v;
+    if (k.count("threads") && k.at("threads") == "1") k["split"] = "rows";  // a team of one splits nothing
+    return k;
   }
 
   bool valid(const knob_values& v, const workload_spec& spec, std::string* why_not) const override {
@@ -60,16 +105,23 @@ class row_softmax_cpu final : public family {
       if (why_not) *why_not = "vector_width x unroll above 32 accumulators spills registers";
       return false;
     }
+    if (v.at("split") != "rows" && count_rows(spec, *match_softmax(spec, nullptr)).max_len < k_split_min_len) {
+      if (why_not)
+        *why_not = fmt::format("split={}: no tuned case has rows of {} values or more; shorter rows are dealt whole",
+                               v.at("split"), k_split_min_len);
+      return false;
+    }
     return true;
   }
 
   std::string emit(const workload_spec& spec, const knob_values& v) const override;
 };
 
-std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& v) const {
+std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& given) const {
+  const knob_values v = canonical_knobs(spec, given);
   auto g = match_softmax(spec, nullptr);
   KF_ASSERT(g.has_value(), "emit on a spec the family does not cover");
-  // The fused prologue, in graph order: mask k's row is at mrow[k], read at j * mstep[k] (row_softmax_cpu.h).
+  // The fused prologue, in graph order: mask k's row is at mrow[k], read at j * mstep[k] (row_softmax_cpu_part.h).
   std::string mask_types, mask_inputs, mask_dtypes, mask_bytes, prologue;
   int nm = 0;
   for (auto& st : g->prologue) {
@@ -108,6 +160,8 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
   code += fmt::format(
       "constexpr int kf_lanes = {};  // vector_width x unroll accumulators\n"
       "constexpr int kf_rows_per_chunk = {};\n"
+      "constexpr int kf_split = {};  // rows dealt whole to threads (0), split across the team at launch (1: auto) or "
+      "always (2)\n"
       "constexpr bool kf_online = {}, kf_cache_row = {};\n"
       "constexpr bool kf_keep_exp = {};  // exp_once with two passes and no log: the sum pass keeps the exponentials\n"
       "constexpr bool kf_log = {};\n"
@@ -117,7 +171,8 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
       "constexpr int kf_n_masks = {};\n"
       "constexpr int kf_mask_input[] = {{{}}}, kf_mask_dtype[] = {{{}}};\n"
       "constexpr int64_t kf_mask_bytes[] = {{{}}};\n",
-      knob_int(v, "vector_width") * knob_int(v, "unroll"), v.at("rows_per_chunk"), flag(v.at("passes") == "online"),
+      knob_int(v, "vector_width") * knob_int(v, "unroll"), v.at("rows_per_chunk"),
+      v.at("split") == "rows" ? 0 : v.at("split") == "auto" ? 1 : 2, flag(v.at("passes") == "online"),
       flag(v.at("cache_row") == "1"), flag(keep), flag(g->log), g->topk, spec.inputs.size(),
       input_index(spec, g->input), g->rank, ew::abi_code(g->in_type), ew::abi_code(g->out_type), nm,
       nm ? mask_inputs : "-1", nm ? mask_dtypes : "-1", nm ? mask_bytes : "0");
@@ -134,6 +189,8 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
       "static inline kf_out_t kf_store(float v) {{ return {}; }}\n",
       epi, cpu_emit::store(g->out_type, "v"));
   return cpu_emit::header(*this, spec, v, g->describe()) + cpu_emit::prelude() + cpu_emit::variant(code) +
+         cpu_emit::fixed_file("search/families/row_softmax_cpu_part.h") +
+         cpu_emit::fixed_file("search/families/row_softmax_cpu_topk.h") +
          cpu_emit::fixed_file("search/families/row_softmax_cpu.h");
 }
 

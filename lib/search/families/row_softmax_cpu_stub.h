@@ -15,6 +15,7 @@ typedef uint16_t kf_out_t;
 typedef float kf_m0_t;
 constexpr int kf_lanes = 8;  // vector_width x unroll accumulators
 constexpr int kf_rows_per_chunk = 16;
+constexpr int kf_split = 0;  // rows dealt whole to threads (0), split across the team at launch (1: auto) or always (2)
 constexpr bool kf_online = false, kf_cache_row = true;
 constexpr bool kf_keep_exp = true;  // exp_once with two passes and no log: the sum pass keeps the exponentials
 constexpr bool kf_log = false;
