@@ -79,10 +79,14 @@ class row_softmax_cpu final : public family {
 
   knob_values default_variant(const workload_spec& spec) const override {
     // split=auto for a few long rows: a Qwen2 vocabulary log-softmax (one row of 151936 float16 logits plus a mask)
-    // ran 3.65x slower than eager on one thread while the others idled (docs/results.md, stop 24).
+    // ran 3.65x slower than eager on one thread while the others idled (docs/results.md, stop 24). A heavy prologue is
+    // staged once (cache_row=1) rather than recomputed by each of the three reads: a softcap's tanh, or a rounding to
+    // float16, whose store (kf_st_f16: branches, lrintf) does not vectorize. On that row, on 2 cores, the search timed
+    // this default with cache_row=0 at 2007 us and with cache_row=1 (split=within, the same split at T=1) at 426.
     bool heavy = false, log = false, few_long = false;
     if (auto g = match_softmax(spec, nullptr)) {
-      for (auto& st : g->prologue) heavy = heavy || st.what == elementwise_step::kind::softcap;
+      for (auto& st : g->prologue)
+        heavy = heavy || st.what == elementwise_step::kind::softcap || st.to == dtype::float16;
       log = g->log;
       const row_counts c = count_rows(spec, *g);
       few_long = c.max_len >= k_split_min_len && c.min_rows >= 0 && c.min_rows < k_split_few_rows;
