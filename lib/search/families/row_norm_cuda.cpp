@@ -63,19 +63,17 @@ class row_norm_cuda final : public family {
  public:
   std::string name() const override { return "row_norm_cuda"; }
   device_kind device() const override { return device_kind::cuda; }
-  int version() const override {
-    return 6;
-  }  // 2: wload (1 read the weights with the row); 3: fit; 4: g_rn_sms; 5: unguarded loads, packed late weights; 6: the
-     // scalar path holds what its registers take (k_scalar_chunks)
+  // 2: wload (1 read the weights with the row); 3: fit; 4: g_rn_sms; 5: unguarded loads, packed late weights;
+  // 6: the scalar path holds what its registers take (k_scalar_chunks)
+  int version() const override { return 6; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_row_norm(spec, why_not);
     if (!g) return false;
     for (int k : g->inputs)
       if (spec.inputs[k].memory_format != "contiguous") {
-        if (why_not)
-          *why_not = "row_norm_cuda reads contiguous rows; input " + spec.inputs[k].name + " is declared " +
-                     spec.inputs[k].memory_format;
+        if (why_not) *why_not = "row_norm_cuda reads contiguous rows; input " + spec.inputs[k].name + " is declared " +
+                                spec.inputs[k].memory_format;
         return false;
       }
     return true;
@@ -83,25 +81,18 @@ class row_norm_cuda final : public family {
 
   std::vector<knob> knobs() const override {
     return {
-        {"strategy",
-         {"team", "block", "cluster"},
-         "threads per row: a team of a warp or less, a block, a cluster of blocks"},
+        {"strategy", {"team", "block", "cluster"}, "threads per row: a team of a warp or less, a block, a cluster of blocks"},
         {"team", {"4", "8", "16", "32"}, "threads per row for strategy=team (32 / team rows a warp)"},
         {"block", {"64", "128", "256", "512", "1024"}, "threads per block"},
-        {"fit",
-         {"0", "1"},
-         "strategy=block: launch the fewest whole warps that hold the row in `chunks` vectors a thread "
-         "(at most `block`), so that fewer chunks mean more threads, not idle registers",
-         "0"},
+        {"fit", {"0", "1"}, "strategy=block: launch the fewest whole warps that hold the row in `chunks` vectors a thread "
+         "(at most `block`), so that fewer chunks mean more threads, not idle registers", "0"},
         {"cluster", {"2", "4", "8", "16"}, "blocks per row for strategy=cluster (16 is non-portable)"},
         {"vec", {"1", "2", "4", "8"}, "elements per access (16 bytes at most)"},
-        {"chunks",
-         {"1", "2", "3", "4", "5", "6", "8", "12", "16"},
+        {"chunks", {"1", "2", "3", "4", "5", "6", "8", "12", "16"},
          "vectors per thread held in registers: rows up to chunks x vec x the row's threads are read once"},
         {"waves", {"0", "1", "2", "4"}, "0: a CTA (cluster) per row step; k: persistent, k waves of resident CTAs"},
         {"wregs", {"0", "1"}, "persistent grids: weights and bias loaded into registers once, not with each row"},
-        {"wload",
-         {"auto", "row", "late"},
+        {"wload", {"auto", "row", "late"},
          "when the weights are read: with the row, into registers (one memory latency: few rows), after the statistics "
          "and before the writes, packed as stored (fewer registers: many rows), or auto: with the row when the rows "
          "fit in one wave of CTAs",
@@ -119,18 +110,8 @@ class row_norm_cuda final : public family {
     const int vec = static_cast<int>(std::min<size_t>(8, 16 / wide));
     const row_shapes s = g ? summarize(spec, *g) : row_shapes{};
     const int64_t vecs = std::max<int64_t>(1, (s.n + vec - 1) / vec);
-    knob_values v = {{"strategy", "block"},
-                     {"team", "32"},
-                     {"block", "128"},
-                     {"fit", "1"},
-                     {"cluster", "2"},
-                     {"vec", std::to_string(vec)},
-                     {"chunks", "1"},
-                     {"waves", "0"},
-                     {"wregs", "0"},
-                     {"wload", "auto"},
-                     {"onepass", "0"},
-                     {"store", "default"},
+    knob_values v = {{"strategy", "block"}, {"team", "32"}, {"block", "128"}, {"fit", "1"}, {"cluster", "2"}, {"vec", std::to_string(vec)},
+                     {"chunks", "1"}, {"waves", "0"}, {"wregs", "0"}, {"wload", "auto"}, {"onepass", "0"}, {"store", "default"},
                      {"math", g && (g->out == dtype::float16 || g->out == dtype::bfloat16) ? "fast" : "precise"},
                      {"pdl", "1"}};
     // The fewest chunks (of the knob's values) that hold `per_thread` vectors.
@@ -147,41 +128,28 @@ class row_norm_cuda final : public family {
       v["chunks"] = std::to_string(chunks_for((vecs + team - 1) / team));
     } else {
       // A block per row, 128 threads when the row's vectors fit in 8 a thread, more for longer rows; a thread holds
-      // at most what its registers take beside the weights (held_per_thread): rows beyond split over a cluster when
-      // there are too few rows to fill the GPU, and are streamed past the cache otherwise.
+      // at most what its registers take beside the weights (held_per_thread). A row no block holds goes to the
+      // fewest CTAs of a cluster (then the fewest threads) that hold it when there are too few rows to fill the GPU
+      // (8 CTAs of 1024 threads stream it where none does), and is streamed past the cache otherwise.
       const int affine = g ? static_cast<int>(!g->weight.empty()) + static_cast<int>(!g->bias.empty()) : 0;
       auto cap_at = [&](int block) { return std::clamp<int64_t>(held_per_thread(block, affine) / vec, 1, 8); };
-      int block = 128;
-      while (block < 1024 && (vecs + block - 1) / block > 8) block *= 2;
-      int64_t per = (vecs + block - 1) / block;
-      if (per > cap_at(block)) {  // the smallest block that holds the row, if one does
-        for (int b = 128; b <= 1024; b *= 2)
-          if ((vecs + b - 1) / b <= cap_at(b)) {
-            block = b;
-            per = (vecs + b - 1) / b;
-            break;
-          }
-      }
-      if (per > cap_at(block) && s.rows < 2 * cuda_emit::k_reference_sms) {
-        // The fewest CTAs a row (then the fewest threads) whose registers hold it.
+      auto per_at = [&](int block, int cl) { return (vecs + int64_t{block} * cl - 1) / (int64_t{block} * cl); };
+      int block = 128, cl = 1;
+      while (block < 1024 && per_at(block, 1) > 8) block *= 2;
+      if (per_at(block, 1) > cap_at(block)) {
+        const int most = s.rows < 2 * cuda_emit::k_reference_sms ? 8 : 1;
         bool held = false;
-        for (int cl = 2; cl <= 8 && !held; cl *= 2)
+        for (int c = 1; c <= most && !held; c *= 2)
           for (int b = 128; b <= 1024 && !held; b *= 2)
-            if ((vecs + int64_t{b} * cl - 1) / (int64_t{b} * cl) <= cap_at(b)) {
-              v["strategy"] = "cluster";
-              v["cluster"] = std::to_string(cl);
-              block = b;
-              per = (vecs + int64_t{b} * cl - 1) / (int64_t{b} * cl);
-              held = true;
-            }
-        if (!held) {  // longer than 8 CTAs hold: 8 CTAs of 1024 threads stream it
-          v["strategy"] = "cluster";
-          v["cluster"] = "8";
-          block = 1024;
-        }
+            if (per_at(b, c) <= cap_at(b)) block = b, cl = c, held = true;
+        if (!held && most > 1) block = 1024, cl = 8;
+      }
+      if (cl > 1) {
+        v["strategy"] = "cluster";
+        v["cluster"] = std::to_string(cl);
       }
       v["block"] = std::to_string(block);
-      v["chunks"] = std::to_string(chunks_for(std::min(per, cap_at(block))));
+      v["chunks"] = std::to_string(chunks_for(std::min(per_at(block, cl), cap_at(block))));
     }
     return v;
   }
@@ -195,10 +163,8 @@ class row_norm_cuda final : public family {
       return false;
     };
     const int vec = knob_int(v, "vec"), chunks = knob_int(v, "chunks");
-    if (vec * widest(*g) > 16)
-      return fail(fmt::format("vec={} of {}-byte values is more than 16 bytes", vec, widest(*g)));
-    if (vec * chunks > 64)
-      return fail(fmt::format("chunks x vec = {} floats a thread is more than 64 registers' worth", vec * chunks));
+    if (vec * widest(*g) > 16) return fail(fmt::format("vec={} of {}-byte values is more than 16 bytes", vec, widest(*g)));
+    if (vec * chunks > 64) return fail(fmt::format("chunks x vec = {} floats a thread is more than 64 registers' worth", vec * chunks));
     if (v.at("strategy") == "team" && knob_int(v, "team") > knob_int(v, "block"))
       return fail("a team is larger than its block");
     return true;
@@ -225,13 +191,12 @@ class row_norm_cuda final : public family {
     const row_norm_graph& g = *matched;
     std::vector<std::string> ops;
     for (auto& call : spec.graph) ops.push_back(call.op);
-    std::string src =
-        cuda_emit::prelude(*this, spec, v, fmt::format("{} (one pass over each row)", fmt::join(ops, " -> ")));
+    std::string src = cuda_emit::prelude(*this, spec, v, fmt::format("{} (one pass over each row)", fmt::join(ops, " -> ")));
     const int vec = knob_int(v, "vec");
     auto ctype = [](dtype t) { return cuda_emit::c_type(t); };
-    std::string vars = fmt::format(
-        "using out_t = {};\nusing h_t = {};\nusing w_t = {};\nusing b_t = {};\n", ctype(g.out), ctype(g.norm_in),
-        ctype(g.weight.empty() ? dtype::float32 : g.weight_type), ctype(g.bias.empty() ? dtype::float32 : g.bias_type));
+    std::string vars = fmt::format("using out_t = {};\nusing h_t = {};\nusing w_t = {};\nusing b_t = {};\n", ctype(g.out),
+                                   ctype(g.norm_in), ctype(g.weight.empty() ? dtype::float32 : g.weight_type),
+                                   ctype(g.bias.empty() ? dtype::float32 : g.bias_type));
     std::vector<std::string> idx, codes, aligns;
     for (size_t k = 0; k < g.inputs.size(); ++k) {
       vars += fmt::format("using t{} = {};\n", k, ctype(g.types[k]));
@@ -246,57 +211,42 @@ class row_norm_cuda final : public family {
         "constexpr int V = {};\nconstexpr int CHUNKS = {};\nconstexpr int WAVES = {};\nconstexpr bool WREGS = {};\n"
         "constexpr int WLOAD = {};\n"
         "constexpr bool ONEPASS = {};\nconstexpr bool STREAM = {};\nconstexpr bool PDL = {};\n",
-        strategy_code(v.at("strategy")), v.at("team"), v.at("block"), flag("fit"), v.at("cluster"), vec, v.at("chunks"),
-        v.at("waves"), flag("wregs"),
-        v.at("wload") == "auto"  ? 0
-        : v.at("wload") == "row" ? 1
-                                 : 2,
-        flag("onepass"), v.at("store") == "streaming" ? "true" : "false", flag("pdl"));
+        strategy_code(v.at("strategy")), v.at("team"), v.at("block"), flag("fit"), v.at("cluster"), vec, v.at("chunks"), v.at("waves"),
+        flag("wregs"), v.at("wload") == "auto" ? 0 : v.at("wload") == "row" ? 1 : 2, flag("onepass"), v.at("store") == "streaming" ? "true" : "false", flag("pdl"));
     const int y_out = g.writes_input ? 1 - g.input_output : 0;
     vars += fmt::format(
         "constexpr bool k_layer = {};\nconstexpr bool k_has_w = {};\nconstexpr bool k_has_b = {};\n"
         "constexpr float k_eps = {};\nconstexpr bool k_write_h = {};\nconstexpr int k_y_output = {};\n"
         "constexpr int k_h_output = {};\nconstexpr int KF_N_INPUTS = {};\nconstexpr int KF_NORM_DIMS = {};\n"
-        "constexpr int NOPND = {};\nconstexpr int NPRO = {};\nconstexpr int k_w_input = {};\nconstexpr int k_b_input = "
-        "{};\n"
+        "constexpr int NOPND = {};\nconstexpr int NPRO = {};\nconstexpr int k_w_input = {};\nconstexpr int k_b_input = {};\n"
         "constexpr int kf_operand_input[NOPND] = {{{}}};\nconstexpr int kf_operand_dtype[NOPND] = {{{}}};\n"
         "constexpr int kf_operand_align[NOPND] = {{{}}};\n\n",
         g.what == norm_graph::kind::layer_norm ? "true" : "false", g.weight.empty() ? "false" : "true",
         g.bias.empty() ? "false" : "true", cuda_emit::float_literal(g.eps), g.writes_input ? "true" : "false", y_out,
-        g.writes_input ? g.input_output : 0, spec.inputs.size(), g.normalized_dims, g.inputs.size(),
-        g.prologue_operands, g.weight.empty() ? -1 : input_index(spec, g.weight),
-        g.bias.empty() ? -1 : input_index(spec, g.bias), fmt::join(idx, ", "), fmt::join(codes, ", "),
-        fmt::join(aligns, ", "));
+        g.writes_input ? g.input_output : 0, spec.inputs.size(), g.normalized_dims, g.inputs.size(), g.prologue_operands,
+        g.weight.empty() ? -1 : input_index(spec, g.weight), g.bias.empty() ? -1 : input_index(spec, g.bias),
+        fmt::join(idx, ", "), fmt::join(codes, ", "), fmt::join(aligns, ", "));
     vars += cuda_emit::math_functions(v.at("math") == "fast");
-    vars +=
-        "\nstruct rn_args;\n"
-        "template <int VV>\n__device__ __forceinline__ void kf_pro(const rn_args& a, int64_t row, int64_t col, float* "
-        "x);\n"
-        "template <int VV>\n__device__ __forceinline__ void kf_epi(const rn_args& a, int64_t row, int64_t col, float* "
-        "y);\n";
+    vars += "\nstruct rn_args;\n"
+            "template <int VV>\n__device__ __forceinline__ void kf_pro(const rn_args& a, int64_t row, int64_t col, float* x);\n"
+            "template <int VV>\n__device__ __forceinline__ void kf_epi(const rn_args& a, int64_t row, int64_t col, float* y);\n";
     src += cuda_emit::variant(vars);
     src += cuda_emit::fixed_file("search/families/row_norm_cuda.cuh");
     // The prologue (ops before the norm, operands [0, NPRO)) and the epilogue (after it, the rest), on VV elements.
     auto loads = [&](size_t from, size_t to) {
       std::string s;
       for (size_t k = from; k < to; ++k)
-        s += fmt::format(
-            "  float x{0}[VV];\n  load_vec<t{0}, VV>(static_cast<const t{0}*>(a.o[{0}]) + row * a.ors[{0}] + col, "
-            "x{0});\n",
-            k);
+        s += fmt::format("  float x{0}[VV];\n  load_vec<t{0}, VV>(static_cast<const t{0}*>(a.o[{0}]) + row * a.ors[{0}] + col, x{0});\n", k);
       return s;
     };
     auto operand = [](size_t k) { return fmt::format("x{}[e]", k); };
     const std::string pro = ew::chain_statements(spec, g.step_types, operand, "    ", 0, g.norm_op, 1);
-    const std::string epi = ew::chain_statements(spec, g.step_types, operand, "    ", g.norm_op + 1, spec.graph.size(),
-                                                 g.prologue_operands);
+    const std::string epi =
+        ew::chain_statements(spec, g.step_types, operand, "    ", g.norm_op + 1, spec.graph.size(), g.prologue_operands);
     src += cuda_emit::variant(fmt::format(
-        "template <int VV>\n__device__ __forceinline__ void kf_pro(const rn_args& a, int64_t row, int64_t col, float* "
-        "out) {{\n{}"
-        "#pragma unroll\n  for (int e = 0; e < VV; ++e) {{\n    float v = x0[e];\n{}    out[e] = "
-        "kf_round_to<h_t>(v);\n  }}\n}}\n"
-        "template <int VV>\n__device__ __forceinline__ void kf_epi(const rn_args& a, int64_t row, int64_t col, float* "
-        "y) {{\n{}"
+        "template <int VV>\n__device__ __forceinline__ void kf_pro(const rn_args& a, int64_t row, int64_t col, float* out) {{\n{}"
+        "#pragma unroll\n  for (int e = 0; e < VV; ++e) {{\n    float v = x0[e];\n{}    out[e] = kf_round_to<h_t>(v);\n  }}\n}}\n"
+        "template <int VV>\n__device__ __forceinline__ void kf_epi(const rn_args& a, int64_t row, int64_t col, float* y) {{\n{}"
         "#pragma unroll\n  for (int e = 0; e < VV; ++e) {{\n    float v = y[e];\n{}    y[e] = v;\n  }}\n}}\n",
         loads(0, g.prologue_operands), pro, loads(g.prologue_operands, g.inputs.size()), epi));
     src += cuda_emit::epilogue();
