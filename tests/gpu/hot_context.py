@@ -19,31 +19,26 @@ def median(xs):
     return sorted(xs)[len(xs) // 2]
 
 def contexts(fn, flush):
-    out = {}
     g50, g400 = graph_of(fn, 50), graph_of(fn, 400)
-    out["b2b50"] = median([timed(g50.replay) / 50 for _ in range(25)])
-    out["b2b400"] = median([timed(g400.replay) / 400 for _ in range(25)])
-    gate = []
-    for _ in range(25):
-        flush.zero_()
-        timed(fn)
-        gate.append(timed(g400.replay) / 400)
-    out["gate"] = median(gate)
-    settled = []
-    for _ in range(25):
-        flush.zero_()
-        timed(fn)
-        g400.replay()
-        settled.append(timed(g400.replay) / 400)
-    out["gate_settled"] = median(settled)
-    quiet = []
-    for _ in range(25):
-        flush.zero_()
-        timed(fn)
-        torch.cuda._sleep(2_000_000)  # ~1 ms of an idle spinning kernel: neither L2 traffic nor memory writes
-        quiet.append(timed(g400.replay) / 400)
-    out["gate_spin"] = median(quiet)
-    return out
+
+    def after_cold(between):
+        """Median per launch of g400's replay after the gate's cold sample (flush, one launch) and `between`."""
+        times = []
+        for _ in range(25):
+            flush.zero_()
+            timed(fn)
+            between()
+            times.append(timed(g400.replay) / 400)
+        return median(times)
+
+    return {
+        "b2b50": median([timed(g50.replay) / 50 for _ in range(25)]),
+        "b2b400": median([timed(g400.replay) / 400 for _ in range(25)]),
+        "gate": after_cold(lambda: None),
+        "gate_settled": after_cold(g400.replay),
+        # ~1 ms of an idle spinning kernel: neither L2 traffic nor memory writes
+        "gate_spin": after_cold(lambda: torch.cuda._sleep(2_000_000)),
+    }
 
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
