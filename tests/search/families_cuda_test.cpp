@@ -326,6 +326,40 @@ TEST(families_cuda, row_softmax_head_only_matters_for_rows_longer_than_the_cache
   EXPECT_NE(with.find("constexpr bool k_head = true;"), std::string::npos);
 }
 
+// cache=smem keeps a row in the narrowest type that holds the prologue's values exactly: a 16-bit input through
+// widening casts, a cast's 16-bit type, and float once the prologue computes (a scale).
+TEST(families_cuda, row_softmax_smem_cache_is_16_bit_only_where_exact) {
+  const family& sm = cuda_family("row_softmax_cuda");
+  auto spec_of = [](dtype in, std::vector<std::pair<std::string, nlohmann::json>> steps) {
+    workload_spec s;
+    s.name = "test-cache-type";
+    s.inputs.push_back(test::tensor_input("x", {test::sym("T"), test::lit(5000)}, in));
+    bool first = true;
+    for (auto& [op, args] : steps) {
+      if (first) args["input"] = "x";
+      first = false;
+      s.graph.push_back({op, args, {}});
+    }
+    s.cases = {test::make_case({{"T", 3}}, true)};
+    return s;
+  };
+  auto cache_type = [&](const workload_spec& s) {
+    knob_values v = sm.default_variant(s);
+    v["cache"] = "smem";
+    const std::string src = sm.emit(s, v);
+    const auto at = src.find("using cache_t = ");
+    return at == std::string::npos ? std::string("none") : src.substr(at + 16, src.find(';', at) - at - 16);
+  };
+  EXPECT_EQ(cache_type(spec_of(dtype::bfloat16, {{"log_softmax", {{"dim", -1}, {"dtype", "float32"}}}})),
+            "__nv_bfloat16");
+  EXPECT_EQ(cache_type(spec_of(dtype::bfloat16, {{"cast", {{"dtype", "float32"}}}, {"softmax", {{"dim", -1}}}})),
+            "__nv_bfloat16");
+  EXPECT_EQ(cache_type(spec_of(dtype::float32, {{"cast", {{"dtype", "float16"}}}, {"softmax", {{"dim", -1}}}})),
+            "__half");
+  EXPECT_EQ(cache_type(spec_of(dtype::float16, {{"scale", {{"factor", 0.125}}}, {"softmax", {{"dim", -1}}}})), "float");
+  EXPECT_EQ(cache_type(spec_of(dtype::float32, {{"softmax", {{"dim", -1}}}})), "float");
+}
+
 TEST(families_cuda, valid_rejects_impossible_combinations) {
   const family& sm = cuda_family("row_softmax_cuda");
   auto topk = test::softmax_spec(false, false, 4);

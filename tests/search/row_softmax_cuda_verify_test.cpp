@@ -2,7 +2,8 @@
 // or sized at launch (several rows a warp, the last warp's spare teams running empty rows), rows held in registers and
 // rows streamed, persistent grids, shared-memory row caches per team, and additive masks broadcast every way a model
 // builds them (a causal [S, S] mask under [B, H, S, S] scores, a padding mask [B, 1, 1, S], a per-head mask [1, H, S,
-// S]) whose leading dims the launch merges before the kernel walks them.
+// S]) whose leading dims the launch merges before the kernel walks them, and a vocabulary log-softmax whose row caches
+// hold bfloat16.
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -22,7 +23,7 @@ using variants = std::vector<std::pair<workload_spec, knob_values>>;
 
 workload_spec suite(const char* name) { return load_spec((fs::path(KFORGE_SOURCE_DIR) / "workloads" / name).string()); }
 
-constexpr int k_per_spec = 16;
+constexpr int k_per_spec = 18;
 
 void add_teams(variants& out, const workload_spec& s) {
   out.push_back({s, {}});
@@ -47,6 +48,22 @@ void add_teams(variants& out, const workload_spec& s) {
                      {"online", "1"}, {"head", "1"}}});
   out.push_back({s, {{"strategy", "grid"}, {"split", "4"}, {"threads", "32"}, {"chunks", "1"}, {"vec", "1"},
                      {"online", "0"}, {"head", "1"}}});
+  // Shared-memory row caches of a cluster's segments and of a block's rows (16-bit where the prologue's values are:
+  // the vocabulary log-softmax below).
+  out.push_back({s, {{"strategy", "cluster"}, {"cluster", "4"}, {"threads", "128"}, {"cache", "smem"}, {"online", "1"}}});
+  out.push_back({s, {{"strategy", "block"}, {"threads", "64"}, {"cache", "smem"}, {"unroll", "2"}}});
+}
+
+// log_softmax(x, dtype=float32) of a bfloat16 x, as a vocabulary projection's: the row cache holds bfloat16.
+workload_spec vocab_log_softmax() {
+  return test::parse(R"(version: 1
+name: vocab-log-softmax
+inputs:
+  x: {shape: [T, N], dtype: bfloat16, init: {normal: {std: 2.0}}}
+graph:
+  - log_softmax: {input: x, dim: -1, dtype: float32}
+cases: [{T: 3, N: 5003, gate: true}, {T: 2, N: 1000}]
+)");
 }
 
 std::string masked(const char* mask_shape, const char* cases) {
@@ -73,6 +90,7 @@ variants all_variants() {
   add_teams(v, test::parse(masked("[B, 1, 1, S]", "[{B: 3, H: 5, S: 40, gate: true}, {B: 1, H: 1, S: 8}]")));
   add_teams(v, test::parse(masked("[1, H, S, S]", "[{B: 2, H: 3, S: 24, gate: true}, {B: 1, H: 1, S: 5}]")));
   add_teams(v, test::softmax_spec(false, true, 0, dtype::float32));
+  add_teams(v, vocab_log_softmax());
   return v;
 }
 

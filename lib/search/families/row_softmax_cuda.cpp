@@ -38,6 +38,19 @@ shape_summary summarize(const workload_spec& spec, const softmax_graph& g) {
 // A thread's share of a register-cached row in the defaults (cuda_emit::k_block_cached_floats at 1024 threads).
 constexpr int64_t k_thread_floats = cuda_emit::k_block_cached_floats / 1024;
 
+// The type that holds every value the prologue produces exactly: the shared-memory row cache's element type. A
+// 16-bit input stays 16-bit through widening casts (Llama-3's log_softmax(x, dtype=float32)) and a prologue whose
+// last step rounds to a 16-bit type (eager's float16 scale and mask add) ends there; anything else is float.
+dtype cached_type(const softmax_graph& g) {
+  dtype t = g.in_type;
+  for (auto& st : g.prologue) {
+    if (st.what != elementwise_step::kind::cast) t = dtype::float32;
+    else if (dtype_size(st.to) == 2) t = st.to;
+    else if (st.to != dtype::float32 && st.to != dtype::float64) t = dtype::float32;
+  }
+  return dtype_size(t) == 2 ? t : dtype::float32;
+}
+
 int pow2_at_least(int64_t v, int cap) {
   int p = 1;
   while (p < v && p < cap) p *= 2;
@@ -52,8 +65,9 @@ class row_softmax_cuda final : public family {
   // it), masks' leading dims merged at launch and walked in 32-bit arithmetic where the rows allow.
   // 4: `waves` (persistent grids for strategy=warp and block). 5: the register cache loads unguarded (all chunks at
   // once). 6: strategy=grid (a team of co-resident CTAs per row) and `split`. 7: `head` (the register cache kept
-  // for the first part of a row longer than it).
-  int version() const override { return 7; }
+  // for the first part of a row longer than it). 8: cache=smem holds 16-bit values where the prologue's are
+  // (half the shared memory a CTA: more CTAs an SM), in 16-byte accesses.
+  int version() const override { return 8; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_softmax(spec, why_not);
@@ -175,6 +189,21 @@ class row_softmax_cuda final : public family {
       if (s.max_n > 8 * per_cta) {
         v["unroll"] = "2";
         v["stream_store"] = "1";
+        // Longer than 8 CTAs' registers: each CTA keeps its segment in shared memory (16-bit where the prologue's
+        // values are), so x is read once. Streamed twice instead, the second read hits L2 but the kernel ran at
+        // 65 % of DRAM bandwidth with L2 81 % busy (ncu, H100, Llama-3's 512 x 128,256: 187 us). Vectors of at
+        // most 16 bytes of output: a thread's 32 bytes of float32 stored as two 16-byte halves leave every
+        // instruction writing half of each sector (same H100, same rows, shared-memory cache: 212 us at 8 values
+        // a vector, 159 at 4; stop 26).
+        const int64_t elem = dtype_size(cached_type(*g));
+        int cl = 2;
+        while (cl < 8 && (s.max_n + cl - 1) / cl * elem > 32 * 1024) cl *= 2;
+        if ((s.max_n + cl - 1) / cl * elem <= 64 * 1024) {
+          v["cache"] = "smem";
+          v["cluster"] = std::to_string(cl);
+          const int64_t out_vec = std::max<int64_t>(1, 16 / dtype_size(g->out_type));
+          v["vec"] = std::to_string(std::min<int64_t>(std::stoi(v["vec"]), pow2_at_least(out_vec, 8)));
+        }
       }
     } else {
       const int threads = std::clamp(pow2_at_least(s.max_n / (per_vec * 2), 1024), 64, 1024);
@@ -246,8 +275,9 @@ class row_softmax_cuda final : public family {
     for (auto& st : g.prologue)
       if (st.what == elementwise_step::kind::add_mask) masks.push_back(st.mask);
     const int nm = static_cast<int>(masks.size());
-    std::string s = fmt::format("using in_t = {};\nusing out_t = {};\n", cuda_emit::c_type(g.in_type),
-                                cuda_emit::c_type(g.out_type));
+    std::string s = fmt::format("using in_t = {};\nusing out_t = {};\nusing cache_t = {};\n",
+                                cuda_emit::c_type(g.in_type), cuda_emit::c_type(g.out_type),
+                                cuda_emit::c_type(cached_type(g)));
     std::string mask_idx, mask_codes;
     for (int k = 0; k < nm; ++k) {
       const input_spec* m = spec.find_input(masks[k]);

@@ -9,6 +9,7 @@ namespace kfk {
 
 using in_t = __nv_bfloat16;
 using out_t = __nv_bfloat16;
+using cache_t = float;  // the prologue computes in float (a softcap, a scale)
 using mask0_t = float;
 constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_grid = 3;
 constexpr int k_strategy = s_block;

@@ -1,4 +1,4 @@
-// kforge kernel: family row_softmax_cuda, version 7
+// kforge kernel: family row_softmax_cuda, version 8
 // knobs: cache=regs chunks=2 cluster=8 fit=1 head=0 online=0 pdl=0 split=auto strategy=block stream_store=0 tanh=exp team=32 threads=256 unroll=1 vec=8 waves=0
 // computes: x[bfloat16] -> softcap(50) -> softmax(float32) -> cast(bfloat16)
 // kforge winner: gemma-attn-softmax on sm90-nvidia-h200
@@ -18,6 +18,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T03:06:52Z, row_softmax_cuda version 6 from version 6; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T03:16:07Z, row_softmax_cuda version 7 from version 6; knobs filled: head=0 (the code before the knob); measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T04:36:40Z, row_softmax_cuda version 7 from version 7; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T09:10:09Z, row_softmax_cuda version 8 from version 7; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -344,6 +345,7 @@ namespace kfk {
 
 using in_t = __nv_bfloat16;
 using out_t = __nv_bfloat16;
+using cache_t = float;
 constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_grid = 3;
 constexpr int k_strategy = s_block;
 constexpr int NT = 256;
@@ -652,7 +654,7 @@ __device__ __forceinline__ float load_cache(const row_args& a, const int64_t* mo
 // ---- one row (or one cluster CTA's segment [lo, hi) of it) ----
 template <int V, typename G>
 __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int64_t lo, int64_t hi, int64_t seg_max,
-                                       float* sm) {
+                                       cache_t* sm) {
   int64_t moff[k_n_masks > 0 ? k_n_masks : 1];
   mask_offsets(a, row, moff);
   const int64_t base = row * a.n;
@@ -752,12 +754,10 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
     for (int64_t i = mid + (int64_t)g.tid * V; i < hi; i += span) {
       float x[V];
       load_row_vec<V>(a, moff, base, i, x);
+      if (keep) store_vec<cache_t, V, false>(sm + (i - lo), x);  // exact: cache_t holds the prologue's values
       float vm = -INFINITY;
 #pragma unroll
-      for (int v = 0; v < V; ++v) {
-        if (keep) sm[i - lo + v] = x[v];
-        vm = fmaxf(vm, x[v]);
-      }
+      for (int v = 0; v < V; ++v) vm = fmaxf(vm, x[v]);
       if constexpr (k_online) {
         const float nm = fmaxf(m, vm);
         if (nm != -INFINITY) {
@@ -772,8 +772,7 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
     }
     auto fetch = [&](int64_t i, float* x) {
       if (keep) {
-#pragma unroll
-        for (int v = 0; v < V; ++v) x[v] = sm[i - lo + v];
+        load_vec<cache_t, V>(sm + (i - lo), x);
       } else {
         load_row_vec<V>(a, moff, base, i, x);
       }
@@ -828,7 +827,8 @@ __global__ void __launch_bounds__(NT) softmax_kernel(row_args a) {
   wait_prior_grid<k_pdl>();  // before any access to global memory (a no-op unless k_pdl)
   __shared__ f2 scratch[NT / 32];
   __shared__ f2 slot;
-  extern __shared__ float dyn[];
+  extern __shared__ __align__(16) unsigned char dyn_bytes[];
+  cache_t* dyn = reinterpret_cast<cache_t*>(dyn_bytes);
   if constexpr (k_strategy == s_warp) {
     // 32 / W rows a warp. The warp's lanes loop together (the team reductions shuffle over the whole warp):
     // a team past the last row runs an empty segment [0, 0) down the same path (seg_max a.n) and stores nothing.
@@ -973,7 +973,7 @@ int run(row_args a, cudaStream_t s) {
   a.seg = k_strategy == s_cluster ? ((a.n + k_cluster - 1) / k_cluster + V - 1) / V * V : a.n;
   size_t smem = 0;
   if (k_cache_smem && k_strategy != s_grid) {
-    const size_t need = (size_t)(k_strategy == s_warp ? NT / W : 1) * (size_t)a.seg * sizeof(float);
+    const size_t need = (size_t)(k_strategy == s_warp ? NT / W : 1) * (size_t)a.seg * sizeof(cache_t);
     if (need <= k_smem_limit) {
       a.use_smem = 1;
       smem = need;
