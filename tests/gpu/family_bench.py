@@ -107,6 +107,9 @@ CASES = {
     "swiglu_llama3_t1": glu_case(1, 14336, "silu"),
     "swiglu_llama3_t64": glu_case(64, 14336, "silu"),
     "geglu_gemma2_t4096": glu_case(4096, 9216, "gelu"),
+    "logsoftmax_llama3_t512": softmax_case((512, 128256), lambda x: torch.log_softmax(x, -1, dtype=f32),
+                                           lambda x: torch.log_softmax(x.double(), -1), [(3, 100003), (2, 1000)],
+                                           std=2.0),
 }
 # eager, compile, floor (us) from ANCHORS.md
 ANCHORS = {
@@ -122,6 +125,7 @@ ANCHORS = {
     # suite cases (GENERAL.md): eager and torch.compile come from --compile; floors are bytes / BW
     "softmax_gpt2_b1_s128": (0, 0, 0.19), "softmax_gpt2_b4_s1024": (0, 0, 47.86),
     "swiglu_llama3_t1": (0, 0, 0.02), "swiglu_llama3_t64": (0, 0, 1.3), "geglu_gemma2_t4096": (0, 0, 53.29),
+    "logsoftmax_llama3_t512": (0, 0, 92.7),
 }
 TOL = {bf: (1.6e-2, 1e-3), f16: (2e-3, 1e-4), f32: (1e-4, 1e-6)}
 
