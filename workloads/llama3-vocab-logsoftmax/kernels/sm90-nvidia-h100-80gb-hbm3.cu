@@ -1,13 +1,10 @@
 // kforge kernel: family dispatch, version 1
-// knobs: p0=row_softmax_cuda@7/cache:regs/chunks:1/cluster:8/fit:0/head:0/online:1/pdl:1/split:auto/strategy:grid/stream_store:0/tanh:exp/team:32/threads:256/unroll:1/vec:8/waves:0 p1=row_softmax_cuda@7/cache:regs/chunks:4/cluster:8/fit:0/head:0/online:1/pdl:1/split:auto/strategy:cluster/stream_store:1/tanh:exp/team:32/threads:256/unroll:2/vec:8/waves:0 parts=2 upto0=5804203
+// knobs: p0=row_softmax_cuda@8/cache:regs/chunks:1/cluster:8/fit:0/head:0/online:1/pdl:1/split:auto/strategy:grid/stream_store:0/tanh:exp/team:32/threads:256/unroll:1/vec:8/waves:0 p1=row_softmax_cuda@8/cache:smem/chunks:4/cluster:8/fit:0/head:0/online:1/pdl:1/split:auto/strategy:cluster/stream_store:1/tanh:exp/team:32/threads:256/unroll:2/vec:4/waves:0 parts=2 upto0=5804203
 // computes: x[bfloat16] -> log_softmax(float32)
 // kforge winner: llama3-vocab-logsoftmax on sm90-nvidia-h100-80gb-hbm3
-// found: by `kforge search` (template proposer) on 2026-12-06T02:20:55Z
-// lineage: default -> template: vec 8->4 -> dispatch: node 3 (row_softmax_cuda) up to 5804203 input bytes for T=1; node 2 (row_softmax_cuda) for T=512
-// measured: 31.89 us (geometric mean over gated cases), 4.20x eager
-// re-emitted: by `kforge reemit` on 2026-12-06T03:06:52Z, dispatch version 1 from version 1; measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-06T03:16:07Z, dispatch version 1 from version 1; knobs filled: p0.head=0 (the code before the knob), p1.head=0 (the code before the knob); measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-06T04:36:40Z, dispatch version 1 from version 1; measured above is the earlier kernel's
+// found: by `kforge search` (template proposer) on 2026-12-06T09:22:59Z
+// lineage: default for T=512 -> dispatch: node 3 (row_softmax_cuda) up to 5804203 input bytes for T=1; node 4 (row_softmax_cuda) for T=512
+// measured: 28.87 us (geometric mean over gated cases), 4.63x eager
 
 // dispatch: each part below is a whole candidate of its family, its names in a namespace of its own and its kf_launch renamed;
 // the kf_launch at the end picks a part by the bytes of the inputs it receives.
@@ -20,7 +17,7 @@
 // ---- part 0 ----
 #define kf_launch kf_launch_part0
 namespace kf_part0 {
-// kforge kernel: family row_softmax_cuda, version 7
+// kforge kernel: family row_softmax_cuda, version 8
 // knobs: cache=regs chunks=1 cluster=8 fit=0 head=0 online=1 pdl=1 split=auto strategy=grid stream_store=0 tanh=exp team=32 threads=256 unroll=1 vec=8 waves=0
 // computes: x[bfloat16] -> log_softmax(float32)
 
@@ -349,6 +346,7 @@ namespace kfk {
 
 using in_t = __nv_bfloat16;
 using out_t = float;
+using cache_t = __nv_bfloat16;
 constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_grid = 3;
 constexpr int k_strategy = s_grid;
 constexpr int NT = 256;
@@ -656,7 +654,7 @@ __device__ __forceinline__ float load_cache(const row_args& a, const int64_t* mo
 // ---- one row (or one cluster CTA's segment [lo, hi) of it) ----
 template <int V, typename G>
 __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int64_t lo, int64_t hi, int64_t seg_max,
-                                       float* sm) {
+                                       cache_t* sm) {
   int64_t moff[k_n_masks > 0 ? k_n_masks : 1];
   mask_offsets(a, row, moff);
   const int64_t base = row * a.n;
@@ -756,12 +754,10 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
     for (int64_t i = mid + (int64_t)g.tid * V; i < hi; i += span) {
       float x[V];
       load_row_vec<V>(a, moff, base, i, x);
+      if (keep) store_vec<cache_t, V, false>(sm + (i - lo), x);  // exact: cache_t holds the prologue's values
       float vm = -INFINITY;
 #pragma unroll
-      for (int v = 0; v < V; ++v) {
-        if (keep) sm[i - lo + v] = x[v];
-        vm = fmaxf(vm, x[v]);
-      }
+      for (int v = 0; v < V; ++v) vm = fmaxf(vm, x[v]);
       if constexpr (k_online) {
         const float nm = fmaxf(m, vm);
         if (nm != -INFINITY) {
@@ -776,8 +772,7 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
     }
     auto fetch = [&](int64_t i, float* x) {
       if (keep) {
-#pragma unroll
-        for (int v = 0; v < V; ++v) x[v] = sm[i - lo + v];
+        load_vec<cache_t, V>(sm + (i - lo), x);
       } else {
         load_row_vec<V>(a, moff, base, i, x);
       }
@@ -832,7 +827,8 @@ __global__ void __launch_bounds__(NT) softmax_kernel(row_args a) {
   wait_prior_grid<k_pdl>();  // before any access to global memory (a no-op unless k_pdl)
   __shared__ f2 scratch[NT / 32];
   __shared__ f2 slot;
-  extern __shared__ float dyn[];
+  extern __shared__ __align__(16) unsigned char dyn_bytes[];
+  cache_t* dyn = reinterpret_cast<cache_t*>(dyn_bytes);
   if constexpr (k_strategy == s_warp) {
     // 32 / W rows a warp. The warp's lanes loop together (the team reductions shuffle over the whole warp):
     // a team past the last row runs an empty segment [0, 0) down the same path (seg_max a.n) and stores nothing.
@@ -977,7 +973,7 @@ int run(row_args a, cudaStream_t s) {
   a.seg = k_strategy == s_cluster ? ((a.n + k_cluster - 1) / k_cluster + V - 1) / V * V : a.n;
   size_t smem = 0;
   if (k_cache_smem && k_strategy != s_grid) {
-    const size_t need = (size_t)(k_strategy == s_warp ? NT / W : 1) * (size_t)a.seg * sizeof(float);
+    const size_t need = (size_t)(k_strategy == s_warp ? NT / W : 1) * (size_t)a.seg * sizeof(cache_t);
     if (need <= k_smem_limit) {
       a.use_smem = 1;
       smem = need;
@@ -1071,8 +1067,8 @@ extern "C" int kf_launch(const kf_tensor* inputs, int n_inputs, kf_tensor* outpu
 // ---- part 1 ----
 #define kf_launch kf_launch_part1
 namespace kf_part1 {
-// kforge kernel: family row_softmax_cuda, version 7
-// knobs: cache=regs chunks=4 cluster=8 fit=0 head=0 online=1 pdl=1 split=auto strategy=cluster stream_store=1 tanh=exp team=32 threads=256 unroll=2 vec=8 waves=0
+// kforge kernel: family row_softmax_cuda, version 8
+// knobs: cache=smem chunks=4 cluster=8 fit=0 head=0 online=1 pdl=1 split=auto strategy=cluster stream_store=1 tanh=exp team=32 threads=256 unroll=2 vec=4 waves=0
 // computes: x[bfloat16] -> log_softmax(float32)
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
@@ -1400,16 +1396,17 @@ namespace kfk {
 
 using in_t = __nv_bfloat16;
 using out_t = float;
+using cache_t = __nv_bfloat16;
 constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_grid = 3;
 constexpr int k_strategy = s_cluster;
 constexpr int NT = 256;
-constexpr int k_vec = 8;
+constexpr int k_vec = 4;
 constexpr int k_chunks = 4;
 constexpr int k_cluster = 8;
 constexpr int k_split = 0;  // 0: auto
 constexpr int k_unroll = 2;
 constexpr bool k_online = true;
-constexpr bool k_cache_smem = false;
+constexpr bool k_cache_smem = true;
 constexpr bool k_stream_store = true;
 constexpr bool k_log = true;
 constexpr int k_topk = 0;
@@ -1707,7 +1704,7 @@ __device__ __forceinline__ float load_cache(const row_args& a, const int64_t* mo
 // ---- one row (or one cluster CTA's segment [lo, hi) of it) ----
 template <int V, typename G>
 __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int64_t lo, int64_t hi, int64_t seg_max,
-                                       float* sm) {
+                                       cache_t* sm) {
   int64_t moff[k_n_masks > 0 ? k_n_masks : 1];
   mask_offsets(a, row, moff);
   const int64_t base = row * a.n;
@@ -1807,12 +1804,10 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
     for (int64_t i = mid + (int64_t)g.tid * V; i < hi; i += span) {
       float x[V];
       load_row_vec<V>(a, moff, base, i, x);
+      if (keep) store_vec<cache_t, V, false>(sm + (i - lo), x);  // exact: cache_t holds the prologue's values
       float vm = -INFINITY;
 #pragma unroll
-      for (int v = 0; v < V; ++v) {
-        if (keep) sm[i - lo + v] = x[v];
-        vm = fmaxf(vm, x[v]);
-      }
+      for (int v = 0; v < V; ++v) vm = fmaxf(vm, x[v]);
       if constexpr (k_online) {
         const float nm = fmaxf(m, vm);
         if (nm != -INFINITY) {
@@ -1827,8 +1822,7 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
     }
     auto fetch = [&](int64_t i, float* x) {
       if (keep) {
-#pragma unroll
-        for (int v = 0; v < V; ++v) x[v] = sm[i - lo + v];
+        load_vec<cache_t, V>(sm + (i - lo), x);
       } else {
         load_row_vec<V>(a, moff, base, i, x);
       }
@@ -1883,7 +1877,8 @@ __global__ void __launch_bounds__(NT) softmax_kernel(row_args a) {
   wait_prior_grid<k_pdl>();  // before any access to global memory (a no-op unless k_pdl)
   __shared__ f2 scratch[NT / 32];
   __shared__ f2 slot;
-  extern __shared__ float dyn[];
+  extern __shared__ __align__(16) unsigned char dyn_bytes[];
+  cache_t* dyn = reinterpret_cast<cache_t*>(dyn_bytes);
   if constexpr (k_strategy == s_warp) {
     // 32 / W rows a warp. The warp's lanes loop together (the team reductions shuffle over the whole warp):
     // a team past the last row runs an empty segment [0, 0) down the same path (seg_max a.n) and stores nothing.
@@ -2028,7 +2023,7 @@ int run(row_args a, cudaStream_t s) {
   a.seg = k_strategy == s_cluster ? ((a.n + k_cluster - 1) / k_cluster + V - 1) / V * V : a.n;
   size_t smem = 0;
   if (k_cache_smem && k_strategy != s_grid) {
-    const size_t need = (size_t)(k_strategy == s_warp ? NT / W : 1) * (size_t)a.seg * sizeof(float);
+    const size_t need = (size_t)(k_strategy == s_warp ? NT / W : 1) * (size_t)a.seg * sizeof(cache_t);
     if (need <= k_smem_limit) {
       a.use_smem = 1;
       smem = need;
