@@ -313,6 +313,7 @@ search_outcome search_driver::run(const std::vector<candidate>& roots,
     std::vector<int64_t> batch;
     for (auto& n : m_tree.nodes())  // pending first: roots, and what a killed run had in flight
       if (n.id != 0 && n.status == node_status::pending && static_cast<int>(batch.size()) < room) batch.push_back(n.id);
+    const bool seeds = !batch.empty();
     while (static_cast<int>(batch.size()) < room) {
       auto sel = m_proposer->next_node(m_tree);  // a replay follows the recorded search's choices
       if (!sel) sel = case_best_node();
@@ -337,8 +338,10 @@ search_outcome search_driver::run(const std::vector<candidate>& roots,
     }
     evaluate_batch(batch);
     // Dispatch checkpoints (dispatch_options::first_check): the plan over what is timed so far, evaluated as a
-    // node when it is new and promises its gain.
-    if (m_options.dispatch.first_check > 0 && m_evaluated >= m_next_dispatch) {
+    // node when it is new and promises its gain. Also right after the roots: their defaults are often made for
+    // different shape classes (a vocabulary's one row and its 512), and a composite of them is the search's
+    // best from its first batches.
+    if (m_options.dispatch.first_check > 0 && (seeds || m_evaluated >= m_next_dispatch)) {
       try_dispatch(&m_dispatch_note);
       while (m_next_dispatch <= m_evaluated) m_next_dispatch *= 2;
     }

@@ -359,8 +359,9 @@ TEST(dispatch_search, expands_each_size_s_fastest_node_and_reaches_its_part_unai
       << "threads=" << (*parts)[0].knobs.at("threads");
 }
 
-// Checkpoints: the plan is tried at 16 evaluations (then 32, 64, ...), so the search holds its composite early,
-// not only after its last evaluation; the plan at the end is the same one and is not evaluated twice.
+// Checkpoints: the plan is tried right after the roots and at 16 evaluations (then 32, 64, ...), so the search holds
+// its composite early, not only after its last evaluation; the plan at the end is the same one and is not evaluated
+// twice.
 TEST(dispatch_search, tries_its_plan_at_checkpoints_not_only_at_the_end) {
   auto first_within_5pct = [](const std::vector<double>& t) {
     const double final_best = t.back();
@@ -388,7 +389,8 @@ TEST(dispatch_search, tries_its_plan_at_checkpoints_not_only_at_the_end) {
     for (auto& r : db.load_nodes(out.search_id)) dispatch_nodes[first_check] += r.cand.family == k_dispatch_family;
     if (first_check) EXPECT_NE(out.dispatch_note.find("measured"), std::string::npos) << out.dispatch_note;
   }
-  EXPECT_LE(reached[16], 20) << "the checkpoint at 16 evaluations";
+  // The roots (the default and threads=1) are each fastest at one size: the plan over them comes right after them.
+  EXPECT_LE(reached[16], static_cast<int>(roots.size()) + 1) << "the checkpoint after the roots";
   EXPECT_GT(reached[0], 40) << "without checkpoints the composite comes after the last evaluation";
   EXPECT_EQ(dispatch_nodes[16], 1) << "the same plan at the end is not evaluated again";
   EXPECT_EQ(dispatch_nodes[0], 1);
