@@ -6,9 +6,11 @@
 // lineage: default
 // measured: 15.25 us (geometric mean over gated cases), 2.13x compile, 13.89x eager
 // re-emitted: by `kforge reemit` on 2026-12-02T04:54:52Z, row_norm_cpu version 2 from version 1; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T09:26:56Z, row_norm_cpu version 2 from version 2; measured above is the earlier kernel's
 
 // cpu_prelude.h: what every cpu family's kernel opens with, after its header (cpu_emit.cpp): the standard includes,
-// the float16 / bfloat16 conversions (bit operations, no library) and an exp and a tanh that vectorize.
+// the float16 / bfloat16 conversions (the hardware's where the compiler has _Float16, else bit operations) and an
+// exp and a tanh that vectorize.
 #include "kf_abi.h"
 
 #include <math.h>
@@ -31,6 +33,22 @@ static inline uint16_t kf_st_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return (uint16_t)(u >> 16);
 }
+#if defined(__FLT16_MAX__) && (defined(__F16C__) || defined(__aarch64__))
+// The hardware's conversions (x86's F16C vcvtph2ps / vcvtps2ph under -march=native, AArch64's fcvt), which loops
+// vectorize: the same bits as the code below for all 2^32 floats and 2^16 halves, NaN payloads aside (checked on
+// x86 with GCC 12; the branchy store below took 2.3x as long over 16M values).
+static inline float kf_ld_f16(uint16_t h) {
+  _Float16 x;
+  memcpy(&x, &h, 2);
+  return (float)x;
+}
+static inline uint16_t kf_st_f16(float f) {
+  const _Float16 x = (_Float16)f;
+  uint16_t h;
+  memcpy(&h, &x, 2);
+  return h;
+}
+#else
 // Exact for every half (subnormals: the multiply by 2^112 is exact), branch-free so that loops vectorize.
 static inline float kf_ld_f16(uint16_t h) {
   uint32_t u = (uint32_t)(h & 0x7fffu) << 13;
@@ -57,6 +75,7 @@ static inline uint16_t kf_st_f16(float f) {
   a += 0xfffu + ((a >> 13) & 1u);
   return (uint16_t)(s | ((a - (112u << 23)) >> 13));
 }
+#endif
 
 // ---- exp / tanh that vectorize (libm's do not without -ffast-math): Cephes' expf polynomial, ~1 ulp ----
 static inline float kf_exp_poly(float x) {
