@@ -175,10 +175,10 @@ class row_softmax_cuda final : public family {
     } else if (s.max_n > cuda_emit::k_block_cached_floats) {
       // Many rows longer than a block's registers hold (32 floats a thread at 1024 threads): a portable cluster
       // per row, 256 threads of 32 cached values each, as few CTAs as hold the row up to 8, and past that the
-      // row streamed (a statistics pass, then a write pass reading x again; unrolled by 2, evict-first stores).
-      // Measured on an H100 on Llama-3's 512 rows of 128,256 (docs/results.md, stop 24): this 187.7 us, where
-      // clusters holding the whole row read x once but ran slower (why is not profiled): 8 CTAs of 512 threads
-      // 289.7 us, 16 of 256 threads 339.6 us (non-portable clusters); the H200 searches kept the same shape.
+      // row in shared memory (below) or streamed (a statistics pass, then a write pass reading x again; unrolled
+      // by 2, evict-first stores). Clusters holding such rows in registers ran slower on an H100 (Llama-3's 512
+      // rows of 128,256: 8 CTAs of 512 threads 255 us, 16 of 256 threads 331, against 187 streamed; fewer CTAs an
+      // SM for the registers; docs/kernel-notes.md).
       const int threads = 256;
       const int64_t per_cta = threads * k_thread_floats;
       v["strategy"] = "cluster";
