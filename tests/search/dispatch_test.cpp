@@ -3,6 +3,7 @@
 // ends with one, and a stored one checked, re-emitted and reopened as roots.
 #include <cmath>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "../support/test_compiler.h"
@@ -339,24 +340,32 @@ class graded_evaluator : public two_size_evaluator {
 };
 
 TEST(dispatch_search, expands_each_size_s_fastest_node_and_reaches_its_part_unaided) {
-  temp_dir dir("kf-dispatch-graded");
   const workload_spec spec = two_size_spec();
-  search_db db(dir.path() / "search.db");
-  graded_evaluator ev;
-  search_options o;
-  o.budget = 80;
-  search_driver d(spec, device_kind::cpu, "cpu-test", db, ev, o);
-  auto out = d.run(search_roots(spec, device_kind::cpu, "cpu-test", "/nonexistent").roots);  // no --try
-  ASSERT_TRUE(out.winner.has_value()) << out.stop_reason;
-  EXPECT_EQ(out.winner->cand.family, k_dispatch_family) << out.dispatch_note;
-  auto parts = parse_dispatch_knobs(out.winner->cand.knobs);
-  ASSERT_TRUE(parts.has_value());
   // Within 80 evaluations the small case's part is threads=2 or 1 (3 us or less); ranked by the geometric mean
-  // alone (no turns for each case), this search's small part was threads=4 (4.5 us) in 40. The budget was 40 until
-  // row_softmax_cpu gained `split`, whose moves reshuffle the proposer's order: then 4 of 8 seeds reached 3 us in
-  // 40, seed 1 not in 60, 6 of 6 in 80.
-  EXPECT_LE(graded_evaluator::graded({"row_softmax_cpu", (*parts)[0].knobs}, false), 3.0)
-      << "threads=" << (*parts)[0].knobs.at("threads");
+  // alone (no turns for each case), the search's small part was threads=4 (4.5 us) in 40. Over six proposer seeds,
+  // not one: which moves come first is the proposer's random stream (row_softmax_cpu's `split` reshuffled it, and
+  // seed 1 then needed more than 60), and what the per-case turns promise is that every seed gets there.
+  int reached = 0;
+  std::string missed;
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    temp_dir dir("kf-dispatch-graded");
+    search_db db(dir.path() / "search.db");
+    graded_evaluator ev;
+    search_options o;
+    o.budget = 80;
+    o.seed = seed;
+    search_driver d(spec, device_kind::cpu, "cpu-test", db, ev, o);
+    auto out = d.run(search_roots(spec, device_kind::cpu, "cpu-test", "/nonexistent").roots);  // no --try
+    ASSERT_TRUE(out.winner.has_value()) << out.stop_reason;
+    EXPECT_EQ(out.winner->cand.family, k_dispatch_family) << "seed " << seed << ": " << out.dispatch_note;
+    auto parts = parse_dispatch_knobs(out.winner->cand.knobs);
+    ASSERT_TRUE(parts.has_value());
+    if (graded_evaluator::graded({"row_softmax_cpu", (*parts)[0].knobs}, false) <= 3.0)
+      ++reached;
+    else
+      missed += fmt::format(" seed {}: threads={}", seed, (*parts)[0].knobs.at("threads"));
+  }
+  EXPECT_GE(reached, 5) << "small parts that missed:" << missed;
 }
 
 // Checkpoints: the plan is tried right after the roots and at 16 evaluations (then 32, 64, ...), so the search holds
