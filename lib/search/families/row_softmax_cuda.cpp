@@ -39,8 +39,9 @@ shape_summary summarize(const workload_spec& spec, const softmax_graph& g) {
 constexpr int64_t k_thread_floats = cuda_emit::k_block_cached_floats / 1024;
 
 // The type that holds every value the prologue produces exactly: the shared-memory row cache's element type. A
-// 16-bit input stays 16-bit through widening casts (Llama-3's log_softmax(x, dtype=float32)) and a prologue whose
-// last step rounds to a 16-bit type (eager's float16 scale and mask add) ends there; anything else is float.
+// 16-bit input stays 16-bit through widening casts (Llama-3's log_softmax(x, dtype=float32)), a cast to a 16-bit
+// type makes it that type (the kernel rounds there), and any arithmetic (a scale, a mask, a softcap: computed in
+// float, not rounded) makes it float unless a later cast rounds again.
 dtype cached_type(const softmax_graph& g) {
   dtype t = g.in_type;
   for (auto& st : g.prologue) {
