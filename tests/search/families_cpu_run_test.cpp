@@ -14,6 +14,7 @@
 #include "exec/kf_abi.h"
 #include "search/family.h"
 #include "search_test_specs.h"
+#include "spec/spec_parse.h"
 #include "util/fs.h"
 #include "util/subprocess.h"
 
@@ -83,9 +84,9 @@ void fill(host_tensor& t, uint32_t seed, double scale = 1.0) {
 
 // Compiles the family's default-variant source (plus the given knob changes, then `extra` appended) and loads it;
 // null (and a failure) when it does not compile. Not dlclose'd: the OpenMP runtime it pulled in may still have
-// threads parked.
+// threads parked. `opt`: the optimization flags (kforge's own compile adds -march=native to -O3).
 void* load_family(const std::string& fam, const workload_spec& spec, const knob_values& changes,
-                  const std::string& extra = "") {
+                  const std::string& extra = "", const std::vector<std::string>& opt = {"-O1"}) {
   auto* f = find_family(fam, device_kind::cpu);
   auto v = f->default_variant(spec);
   for (auto& [k, x] : changes) v[k] = x;
@@ -93,8 +94,12 @@ void* load_family(const std::string& fam, const workload_spec& spec, const knob_
   temp_dir dir("kf-run");
   write_file_atomic(dir.path() / "k.cpp", f->emit(spec, v) + extra);
   auto so = (dir.path() / "k.so").string();
-  auto r = run_process({KFORGE_CXX_COMPILER, "-std=c++17", "-O1", "-fopenmp", "-fPIC", "-shared",
-                        "-I" KFORGE_SOURCE_DIR "/lib/exec", "-o", so, (dir.path() / "k.cpp").string()});
+  std::vector<std::string> cmd = {KFORGE_CXX_COMPILER, "-std=c++17"};
+  cmd.insert(cmd.end(), opt.begin(), opt.end());
+  for (std::string a : {"-fopenmp", "-fPIC", "-shared", "-I" KFORGE_SOURCE_DIR "/lib/exec", "-o"}) cmd.push_back(a);
+  cmd.push_back(so);
+  cmd.push_back((dir.path() / "k.cpp").string());
+  auto r = run_process(cmd);
   EXPECT_TRUE(r.ok()) << r.err.substr(0, 2000);
   void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   EXPECT_NE(h, nullptr) << dlerror();
@@ -104,8 +109,9 @@ void* load_family(const std::string& fam, const workload_spec& spec, const knob_
 // Compiles the family's default-variant source (plus the given knob changes) and runs it; threads > 0: with that
 // many OpenMP threads (omp_set_num_threads of the runtime the kernel loaded, restored after).
 int run_family(const std::string& fam, const workload_spec& spec, const knob_values& changes,
-               std::vector<host_tensor*> in, std::vector<host_tensor*> out, int threads = 0) {
-  void* h = load_family(fam, spec, changes);
+               std::vector<host_tensor*> in, std::vector<host_tensor*> out, int threads = 0,
+               const std::vector<std::string>& opt = {"-O1"}) {
+  void* h = load_family(fam, spec, changes, "", opt);
   if (!h) return -1;
   auto fn = reinterpret_cast<kf_launch_fn>(dlsym(h, "kf_launch"));
   auto set_threads = reinterpret_cast<void (*)(int)>(dlsym(h, "omp_set_num_threads"));
@@ -402,6 +408,56 @@ TEST(families_cpu_run, global_avg_pool_matches_reference_nchw_and_channels_last)
         ASSERT_NEAR(y.at(n * C + c), s / 49, 2e-3) << (cl ? "channels_last" : "nchw") << " n" << n << " c" << c;
       }
   }
+}
+
+// f16_load=hw (the hardware's float16 load, under kforge's own -O3 -march=native) reads every one of the 65,536
+// float16 values as the bit operations do (NaNs as NaNs), and a softcapped, masked fp16 softmax gives the same bits
+// both ways.
+TEST(families_cpu_run, float16_load_by_the_hardware_reads_every_half_as_the_bit_operations_do) {
+  workload_spec spec;
+  ASSERT_TRUE(parse_spec_text("version: 1\nname: f16-widen\ninputs:\n  x: {shape: [N], dtype: float16}\n"
+                              "graph:\n  - cast: {input: x, dtype: float32}\ncases:\n  - {N: 65536}\n",
+                              "f16-widen.yaml", &spec)
+                  .empty());
+  const std::vector<std::string> native = {"-O3", "-march=native"};
+  host_tensor x(dtype::float16, {65536});
+  for (int64_t i = 0; i < 65536; ++i) {
+    const uint16_t h = static_cast<uint16_t>(i);
+    std::memcpy(x.bytes.data() + 2 * i, &h, 2);
+  }
+  std::vector<std::vector<uint8_t>> got;
+  for (const char* how : {"bits", "hw"}) {
+    host_tensor y(dtype::float32, {65536});
+    ASSERT_EQ(run_family("pointwise_cpu", spec, {{"f16_load", how}}, {&x}, {&y}, 0, native), 0) << how;
+    got.push_back(y.bytes);
+  }
+  for (int64_t i = 0; i < 65536; ++i) {
+    float b, h;
+    std::memcpy(&b, got[0].data() + 4 * i, 4);
+    std::memcpy(&h, got[1].data() + 4 * i, 4);
+    _Float16 ref;
+    std::memcpy(&ref, x.bytes.data() + 2 * i, 2);
+    if (std::isnan(static_cast<float>(ref))) {
+      ASSERT_TRUE(std::isnan(b) && std::isnan(h)) << "half 0x" << std::hex << i;
+    } else {
+      ASSERT_EQ(std::memcmp(&b, &h, 4), 0) << "half 0x" << std::hex << i << ": bits " << b << ", hw " << h;
+      ASSERT_EQ(b, static_cast<float>(ref)) << "half 0x" << std::hex << i;
+    }
+  }
+
+  auto soft = test::softmax_spec(true, false, 0, dtype::float16);
+  const int64_t B = 2, H = 3, S = 37;
+  host_tensor sx(dtype::float16, {B, H, S, S}), mask(dtype::float32, {S, S});
+  fill(sx, 11, 3.0);
+  for (int64_t i = 0; i < S; ++i)
+    for (int64_t j = 0; j < S; ++j) mask.set(i * S + j, j > i ? -INFINITY : 0.0);
+  std::vector<std::vector<uint8_t>> probs;
+  for (const char* how : {"bits", "hw"}) {
+    host_tensor out(dtype::bfloat16, {B, H, S, S});
+    ASSERT_EQ(run_family("row_softmax_cpu", soft, {{"f16_load", how}}, {&sx, &mask}, {&out}, 0, native), 0) << how;
+    probs.push_back(out.bytes);
+  }
+  EXPECT_EQ(probs[0], probs[1]);
 }
 
 }  // namespace

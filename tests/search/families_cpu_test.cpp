@@ -103,6 +103,48 @@ TEST(families_cpu, sources_compile_for_every_knob_value) {
   }
 }
 
+// f16_load changes the source only where the spec has a float16 value (elsewhere both values emit one source, so the
+// search spends nothing on it); row_softmax_cpu takes the hardware's load there by default, the families whose loops
+// vectorize with the bit operations keep them. Every cpu family with the prelude has the knob.
+TEST(families_cpu, f16_load_is_read_only_where_the_spec_has_float16) {
+  using namespace test;
+  struct one {
+    std::string family;
+    workload_spec f16, other;
+    std::string f16_default;
+  };
+  std::vector<one> all = {
+      {"row_softmax_cpu", softmax_spec(true, false, 0, dtype::float16), softmax_spec(true), "hw"},
+      {"pool_cpu", pool_spec("contiguous", dtype::float16), pool_spec("channels_last", dtype::bfloat16), "bits"},
+      {"group_norm_cpu", group_norm_spec(true, dtype::float16), group_norm_spec(), "bits"},
+      {"row_norm_cpu", row_norm_spec(true, dtype::float16), row_norm_spec(true, dtype::bfloat16), "bits"},
+      {"pointwise_cpu", swiglu_spec(dtype::float16), swiglu_spec(), "bits"},
+  };
+  std::set<std::string> with_knob;
+  for (auto& f : families())
+    for (auto& k : f->knobs())
+      if (k.name == "f16_load") with_knob.insert(f->name());
+  std::set<std::string> listed;
+  for (auto& o : all) listed.insert(o.family);
+  EXPECT_EQ(with_knob, listed);
+  for (auto& o : all) {
+    auto* f = find_family(o.family, device_kind::cpu);
+    ASSERT_NE(f, nullptr) << o.family;
+    EXPECT_EQ(f->default_variant(o.f16).at("f16_load"), o.f16_default) << o.family;
+    EXPECT_EQ(f->default_variant(o.other).at("f16_load"), "bits") << o.family;
+    auto emit_with = [&](const workload_spec& s, const char* how) {
+      auto v = f->default_variant(s);
+      v["f16_load"] = how;
+      EXPECT_TRUE(f->valid(v, s, nullptr)) << o.family << " f16_load=" << how;
+      return f->emit(s, v);
+    };
+    const std::string hw = emit_with(o.f16, "hw");
+    EXPECT_NE(emit_with(o.f16, "bits"), hw) << o.family;
+    EXPECT_NE(hw.find("#define KF_F16_LOAD_HW 1\n"), std::string::npos) << o.family;
+    EXPECT_EQ(emit_with(o.other, "bits"), emit_with(o.other, "hw")) << o.family;
+  }
+}
+
 TEST(families_cpu, valid_rejects_unknown_and_out_of_range_knobs) {
   auto* f = find_family("row_softmax_cpu", device_kind::cpu);
   auto spec = test::softmax_spec();

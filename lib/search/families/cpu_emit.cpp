@@ -13,7 +13,37 @@ std::string header(const family& f, const workload_spec& spec, const knob_values
   return family_kernel_header(f, spec, v, computes) + "\n";
 }
 
-std::string prelude() { return std::string(embedded_file("search/families/cpu_prelude.h")); }
+std::string prelude(const knob_values& v) {
+  const std::string& f16 = v.at("f16_load");
+  KF_ASSERT(f16 == "bits" || f16 == "hw", "f16_load={}", f16);
+  return (f16 == "hw" ? "#define KF_F16_LOAD_HW 1\n" : "") + std::string(embedded_file("search/families/cpu_prelude.h"));
+}
+
+knob f16_load_knob() {
+  return {"f16_load",
+          {"bits", "hw"},
+          "float16 loads: bit operations that vectorize with their loop, or the hardware's conversion (one "
+          "instruction, faster in loops the compiler does not vectorize; GCC 12 vectorizes it only with AVX512-FP16)",
+          "bits"};
+}
+
+bool has_float16(const workload_spec& spec) {
+  for (auto& in : spec.inputs)
+    if (in.type == dtype::float16) return true;
+  for (auto& call : spec.graph) {
+    auto it = call.args.find("dtype");
+    if (it != call.args.end() && it->is_string() && parse_dtype(it->get<std::string>()) == dtype::float16) return true;
+  }
+  return false;
+}
+
+std::string default_f16_load(const workload_spec& spec, const std::string& where_f16) {
+  return has_float16(spec) ? where_f16 : "bits";
+}
+
+void canonical_f16_load(const workload_spec& spec, knob_values& v) {
+  if (!has_float16(spec)) v["f16_load"] = "bits";
+}
 
 std::string variant(const std::string& code) { return "\n// ---- this variant ----\n" + code; }
 

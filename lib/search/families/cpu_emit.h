@@ -17,7 +17,8 @@ namespace kf::cpu_emit {
 // variant() (the variant's macros, types, constants and generated functions: the fused prologue and epilogue), and
 // the family's fixed file (fixed_file). Everything is at file scope with internal linkage but kf_launch.
 std::string header(const family& f, const workload_spec& spec, const knob_values& v, const std::string& computes);
-std::string prelude();
+// The prelude, after the f16_load knob's macro (KF_F16_LOAD_HW for "hw"); v must hold the knob.
+std::string prelude(const knob_values& v);
 // `code` under a "this variant" comment.
 std::string variant(const std::string& code);
 // A fixed file of the family, embedded at build time (embedded.h: "search/families/row_softmax_cpu.h").
@@ -33,6 +34,18 @@ std::string round_through(dtype t, const std::string& expr);
 
 // A C++ float literal for v ("50.0f", "1e-06f", "INFINITY").
 std::string float_literal(double v);
+
+// The knob every cpu family has, "f16_load": how a stored float16 becomes a float, by the bit operations (they
+// vectorize with the loop around them) or by the hardware's conversion (F16C, AArch64: one instruction, which GCC 12
+// does not vectorize without AVX512-FP16). `before` is "bits".
+knob f16_load_knob();
+// Whether the spec holds a float16 value anywhere: an input, or a dtype argument of an op (a cast, a softmax's
+// dtype). Without one the kernel loads no float16 and f16_load changes nothing.
+bool has_float16(const workload_spec& spec);
+// A family's default for the knob: `where_f16` where the spec has float16, else "bits".
+std::string default_f16_load(const workload_spec& spec, const std::string& where_f16);
+// canonical_knobs' part: f16_load at "bits" where the spec has no float16 (so such variants emit one source).
+void canonical_f16_load(const workload_spec& spec, knob_values& v);
 
 // The macros of the knobs the cpu families share:
 // KF_EXP / KF_TANH for a "math" knob: libm (expf, tanhf) or poly (kf_exp_poly, kf_tanh_poly: they vectorize).

@@ -18,7 +18,7 @@ class group_norm_cpu final : public family {
  public:
   std::string name() const override { return "group_norm_cpu"; }
   device_kind device() const override { return device_kind::cpu; }
-  int version() const override { return 2; }
+  int version() const override { return 3; }  // 3: the f16_load knob
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_norm(spec, why_not);
@@ -48,6 +48,7 @@ class group_norm_cpu final : public family {
         {"stats", {"two_pass", "one_pass"}, "two_pass: mean then variance; one_pass: sum and sum of squares in one read"},
         {"cache_unit", {"0", "1"}, "1: a unit is staged as floats once, then read from there"},
         {"math", {"libm", "poly"}, "exp/tanh in the activation: libm's, or a polynomial that vectorizes (~1 ulp)"},
+        cpu_emit::f16_load_knob(),
     };
   }
 
@@ -55,7 +56,14 @@ class group_norm_cpu final : public family {
     auto g = match_norm(spec, nullptr);
     bool rms = g && g->what == norm_graph::kind::rms_norm;
     return {{"threads", "all"}, {"schedule", "static"}, {"vector_width", "8"}, {"unroll", "1"},
-            {"stats", rms ? "one_pass" : "two_pass"}, {"cache_unit", "1"}, {"math", "poly"}};
+            {"stats", rms ? "one_pass" : "two_pass"}, {"cache_unit", "1"}, {"math", "poly"},
+            {"f16_load", "bits"}};
+  }
+
+  knob_values canonical_knobs(const workload_spec& spec, const knob_values& v) const override {
+    knob_values k = v;
+    cpu_emit::canonical_f16_load(spec, k);
+    return k;
   }
 
   bool valid(const knob_values& v, const workload_spec& spec, std::string* why_not) const override {
@@ -74,7 +82,8 @@ class group_norm_cpu final : public family {
   std::string emit(const workload_spec& spec, const knob_values& v) const override;
 };
 
-std::string group_norm_cpu::emit(const workload_spec& spec, const knob_values& v) const {
+std::string group_norm_cpu::emit(const workload_spec& spec, const knob_values& given) const {
+  const knob_values v = canonical_knobs(spec, given);
   auto g = match_norm(spec, nullptr);
   KF_ASSERT(g.has_value(), "emit on a spec the family does not cover");
   std::string pro = "v";
@@ -134,7 +143,7 @@ std::string group_norm_cpu::emit(const workload_spec& spec, const knob_values& v
       "static inline float kf_act(float y) {{ return {}; }}\n"
       "static inline kf_out_t kf_store(float v) {{ return {}; }}\n",
       act, cpu_emit::store(g->out_type, "v"));
-  return cpu_emit::header(*this, spec, v, g->describe()) + cpu_emit::prelude() + cpu_emit::variant(code) +
+  return cpu_emit::header(*this, spec, v, g->describe()) + cpu_emit::prelude(v) + cpu_emit::variant(code) +
          cpu_emit::fixed_file("search/families/group_norm_cpu.h");
 }
 

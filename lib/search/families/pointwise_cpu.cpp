@@ -57,7 +57,7 @@ class pointwise_cpu final : public family {
  public:
   std::string name() const override { return "pointwise_cpu"; }
   device_kind device() const override { return device_kind::cpu; }
-  int version() const override { return 2; }  // 2: the shared cpu_elementwise.h
+  int version() const override { return 3; }  // 2: the shared cpu_elementwise.h; 3: the f16_load knob
   bool covers(const workload_spec& spec, std::string* why_not) const override { return match_chain(spec, why_not).has_value(); }
   std::vector<knob> knobs() const override {
     return {
@@ -65,10 +65,11 @@ class pointwise_cpu final : public family {
         {"schedule", {"static", "dynamic"}, "how tasks are dealt to threads"},
         {"chunk", {"1024", "4096", "16384", "65536"}, "output elements per task (each task's runs are vectorized loops)"},
         {"math", {"libm", "poly"}, "exp/tanh/erfc: libm's, or polynomials that vectorize (~1 ulp; erfc 1.2e-7 relative)"},
+        cpu_emit::f16_load_knob(),
     };
   }
   knob_values default_variant(const workload_spec&) const override {
-    return {{"threads", "all"}, {"schedule", "static"}, {"chunk", "16384"}, {"math", "poly"}};
+    return {{"threads", "all"}, {"schedule", "static"}, {"chunk", "16384"}, {"math", "poly"}, {"f16_load", "bits"}};
   }
   bool valid(const knob_values& v, const workload_spec& spec, std::string* why_not) const override {
     return knobs_in_range(*this, v, why_not) && covers(spec, why_not);
@@ -79,6 +80,7 @@ class pointwise_cpu final : public family {
     if (k.count("threads") && k.at("threads") == "1") k["schedule"] = "static";
     auto c = match_chain(spec, nullptr);
     if (c && !c->transcendental) k["math"] = "poly";
+    cpu_emit::canonical_f16_load(spec, k);
     return k;
   }
   std::string emit(const workload_spec& spec, const knob_values& given) const override {
@@ -111,7 +113,7 @@ class pointwise_cpu final : public family {
         "// The chain: the result for element j of a run (operand k read by kf_ld<k, M>).\n"
         "template <int M>\nstatic inline float kf_elem(const void* const* p, int64_t j) {{\n{}  return v;\n}}\n",
         body);
-    return cpu_emit::header(*this, spec, v, fmt::format("{} (one pass)", fmt::join(ops, " -> "))) + cpu_emit::prelude() +
+    return cpu_emit::header(*this, spec, v, fmt::format("{} (one pass)", fmt::join(ops, " -> "))) + cpu_emit::prelude(v) +
            cpu_emit::variant(code) + cpu_emit::fixed_file("search/families/cpu_elementwise.h") +
            cpu_emit::fixed_file("search/families/pointwise_cpu.h") + cpu_emit::variant(chain_fn);
   }

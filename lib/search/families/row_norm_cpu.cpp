@@ -21,7 +21,7 @@ class row_norm_cpu final : public family {
  public:
   std::string name() const override { return "row_norm_cpu"; }
   device_kind device() const override { return device_kind::cpu; }
-  int version() const override { return 2; }  // 2: the shared cpu_elementwise.h
+  int version() const override { return 3; }  // 2: the shared cpu_elementwise.h; 3: the f16_load knob
 
   // match_row_norm, with every tensor the kernel reads declared contiguous (it reads rows linearly).
   bool covers(const workload_spec& spec, std::string* why_not) const override {
@@ -49,6 +49,7 @@ class row_norm_cpu final : public family {
          "1: the norm's input is staged as floats on the first read; 0: read again (from h, or through the prologue)"},
         {"math", {"libm", "poly"},
          "exp/tanh/erfc in the prologue or epilogue: libm's, or polynomials that vectorize (~1 ulp)"},
+        cpu_emit::f16_load_knob(),
     };
   }
 
@@ -57,7 +58,8 @@ class row_norm_cpu final : public family {
     auto g = match_row_norm(spec, nullptr);
     const bool f16 = g && g->norm_in == dtype::float16;
     return {{"threads", "all"}, {"schedule", "static"},        {"rows_per_task", "4"},
-            {"lanes", "32"},    {"cache_row", f16 ? "1" : "0"}, {"math", "poly"}};
+            {"lanes", "32"},    {"cache_row", f16 ? "1" : "0"}, {"math", "poly"},
+            {"f16_load", "bits"}};
   }
 
   bool valid(const knob_values& v, const workload_spec& spec, std::string* why_not) const override {
@@ -70,6 +72,7 @@ class row_norm_cpu final : public family {
     knob_values k = v;
     if (k.count("threads") && k.at("threads") == "1") k["schedule"] = "static", k["rows_per_task"] = "4";
     if (auto g = match_row_norm(spec, nullptr); !g || !g->transcendental) k["math"] = "poly";
+    cpu_emit::canonical_f16_load(spec, k);
     return k;
   }
 
@@ -134,7 +137,7 @@ std::string row_norm_cpu::emit(const workload_spec& spec, const knob_values& giv
       loads(1, g.prologue_operands), pro, g.prologue_operands < g.inputs.size() ? "" : "  (void)p, (void)j;\n",
       loads(g.prologue_operands, g.inputs.size()), epi);
   return cpu_emit::header(*this, spec, v, fmt::format("{}: {}", fmt::join(ops, " -> "), g.describe())) +
-         cpu_emit::prelude() + cpu_emit::variant(code) + cpu_emit::fixed_file("search/families/cpu_elementwise.h") +
+         cpu_emit::prelude(v) + cpu_emit::variant(code) + cpu_emit::fixed_file("search/families/cpu_elementwise.h") +
          cpu_emit::fixed_file("search/families/row_norm_cpu.h") + cpu_emit::variant(fns);
 }
 

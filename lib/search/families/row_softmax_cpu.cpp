@@ -44,7 +44,7 @@ class row_softmax_cpu final : public family {
   device_kind device() const override { return device_kind::cpu; }
   // 3: `split` (a row split across the team: each thread's segment reduced, the statistics combined, each segment
   // written; top-k merged from the segments' lists), the fixed code in three files.
-  int version() const override { return 3; }
+  int version() const override { return 4; }  // 4: the f16_load knob
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_softmax(spec, why_not);
@@ -74,6 +74,7 @@ class row_softmax_cpu final : public family {
          "statistics combined); auto: at launch, within where the rows are too few to keep every thread busy (specs with "
          "rows of 8192 values or more)",
          "rows"},
+        cpu_emit::f16_load_knob(),
     };
   }
 
@@ -93,13 +94,17 @@ class row_softmax_cpu final : public family {
     }
     return {{"threads", "all"},  {"schedule", "static"}, {"rows_per_chunk", "16"}, {"vector_width", "8"},
             {"unroll", "1"},     {"passes", "two"},      {"cache_row", heavy ? "1" : "0"},
-            {"math", "poly"},    {"exp_once", log ? "0" : "1"}, {"split", few_long ? "auto" : "rows"}};
+            {"math", "poly"},    {"exp_once", log ? "0" : "1"}, {"split", few_long ? "auto" : "rows"},
+            // The hardware's float16 load: a softmax's loops are not vectorized with the bit operations either; on
+            // this repository's 2-core VM a BLOOM-style fp16 ALiBi softmax ran 416 -> 171 us, a Qwen2-style masked
+            // fp16 vocabulary log-softmax 524 -> 252 (docs/results.md, stop 26).
+            {"f16_load", cpu_emit::default_f16_load(spec, "hw")}};
   }
 
   knob_values canonical_knobs(const workload_spec& spec, const knob_values& v) const override {
-    (void)spec;
     knob_values k = v;
     if (k.count("threads") && k.at("threads") == "1") k["split"] = "rows";  // a team of one splits nothing
+    cpu_emit::canonical_f16_load(spec, k);
     return k;
   }
 
@@ -192,7 +197,7 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
       "static inline float kf_epi(float v) {{ return {}; }}\n"
       "static inline kf_out_t kf_store(float v) {{ return {}; }}\n",
       epi, cpu_emit::store(g->out_type, "v"));
-  return cpu_emit::header(*this, spec, v, g->describe()) + cpu_emit::prelude() + cpu_emit::variant(code) +
+  return cpu_emit::header(*this, spec, v, g->describe()) + cpu_emit::prelude(v) + cpu_emit::variant(code) +
          cpu_emit::fixed_file("search/families/row_softmax_cpu_part.h") +
          cpu_emit::fixed_file("search/families/row_softmax_cpu_topk.h") +
          cpu_emit::fixed_file("search/families/row_softmax_cpu.h");

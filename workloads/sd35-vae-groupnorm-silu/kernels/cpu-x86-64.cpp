@@ -1,5 +1,5 @@
-// kforge kernel: family group_norm_cpu, version 2
-// knobs: cache_unit=0 math=poly schedule=static stats=two_pass threads=all unroll=1 vector_width=8
+// kforge kernel: family group_norm_cpu, version 3
+// knobs: cache_unit=0 f16_load=bits math=poly schedule=static stats=two_pass threads=all unroll=1 vector_width=8
 // computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06) -> silu
 // kforge winner: sd35-vae-groupnorm-silu on cpu-x86-64
 // found: by `kforge search` (template proposer) on 2026-11-30T07:29:09Z
@@ -9,10 +9,12 @@
 // re-emitted: by `kforge reemit` on 2026-12-02T00:07:36Z, group_norm_cpu version 2 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T09:26:56Z, group_norm_cpu version 2 from version 2; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T11:00:51Z, group_norm_cpu version 2 from version 2; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T12:22:57Z, group_norm_cpu version 3 from version 2; knobs filled: f16_load=bits (the code before the knob); measured above is the earlier kernel's
 
 // cpu_prelude.h: what every cpu family's kernel opens with, after its header (cpu_emit.cpp): the standard includes,
 // the float16 / bfloat16 conversions (bit operations that vectorize; the float16 store by the hardware where the
-// compiler has _Float16) and an exp and a tanh that vectorize.
+// compiler has _Float16; the float16 load by the hardware too where the variant defines KF_F16_LOAD_HW, its
+// `f16_load` knob) and an exp and a tanh that vectorize.
 #include "kf_abi.h"
 
 #include <math.h>
@@ -35,6 +37,17 @@ static inline uint16_t kf_st_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return (uint16_t)(u >> 16);
 }
+#if defined(KF_F16_LOAD_HW) && defined(__FLT16_MAX__) && (defined(__F16C__) || defined(__aarch64__))
+// f16_load=hw: the hardware's conversion (x86's F16C vcvtph2ps, AArch64's fcvt), exact like the code below. One
+// instruction where the loop around it is not vectorized anyway (a softmax's masked rows: 2.4x faster on an fp16
+// ALiBi softmax); GCC 12 does not vectorize it without AVX512-FP16, so a loop the bit operations let vectorize (a
+// channels_last pool: 687 us with them, 2240 with this) keeps f16_load=bits.
+static inline float kf_ld_f16(uint16_t h) {
+  _Float16 x;
+  memcpy(&x, &h, 2);
+  return (float)x;
+}
+#else
 // Exact for every half (subnormals: the multiply by 2^112 is exact), branch-free so that loops vectorize.
 static inline float kf_ld_f16(uint16_t h) {
   uint32_t u = (uint32_t)(h & 0x7fffu) << 13;
@@ -47,12 +60,12 @@ static inline float kf_ld_f16(uint16_t h) {
   memcpy(&f, &u, 4);
   return f;
 }
+#endif
 #if defined(__FLT16_MAX__) && (defined(__F16C__) || defined(__aarch64__))
 // The store by the hardware (x86's F16C vcvtps2ph under -march=native, AArch64's fcvt): the same bits as the code
 // below for all 2^32 floats, NaN payloads aside, in 0.44x the time over 16M values (GCC 12), where the branches
-// below keep a loop from vectorizing anyway. Not the load: GCC 12 does not vectorize _Float16 -> float without
-// AVX512-FP16, and the bit operations above do vectorize (ResNet-50's channels_last pool on this cpu: 687 us with
-// them, 2240 with _Float16 loads).
+// below keep a loop from vectorizing anyway. The load by the hardware is the f16_load knob's choice (above): it
+// costs loops that vectorize with the bit operations.
 static inline uint16_t kf_st_f16(float f) {
   const _Float16 x = (_Float16)f;
   uint16_t h;
