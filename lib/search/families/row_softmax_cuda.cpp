@@ -203,7 +203,7 @@ class row_softmax_cuda final : public family {
           v["cache"] = "smem";
           v["cluster"] = std::to_string(cl);
           const int64_t out_vec = std::max<int64_t>(1, 16 / dtype_size(g->out_type));
-          v["vec"] = std::to_string(std::min<int64_t>(std::stoi(v["vec"]), pow2_at_least(out_vec, 8)));
+          v["vec"] = std::to_string(std::min<int64_t>(std::stoi(v["vec"]), out_vec));  // both powers of 2
         }
       }
     } else {
