@@ -186,6 +186,14 @@ TEST(families_cuda, defaults_are_valid_and_follow_the_shape) {
   EXPECT_EQ(v.at("strategy"), "grid");
   EXPECT_EQ(v.at("split"), "auto");  // sized at launch from the resident CTAs
   EXPECT_EQ(v.at("chunks"), "4");     // 33 CTAs a row at two an SM: 7944 values a CTA, 256 threads x 4 x 8
+  EXPECT_EQ(v.at("vec"), "8");        // 16 bytes of bfloat16 out
+  EXPECT_EQ(v.at("stream_store"), "1");
+  auto vocab32 = vocab;               // Gemma's: float32 out, 16-byte stores of 4 values, the same chunks
+  vocab32.graph.pop_back();
+  const auto v32 = cuda_family("row_softmax_cuda").default_variant(vocab32);
+  EXPECT_EQ(v32.at("strategy"), "grid");
+  EXPECT_EQ(v32.at("vec"), "4");
+  EXPECT_EQ(v32.at("chunks"), "4");
   auto llama = vocab;
   llama.inputs[0].shape = {test::lit(512), test::lit(128256)};
   const auto lv = cuda_family("row_softmax_cuda").default_variant(llama);

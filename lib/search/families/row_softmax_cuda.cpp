@@ -173,6 +173,14 @@ class row_softmax_cuda final : public family {
       v["threads"] = "256";
       v["chunks"] = fit_chunks((s.max_n + team - 1) / team, 256);
       v["online"] = "1";  // one barrier of the team instead of two
+      // Vectors of at most 16 bytes of output (the chunks kept: half the registers where that halves the vector, so
+      // more CTAs are resident and split=auto gives each row more of them), and evict-first stores of a result
+      // nothing reads again: searches of the Gemma vocabulary (8 x 262,144 bf16 -> float32) took both moves from
+      // the default, on an H200 (16.16 -> 13.54 -> 12.80 us; docs/results.md, stop 23) and on an H100 (17.97 us
+      // against 14.21; stop 27).
+      const int64_t out_vec = std::max<int64_t>(1, 16 / dtype_size(g->out_type));
+      v["vec"] = std::to_string(std::min<int64_t>(per_vec, out_vec));
+      v["stream_store"] = "1";
     } else if (s.max_n > cuda_emit::k_block_cached_floats) {
       // Many rows longer than a block's registers hold (32 floats a thread at 1024 threads): a portable cluster
       // per row, 256 threads of 32 cached values each, as few CTAs as hold the row up to 8, and past that the
