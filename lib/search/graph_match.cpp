@@ -43,11 +43,6 @@ std::optional<double> number_arg(const nlohmann::json& args, const char* key) {
   return std::nullopt;
 }
 
-std::optional<dtype> dtype_arg(const nlohmann::json& args, const char* key) {
-  if (!args.contains(key) || !args[key].is_string()) return std::nullopt;
-  return parse_dtype(args[key].get<std::string>());
-}
-
 // The types the elementwise-fusing families (pointwise, row_norm) read and store, computing in float.
 bool stored_in_float(dtype t) { return t == dtype::float32 || t == dtype::float16 || t == dtype::bfloat16; }
 
@@ -113,6 +108,11 @@ std::string casts_text(const std::vector<dtype>& c) {
 }
 
 }  // namespace
+
+std::optional<dtype> dtype_arg(const nlohmann::json& args, const char* key) {
+  if (!args.contains(key) || !args[key].is_string()) return std::nullopt;
+  return parse_dtype(args[key].get<std::string>());
+}
 
 std::vector<std::string> softmax_graph::mask_inputs() const {
   std::vector<std::string> v;

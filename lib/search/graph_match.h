@@ -114,6 +114,9 @@ std::optional<norm_graph> match_norm(const workload_spec& spec, std::string* why
 std::optional<pool_graph> match_pool(const workload_spec& spec, std::string* why_not);
 std::optional<row_norm_graph> match_row_norm(const workload_spec& spec, std::string* why_not);
 
+// An op's dtype argument (`key`: "dtype"), or nullopt where it has none or names no dtype.
+std::optional<dtype> dtype_arg(const nlohmann::json& args, const char* key);
+
 // Whether a spec's `search.families` selects a family ("row_softmax" selects row_softmax_cpu and row_softmax_cuda; the full name selects just that one;
 // an empty list selects every family).
 bool family_selected(const workload_spec& spec, const std::string& family_name);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "search/families/embedded.h"
+#include "search/graph_match.h"
 #include "util/error.h"
 
 namespace kf::cpu_emit {
@@ -30,15 +31,9 @@ knob f16_load_knob() {
 bool has_float16(const workload_spec& spec) {
   for (auto& in : spec.inputs)
     if (in.type == dtype::float16) return true;
-  for (auto& call : spec.graph) {
-    auto it = call.args.find("dtype");
-    if (it != call.args.end() && it->is_string() && parse_dtype(it->get<std::string>()) == dtype::float16) return true;
-  }
+  for (auto& call : spec.graph)
+    if (dtype_arg(call.args, "dtype") == dtype::float16) return true;
   return false;
-}
-
-std::string default_f16_load(const workload_spec& spec, const std::string& where_f16) {
-  return has_float16(spec) ? where_f16 : "bits";
 }
 
 void canonical_f16_load(const workload_spec& spec, knob_values& v) {

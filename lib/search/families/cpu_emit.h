@@ -42,8 +42,6 @@ knob f16_load_knob();
 // Whether the spec holds a float16 value anywhere: an input, or a dtype argument of an op (a cast, a softmax's
 // dtype). Without one the kernel loads no float16 and f16_load changes nothing.
 bool has_float16(const workload_spec& spec);
-// A family's default for the knob: `where_f16` where the spec has float16, else "bits".
-std::string default_f16_load(const workload_spec& spec, const std::string& where_f16);
 // canonical_knobs' part: f16_load at "bits" where the spec has no float16 (so such variants emit one source).
 void canonical_f16_load(const workload_spec& spec, knob_values& v);
 

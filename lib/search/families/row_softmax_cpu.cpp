@@ -98,7 +98,7 @@ class row_softmax_cpu final : public family {
             // The hardware's float16 load: a softmax's loops are not vectorized with the bit operations either; on
             // this repository's 2-core VM a BLOOM-style fp16 ALiBi softmax ran 416 -> 171 us, a Qwen2-style masked
             // fp16 vocabulary log-softmax 524 -> 252 (docs/results.md, stop 26).
-            {"f16_load", cpu_emit::default_f16_load(spec, "hw")}};
+            {"f16_load", cpu_emit::has_float16(spec) ? "hw" : "bits"}};
   }
 
   knob_values canonical_knobs(const workload_spec& spec, const knob_values& v) const override {

@@ -148,6 +148,7 @@ class row_softmax_cuda final : public family {
     v["vec"] = std::to_string(std::max(vec, 1));
     const auto s = summarize(spec, *g);
     const int64_t per_vec = std::max(vec, 1);
+    const int64_t out_vec = std::max<int64_t>(1, 16 / dtype_size(g->out_type));  // 16 bytes of output
     auto fit_chunks = [&](int64_t elems, int threads) {
       return std::to_string(pow2_at_least((elems + threads * per_vec - 1) / (threads * per_vec), 16));
     };
@@ -178,7 +179,6 @@ class row_softmax_cuda final : public family {
       // nothing reads again: searches of the Gemma vocabulary (8 x 262,144 bf16 -> float32) took both moves from
       // the default, on an H200 (16.16 -> 13.54 -> 12.80 us; docs/results.md, stop 23) and on an H100 (17.97 us
       // against 14.21; stop 27).
-      const int64_t out_vec = std::max<int64_t>(1, 16 / dtype_size(g->out_type));
       v["vec"] = std::to_string(std::min<int64_t>(per_vec, out_vec));
       v["stream_store"] = "1";
     } else if (s.max_n > cuda_emit::k_block_cached_floats) {
@@ -210,7 +210,6 @@ class row_softmax_cuda final : public family {
         if ((s.max_n + cl - 1) / cl * elem <= 64 * 1024) {
           v["cache"] = "smem";
           v["cluster"] = std::to_string(cl);
-          const int64_t out_vec = std::max<int64_t>(1, 16 / dtype_size(g->out_type));
           v["vec"] = std::to_string(std::min<int64_t>(std::stoi(v["vec"]), out_vec));  // both powers of 2
         }
       }
