@@ -460,5 +460,76 @@ TEST(families_cpu_run, float16_load_by_the_hardware_reads_every_half_as_the_bit_
   EXPECT_EQ(probs[0], probs[1]);
 }
 
+// stage=1 (float16 runs converted by F16C into float buffers around the chain's loop) gives the bits of stage=0: every
+// half widened, products of halves rounded to float16 (ties, subnormals, overflow), and a chain with a broadcast row
+// and column over rows of 1001 (blocks of 256 and a tail of 8-value groups and single values).
+TEST(families_cpu_run, pointwise_float16_staged_through_float_buffers_gives_the_unstaged_bits) {
+  const std::vector<std::string> native = {"-O3", "-march=native"};
+  auto parse = [](const std::string& name, const std::string& text) {
+    workload_spec spec;
+    EXPECT_TRUE(parse_spec_text("version: 1\nname: " + name + "\n" + text, name + ".yaml", &spec).empty()) << name;
+    return spec;
+  };
+  auto both = [&](const workload_spec& spec, std::vector<host_tensor*> in, dtype out_t, std::vector<int64_t> shape) {
+    std::vector<std::vector<uint8_t>> got;
+    for (const char* stage : {"0", "1"}) {
+      host_tensor y(out_t, shape);
+      EXPECT_EQ(run_family("pointwise_cpu", spec, {{"stage", stage}}, in, {&y}, 0, native), 0) << "stage " << stage;
+      got.push_back(y.bytes);
+    }
+    return got;
+  };
+
+  auto widen = parse("widen", "inputs:\n  x: {shape: [N], dtype: float16}\n"
+                     "graph:\n  - cast: {input: x, dtype: float32}\ncases:\n  - {N: 65536}\n");
+  host_tensor x(dtype::float16, {65536});
+  for (int64_t i = 0; i < 65536; ++i) {
+    const uint16_t h = static_cast<uint16_t>(i);
+    std::memcpy(x.bytes.data() + 2 * i, &h, 2);
+  }
+  auto w = both(widen, {&x}, dtype::float32, {65536});
+  for (int64_t i = 0; i < 65536; ++i) {
+    float a, b;
+    std::memcpy(&a, w[0].data() + 4 * i, 4);
+    std::memcpy(&b, w[1].data() + 4 * i, 4);
+    if (std::isnan(a)) ASSERT_TRUE(std::isnan(b)) << "half 0x" << std::hex << i;
+    else ASSERT_EQ(std::memcmp(&a, &b, 4), 0) << "half 0x" << std::hex << i << ": " << a << " staged " << b;
+  }
+
+  // Products of two halves, rounded to float16 at the store: every half times 1 + 2^-10 (ties to even among them),
+  // 2^-10 (subnormal results), 2^14 (overflow to infinity) and 0.6.
+  auto narrow = parse("narrow", "inputs:\n  x: {shape: [N], dtype: float16}\n  y: {shape: [N], dtype: float16}\n"
+                                "graph:\n  - mul: {input: x, other: y}\ncases:\n  - {N: 262144}\n");
+  const int64_t N = 262144;
+  host_tensor hx(dtype::float16, {N}), hy(dtype::float16, {N});
+  const double mult[4] = {1.0 + 1.0 / 1024, 1.0 / 1024, 16384.0, 0.6};
+  for (int64_t i = 0; i < N; ++i) {
+    const uint16_t h = static_cast<uint16_t>(i);
+    std::memcpy(hx.bytes.data() + 2 * i, &h, 2);
+    hy.set(i, mult[i / 65536]);
+  }
+  auto n = both(narrow, {&hx, &hy}, dtype::float16, {N});
+  for (int64_t i = 0; i < N; ++i) {
+    uint16_t a, b;
+    std::memcpy(&a, n[0].data() + 2 * i, 2);
+    std::memcpy(&b, n[1].data() + 2 * i, 2);
+    const bool nan_a = (a & 0x7c00u) == 0x7c00u && (a & 0x3ffu), nan_b = (b & 0x7c00u) == 0x7c00u && (b & 0x3ffu);
+    if (nan_a) ASSERT_TRUE(nan_b) << "value " << i;  // NaN payloads aside
+    else ASSERT_EQ(a, b) << "value " << i << " (" << hx.get(i) << " x " << hy.get(i) << "): 0x" << std::hex << a
+                         << " staged 0x" << b;
+  }
+
+  auto chain = parse("chain", "inputs:\n  x: {shape: [T, D], dtype: float16}\n"
+                     "  col: {shape: [T, 1], dtype: float16}\n  row: {shape: [D], dtype: float16}\n"
+                     "graph:\n  - mul: {input: x, other: col}\n  - add: {other: row}\n  - silu\n"
+                     "cases:\n  - {T: 37, D: 1001}\n");
+  host_tensor cx(dtype::float16, {37, 1001}), col(dtype::float16, {37, 1}), row(dtype::float16, {1001});
+  fill(cx, 3, 2.0);
+  fill(col, 4);
+  fill(row, 5);
+  auto c = both(chain, {&cx, &col, &row}, dtype::float16, {37, 1001});
+  EXPECT_EQ(c[0], c[1]);
+}
+
 }  // namespace
 }  // namespace kf

@@ -14,6 +14,7 @@
 
 constexpr bool kf_math_poly = true;  // erfc: the polynomial (true) or libm's erfcf
 constexpr int64_t kf_chunk = 16384;  // output elements per OpenMP task
+constexpr bool kf_stage = false;     // float16 runs through float buffers (stage=1; no float16 here)
 constexpr int kf_n_inputs = 2, kf_out_rank = 2, kf_out_dtype = KF_BFLOAT16;
 constexpr int kf_n_opnd = 2;  // the chain's operands: the first op's input, then each binary op's tensor operand
 constexpr int kf_opnd_input[kf_n_opnd] = {0, 1};
