@@ -652,6 +652,46 @@ TEST(families_cuda, every_emitted_source_passes_the_static_scan) {
         ADD_FAILURE() << c.family << ": " << f.rule << " line " << f.line << ": " << f.token << " (" << f.detail << ")";
 }
 
+// row_softmax_cuda's division by magic numbers (a mask's leading dims, rows < 2^31) gives C++'s quotient for
+// divisors 1 to 2^31 and numerators up to 2^31 - 1: a host program compiled by nvcc from the family's own file
+// checks edge and random pairs (no GPU needed: div_of is __host__ __device__).
+TEST(families_cuda, row_softmax_fast_division_is_exact_below_two_to_the_31) {
+  if (std::string(KFORGE_NVCC).empty()) GTEST_SKIP() << "built without CUDA: no nvcc to compile the check";
+  temp_dir dir("kf-fast-div");
+  write_file_atomic(dir.path() / "check.cu", R"(#include "row_softmax_cuda.cuh"
+#include <cstdio>
+#include <random>
+int main() {
+  std::mt19937_64 g(7);
+  std::vector<uint64_t> ds = {1, 2, 3, 5, 7, 12, 77, 128, 1000, 1024, 4095, 65535, 65537, (1u << 20) + 7,
+                              (1u << 30) + 1, (1u << 31) - 1, 1u << 31};
+  for (int i = 0; i < 2000; ++i) ds.push_back(1 + g() % (1u << 31));
+  long bad = 0, checked = 0;
+  for (uint64_t d : ds) {
+    const kfk::fast_div f = kfk::make_fast_div((uint32_t)d);
+    std::vector<uint64_t> ns = {0, 1, d - 1, d, d + 1, 2 * d - 1, 2 * d, (1u << 31) - 1, (1u << 31) - 2};
+    for (int i = 0; i < 200; ++i) ns.push_back(g() % (1u << 31));
+    for (uint64_t n : ns) {
+      if (n >= (1u << 31)) continue;
+      ++checked;
+      if (kfk::div_of(f, (uint32_t)n) != n / d && bad++ < 5)
+        std::printf("%llu / %llu: %u\n", (unsigned long long)n, (unsigned long long)d, kfk::div_of(f, (uint32_t)n));
+    }
+  }
+  std::printf("checked %ld, wrong %ld\n", checked, bad);
+  return bad != 0;
+}
+)");
+  const std::string exe = (dir.path() / "check").string();
+  auto build = run_process({KFORGE_NVCC, "-O1", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a",
+                            "-I" KFORGE_SOURCE_DIR "/lib/exec", "-I" KFORGE_SOURCE_DIR "/lib/search/families", "-o",
+                            exe, (dir.path() / "check.cu").string()});
+  ASSERT_TRUE(build.ok()) << build.err.substr(0, 4000);
+  auto r = run_process({exe});
+  EXPECT_TRUE(r.ok()) << r.out << r.err;
+  EXPECT_NE(r.out.find("wrong 0"), std::string::npos) << r.out;
+}
+
 TEST(families_cuda, sources_compile_for_every_knob_value) {
   if (std::string(KFORGE_NVCC).empty()) GTEST_SKIP() << "built without CUDA: no nvcc to compile candidates";
   temp_dir dir("kf-families-cuda");

@@ -67,8 +67,9 @@ class row_softmax_cuda final : public family {
   // 4: `waves` (persistent grids for strategy=warp and block). 5: the register cache loads unguarded (all chunks at
   // once). 6: strategy=grid (a team of co-resident CTAs per row) and `split`. 7: `head` (the register cache kept
   // for the first part of a row longer than it). 8: cache=smem holds 16-bit values where the prologue's are
-  // (half the shared memory a CTA: more CTAs an SM), in 16-byte accesses.
-  int version() const override { return 8; }
+  // (half the shared memory a CTA: more CTAs an SM), in 16-byte accesses. 9: masks' leading dims divided by magic
+  // numbers (a multiply-high and a shift) where rows < 2^31.
+  int version() const override { return 9; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_softmax(spec, why_not);

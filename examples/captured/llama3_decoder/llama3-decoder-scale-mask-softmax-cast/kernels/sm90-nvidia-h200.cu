@@ -1,4 +1,4 @@
-// kforge kernel: family row_softmax_cuda, version 8
+// kforge kernel: family row_softmax_cuda, version 9
 // knobs: cache=regs chunks=4 cluster=8 fit=1 head=0 online=0 pdl=1 split=auto strategy=block stream_store=0 tanh=exp team=32 threads=128 unroll=1 vec=8 waves=0
 // computes: x[bfloat16] -> scale(0.08838834764831843) -> add_mask(mask) -> softmax(float32) -> cast(bfloat16)
 // kforge winner: llama3-decoder-scale-mask-softmax-cast on sm90-nvidia-h200
@@ -13,6 +13,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T03:16:07Z, row_softmax_cuda version 7 from version 6; knobs filled: head=0 (the code before the knob); measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T04:36:40Z, row_softmax_cuda version 7 from version 7; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T09:10:09Z, row_softmax_cuda version 8 from version 7; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T15:05:29Z, row_softmax_cuda version 9 from version 8; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -394,6 +395,29 @@ __device__ __forceinline__ float finalize(float x) {
 
 namespace kfk {
 
+// Division by a divisor fixed at launch as a multiply-high, an add and a shift (Granlund and Montgomery's magic
+// numbers, as PyTorch's IntDivider): exact for 1 <= d <= 2^31 and 0 <= n < 2^31. A row's mask offsets take one per
+// leading dim the masks walk, ahead of the row's first load: a 32-bit `%` and `/` by a value read at run time were
+// ~25 dependent instructions (I2F, MUFU.RCP, F2I and fix-ups) per dim in the SASS of GPT-2's masked softmax.
+struct fast_div {
+  uint32_t d = 1, mul = 1, shift = 0;
+};
+inline fast_div make_fast_div(uint32_t d) {
+  fast_div f;
+  f.d = d;
+  while ((uint64_t{1} << f.shift) < d) ++f.shift;
+  f.mul = (uint32_t)(((uint64_t{1} << 32) * ((uint64_t{1} << f.shift) - d)) / d + 1);
+  return f;
+}
+__host__ __device__ __forceinline__ uint32_t div_of(const fast_div& f, uint32_t n) {
+#ifdef __CUDA_ARCH__
+  const uint32_t t = __umulhi(n, f.mul);
+#else
+  const uint32_t t = (uint32_t)(((uint64_t)n * f.mul) >> 32);
+#endif
+  return (t + n) >> f.shift;
+}
+
 struct row_args {
   const in_t* x;
   out_t* y;
@@ -402,33 +426,42 @@ struct row_args {
   int use_smem;
   int64_t rows, n, seg;
   int tsize, teams;  // strategy=grid: CTAs per row (a team) and teams in the launch
-  // The leading dims as the masks walk them (merge_mask_dims): innermost last, 32-bit arithmetic when `rows32`.
+  // The leading dims as the masks walk them (merge_mask_dims): innermost last; when `rows32` (rows < 2^31), 32-bit
+  // arithmetic with each dim's divisor in lead_div.
   int lead_nd, rows32;
   int64_t lead_shape[KF_MAX_DIMS];
+  fast_div lead_div[KF_MAX_DIMS];
   const void* mask[k_n_masks > 0 ? k_n_masks : 1];
   int64_t mask_stride[k_n_masks > 0 ? k_n_masks : 1][KF_MAX_DIMS];  // per leading dim of x, 0 where broadcast
   int64_t mask_col_stride[k_n_masks > 0 ? k_n_masks : 1];
 };
 
 // Each mask's offset of a row: a division per leading dim the masks walk (one for a causal [S, S] mask under
-// [B, H, S, S] scores), in 32-bit arithmetic when the rows allow; 64-bit division is a long subroutine on the GPU.
-template <typename I>
-__device__ __forceinline__ void mask_offsets_as(const row_args& a, I row, int64_t* moff) {
-  for (int d = a.lead_nd - 1; d >= 0; --d) {
-    const I sh = (I)a.lead_shape[d];
-    const I i = row % sh;
-    row /= sh;
-#pragma unroll
-    for (int k = 0; k < k_n_masks; ++k) moff[k] += (int64_t)i * a.mask_stride[k][d];
-  }
-}
-
+// [B, H, S, S] scores), by magic numbers when the rows allow (the loop unrolled over the dims, so that each reads
+// its divisor and strides at a fixed parameter offset); 64-bit division is a long subroutine on the GPU.
 __device__ __forceinline__ void mask_offsets(const row_args& a, int64_t row, int64_t* moff) {
 #pragma unroll
   for (int k = 0; k < k_n_masks; ++k) moff[k] = 0;
   if constexpr (k_n_masks > 0) {
-    if (a.rows32) mask_offsets_as<uint32_t>(a, (uint32_t)row, moff);
-    else mask_offsets_as<int64_t>(a, row, moff);
+    if (a.rows32) {
+      uint32_t r = (uint32_t)row;
+#pragma unroll
+      for (int d = KF_MAX_DIMS - 1; d >= 0; --d) {
+        if (d < a.lead_nd) {
+          const uint32_t q = div_of(a.lead_div[d], r), i = r - q * a.lead_div[d].d;
+          r = q;
+#pragma unroll
+          for (int k = 0; k < k_n_masks; ++k) moff[k] += (int64_t)i * a.mask_stride[k][d];
+        }
+      }
+    } else {
+      for (int d = a.lead_nd - 1; d >= 0; --d) {
+        const int64_t i = row % a.lead_shape[d];
+        row /= a.lead_shape[d];
+#pragma unroll
+        for (int k = 0; k < k_n_masks; ++k) moff[k] += i * a.mask_stride[k][d];
+      }
+    }
   }
 }
 
@@ -460,7 +493,9 @@ inline void merge_mask_dims(row_args& a) {
     for (int k = 0; k < k_n_masks; ++k) a.mask_stride[k][d - first] = a.mask_stride[k][d];
   }
   a.lead_nd = nd - first;
-  a.rows32 = a.rows <= 0xffffffffLL ? 1 : 0;
+  a.rows32 = a.rows < (int64_t{1} << 31) ? 1 : 0;  // then every kept dim is below 2^31 too (rows is their multiple)
+  if (a.rows32)
+    for (int d = 0; d < a.lead_nd; ++d) a.lead_div[d] = make_fast_div((uint32_t)a.lead_shape[d]);
 }
 
 // Broadcasts each mask against x (right-aligned, as torch does); false for a shape that does not broadcast.
