@@ -1,4 +1,4 @@
-// kforge kernel: family group_norm_cuda, version 1
+// kforge kernel: family group_norm_cuda, version 2
 // knobs: ahead=2 chunks=4 cluster=8 l2_hint=1 lag_mb=0 publish=counter reverse=1 ring_kb=192 seg_kb=64 sm_blocks=0 splits=64 stages=2 stats=shifted strategy=stream stream_store=1 team_kb=96 team_l2=50 threads=256 unroll=4 vec=8
 // computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06)
 // kforge winner: sd35-vae-groupnorm on sm90-nvidia-h100-80gb-hbm3
@@ -6,6 +6,7 @@
 // lineage: default -> template: seg_kb 32->64
 // measured: 80.52 us (geometric mean over gated cases), 14.95x eager
 // re-emitted: by `kforge reemit` on 2026-12-06T03:06:52Z, group_norm_cuda version 1 from version 1; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T15:29:38Z, group_norm_cuda version 2 from version 1; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -756,6 +757,24 @@ __device__ __forceinline__ uint64_t l2_evict_first() {
   return p;
 }
 
+// GroupNorm's channels a team block's segment spans, per row: their (scale, shift) computed once into shared memory
+// after the row's statistics, so that the apply loop neither divides its index by hw nor loads w and b per vector
+// (a load the compiler cannot hoist past the stores to y, which may alias w and b: each vector's division, w and b
+// loads, math and store ran one after another). A segment spanning more channels applies per vector as before.
+constexpr int k_team_chan = 128;
+
+// x / d and x % d for a row's indices, in 32-bit arithmetic where both fit (a 64-bit division is a long subroutine).
+__device__ __forceinline__ void row_divmod(int64_t x, int64_t d, int64_t* q, int64_t* r) {
+  if (x <= 0xffffffffll && d <= 0xffffffffll) {
+    const uint32_t q32 = (uint32_t)x / (uint32_t)d;
+    *q = q32;
+    *r = (int64_t)((uint32_t)x - q32 * (uint32_t)d);
+  } else {
+    *q = x / d;
+    *r = x - *q * d;
+  }
+}
+
 // The kept part of a segment arrives in up to k_team_parts bulk copies, each with its own mbarrier, so the
 // statistics start on the first part while the others are still in flight.
 constexpr int k_team_parts = 8;
@@ -766,6 +785,7 @@ __global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int te
   in_t* kept = reinterpret_cast<in_t*>(team_smem);
   __shared__ f3 scratch[NT / 32];
   __shared__ float2 row_stats;
+  __shared__ float2 chan[k_group ? k_team_chan : 1];  // the segment's channels' (scale, shift), GroupNorm
   __shared__ __align__(8) uint64_t bars[k_team_parts];
   const int team = blockIdx.x / tsize, b = blockIdx.x % tsize;
   const int64_t lo = min(a.n, (int64_t)b * a.seg), hi = min(a.n, lo + a.seg), kept_hi = min(hi, lo + hold);
@@ -832,12 +852,43 @@ __global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int te
     }
     __syncthreads();
     const float2 mr = row_stats;  // rewritten only after the next row's block_reduce, which every thread reaches
+    // GroupNorm: the segment's channels [c_lo, c_lo + c_n) in the table (rewritten, like row_stats, only after the
+    // next row's barriers); each thread's channel then steps with its index: dc channels and dr elements a step.
+    bool tabled = false;
+    int64_t c = 0, rem = 0, dc = 0, dr = 0;
+    const int64_t step = (int64_t)NT * V, first = lo + (int64_t)threadIdx.x * V;
+    if constexpr (k_group) {
+      int64_t c_lo, c_last, unused;
+      row_divmod(lo, a.hw, &c_lo, &unused);
+      row_divmod(hi > lo ? hi - 1 : lo, a.hw, &c_last, &unused);
+      tabled = hi > lo && c_last - c_lo < k_team_chan;  // the same for the whole block
+      if (tabled) {
+        const int64_t c_row = (row % a.groups) * a.cpg + c_lo;
+        for (int64_t j = threadIdx.x; j <= c_last - c_lo; j += NT) {
+          const float w = k_has_w ? to_f(a.w[c_row + j]) : 1.f, bb = k_has_b ? to_f(a.b[c_row + j]) : 0.f;
+          const float sc = mr.y * w;  // apply's arithmetic: the same bits
+          chan[j] = make_float2(sc, bb - mr.x * sc);
+        }
+        __syncthreads();
+        row_divmod(first, a.hw, &c, &rem);
+        c -= c_lo;
+        row_divmod(step, a.hw, &dc, &dr);
+      }
+    }
 #pragma unroll k_unroll
-    for (int64_t i = lo + (int64_t)threadIdx.x * V; i < hi; i += (int64_t)NT * V) {
+    for (int64_t i = first; i < hi; i += step) {
       float x[V];  // the kept part is complete: every thread waited for it (bulk) or wrote its own (else)
       if (i < kept_hi) load_vec<in_t, V>(kept + (i - lo), x), prologue_x<V>(x);
       else load_x<V>(a, base + i, x);
-      apply<V>(a, row, i, mr.x, mr.y, x);
+      if (tabled) {
+        const float2 t = chan[c];
+        apply_uniform<V>(t.x, t.y, x);
+        c += dc;
+        rem += dr;
+        if (rem >= a.hw) rem -= a.hw, ++c;
+      } else {
+        apply<V>(a, row, i, mr.x, mr.y, x);
+      }
       store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
     }
   }
