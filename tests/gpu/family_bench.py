@@ -46,18 +46,19 @@ def topk(x):
     r = torch.topk(torch.softmax(x, dim=-1, dtype=f32), 8, dim=-1)
     return [r.values, r.indices]
 
-def gn_case(c, hw, silu, big_odd=False):
+def gn_case(c, hw, silu, big_odd=False, n=1, dtype=bf, eps=1e-6):
     def make(c=c, hw=hw):
-        return [randn(1, c, hw, hw), randn(c), randn(c)]
+        return [randn(n, c, hw, hw, dtype=dtype), randn(c, dtype=dtype), randn(c, dtype=dtype)]
     def eager(x, w, b):
-        y = F.group_norm(x, 32, w, b, 1e-6)
+        y = F.group_norm(x, 32, w, b, eps)
         return F.silu(y) if silu else y
     def ref(x, w, b):
-        y = F.group_norm(x.double(), 32, w.double(), b.double(), 1e-6)
+        y = F.group_norm(x.double(), 32, w.double(), b.double(), eps)
         return F.silu(y) if silu else y
-    odd = [lambda: [randn(2, 64, 9, 7), randn(64), randn(64)], lambda: [randn(3, 96, 5, 5), randn(96), randn(96)]]
+    odd = [lambda: [randn(2, 64, 9, 7, dtype=dtype), randn(64, dtype=dtype), randn(64, dtype=dtype)],
+           lambda: [randn(3, 96, 5, 5, dtype=dtype), randn(96, dtype=dtype), randn(96, dtype=dtype)]]
     if big_odd:  # 32 MiB groups: more than all SMs' shared memory holds (strategy=team re-reads the rest)
-        odd.append(lambda: [randn(1, 32, 4096, 4096), randn(32), randn(32)])
+        odd.append(lambda: [randn(1, 32, 4096, 4096, dtype=dtype), randn(32, dtype=dtype), randn(32, dtype=dtype)])
     return dict(make=make, eager=eager, ref=ref, odd=odd)
 
 def pool_case(n, cl):
@@ -98,6 +99,9 @@ CASES = {
     "groupnorm_silu_sd35_128x1024": gn_case(128, 1024, True, big_odd=True),
     "groupnorm_sd35_256x512": gn_case(256, 512, False),
     "groupnorm_sd35_128x1024": gn_case(128, 1024, False),
+    # sdxl-unet-groupnorm-silu (GENERAL.md): fp16, batch 2, eps 1e-5; tensors of 5 and 21 MB (within L2)
+    "groupnorm_silu_sdxl_1280x32": gn_case(1280, 32, True, n=2, dtype=f16, eps=1e-5),
+    "groupnorm_silu_sdxl_320x128": gn_case(320, 128, True, n=2, dtype=f16, eps=1e-5),
     "avgpool_resnet50_n32": pool_case(32, False),
     "avgpool_resnet50_n32_cl": pool_case(32, True),
     "avgpool_resnet50_n1": pool_case(1, False),
@@ -123,6 +127,7 @@ ANCHORS = {
     "softmax_gemma_vocab": (91.0, 51.5, 2.96), "router_softmax_qwen": (12.2, 6.0, 1.48),
     "router_softmax_topk_qwen": (79.3, 75.4, 0.52),
     # suite cases (GENERAL.md): eager and torch.compile come from --compile; floors are bytes / BW
+    "groupnorm_silu_sdxl_1280x32": (0, 0, 2.47), "groupnorm_silu_sdxl_320x128": (0, 0, 9.87),
     "softmax_gpt2_b1_s128": (0, 0, 0.19), "softmax_gpt2_b4_s1024": (0, 0, 47.86),
     "swiglu_llama3_t1": (0, 0, 0.02), "swiglu_llama3_t64": (0, 0, 1.3), "geglu_gemma2_t4096": (0, 0, 53.29),
     "logsoftmax_llama3_t512": (0, 0, 92.7),
