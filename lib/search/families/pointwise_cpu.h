@@ -31,7 +31,6 @@ typedef kf_out::t kf_out_t;
 // results stored from one: vcvtph2ps / vcvtps2ph take 8 values an instruction where the bit operations take ~10
 // (fp16 exact GELU over 1M values on 2 AVX-512 cores: 567 us against 750). Without F16C the knob changes nothing.
 #if defined(__F16C__)
-#include <immintrin.h>
 constexpr bool kf_stage_f16 = kf_stage;
 #else
 constexpr bool kf_stage_f16 = false;
@@ -53,20 +52,6 @@ static inline float kf_ld(const void* const* p, int64_t j) {
   const typename T::t* q = (const typename T::t*)p[K];
   return T::ld(((M >> K) & 1) ? q[0] : q[j]);
 }
-
-#if defined(__F16C__)
-static inline void kf_f16_to_float(const uint16_t* s, float* d, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(s + i))));
-  for (; i < n; ++i) d[i] = kf_ld_f16(s[i]);
-}
-static inline void kf_float_to_f16(const float* s, uint16_t* d, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128((__m128i*)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
-  for (; i < n; ++i) d[i] = kf_st_f16_sel(s[i]);
-}
-#endif
 
 // The chain (emitted after this file): its result for element j of a run, operand k read by kf_ld<k, M>.
 template <int M>
@@ -134,9 +119,7 @@ template <int M, int K = 0>
 static inline void kf_stage_opnds(const void* const* p, const void** q, float (*buf)[kf_block], int64_t j0, int64_t b) {
   if constexpr (K < kf_n_opnd) {
     if constexpr (kf_staged<K, M>()) {
-#if defined(__F16C__)
-      kf_f16_to_float((const uint16_t*)p[K] + j0, buf[K], b);
-#endif
+      kf_ld_run<KF_FLOAT16>((const uint16_t*)p[K] + j0, buf[K], b);
       q[K] = buf[K];
     } else {
       q[K] = ((M >> K) & 1) ? p[K] : (const char*)p[K] + j0 * kf_size(kf_opnd_dtype[K]);
@@ -152,13 +135,7 @@ static void kf_pw_staged(const void* const* p, kf_out_t* yr, int64_t len) {
     const void* q[kf_n_opnd];
     kf_stage_opnds<M>(p, q, buf, j0, b);
     for (int64_t j = 0; j < b; ++j) o[j] = kf_elem<M>(q, j);
-#if defined(__F16C__)
-    if constexpr (kf_out_dtype == KF_FLOAT16) {
-      kf_float_to_f16(o, (uint16_t*)(yr + j0), b);
-      continue;
-    }
-#endif
-    for (int64_t j = 0; j < b; ++j) yr[j0 + j] = kf_out::st(o[j]);
+    kf_st_run<kf_out_dtype>(o, yr + j0, b);
   }
 }
 

@@ -21,7 +21,8 @@ class row_norm_cpu final : public family {
  public:
   std::string name() const override { return "row_norm_cpu"; }
   device_kind device() const override { return device_kind::cpu; }
-  int version() const override { return 3; }  // 2: the shared cpu_elementwise.h; 3: the f16_load knob
+  // 2: the shared cpu_elementwise.h; 3: the f16_load knob; 4: kf_ld_run and kf_st_run moved to cpu_elementwise.h
+  int version() const override { return 4; }
 
   // match_row_norm, with every tensor the kernel reads declared contiguous (it reads rows linearly).
   bool covers(const workload_spec& spec, std::string* why_not) const override {

@@ -14,17 +14,14 @@
 // row, else from h, else computes it again. A row is read for its statistics (RMSNorm: the mean square; LayerNorm:
 // the mean, then the squared deviations from it), as sums of kf_lanes float accumulators folded into double every
 // kf_block elements, then again to write (x - mean) * rstd * w + b through the epilogue, kf_run results at a time.
-// float16 rows, results and weights convert with F16C where the compiler targets it.
+// float16 rows, results and weights convert with F16C where the compiler targets it (cpu_elementwise.h's kf_ld_run,
+// kf_st_run).
 #ifndef KF_EMITTED
 // Read on its own (an editor, clang-format, tests/search/family_sources_test.cpp), this file sees typical values of
 // what the family emits before it; kforge emits it without these lines.
 #include "row_norm_cpu_stub.h"
 #include "cpu_elementwise.h"
 #endif  // KF_EMITTED
-
-#if defined(__F16C__)
-#include <immintrin.h>
-#endif
 
 typedef kf_type<kf_in_dtype> kf_in;  // the norm's input, as h stores it
 typedef kf_type<kf_out_dtype> kf_out;
@@ -34,29 +31,6 @@ constexpr bool kf_w_staged = kf_w_input >= 0 && kf_w_dtype == KF_FLOAT16;
 constexpr bool kf_b_staged = kf_b_input >= 0 && kf_b_dtype == KF_FLOAT16;
 typedef kf_type<kf_w_staged ? KF_FLOAT32 : kf_w_dtype> kf_w;
 typedef kf_type<kf_b_staged ? KF_FLOAT32 : kf_b_dtype> kf_b;
-
-// n stored values to floats and back. float16 takes F16C's conversions where the compiler targets them (one
-// instruction for 8 values, where the bit operations' vectorized code takes about 20; both round to nearest even);
-// the rest are element loops, which vectorize.
-template <int D>
-static inline void kf_ld_run(const typename kf_type<D>::t* s, float* d, int64_t n) {
-  int64_t i = 0;
-#if defined(__F16C__)
-  if constexpr (D == KF_FLOAT16)
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(s + i))));
-#endif
-  for (; i < n; ++i) d[i] = kf_type<D>::ld(s[i]);
-}
-template <int D>
-static inline void kf_st_run(const float* s, typename kf_type<D>::t* d, int64_t n) {
-  int64_t i = 0;
-#if defined(__F16C__)
-  if constexpr (D == KF_FLOAT16)
-    for (; i + 8 <= n; i += 8)
-      _mm_storeu_si128((__m128i*)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
-#endif
-  for (; i < n; ++i) d[i] = kf_type<D>::st(s[i]);
-}
 
 // Operand K's element j of the row as a float: p[K] points at the operand's row.
 template <int K>

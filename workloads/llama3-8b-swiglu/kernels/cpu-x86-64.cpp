@@ -1,4 +1,4 @@
-// kforge kernel: family pointwise_cpu, version 4
+// kforge kernel: family pointwise_cpu, version 5
 // knobs: chunk=16384 f16_load=bits math=poly schedule=dynamic stage=0 threads=4
 // computes: silu -> mul (one pass)
 // kforge winner: llama3-8b-swiglu on cpu-x86-64
@@ -10,6 +10,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T11:00:51Z, pointwise_cpu version 2 from version 2; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T12:22:57Z, pointwise_cpu version 3 from version 2; knobs filled: f16_load=bits (the code before the knob); measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T14:57:22Z, pointwise_cpu version 4 from version 3; knobs filled: stage=0 (the code before the knob); measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T15:47:53Z, pointwise_cpu version 5 from version 4; measured above is the earlier kernel's
 
 // cpu_prelude.h: what every cpu family's kernel opens with, after its header (cpu_emit.cpp): the standard includes,
 // the float16 / bfloat16 conversions (bit operations that vectorize; the float16 store by the hardware where the
@@ -126,8 +127,13 @@ constexpr int kf_const_set = 0;  // operands that may be constant along runs (a 
 
 // cpu_elementwise.h: what a cpu family that runs elementwise_emit.h's statements needs beside cpu_prelude.h, emitted
 // after the variant's constants (it reads kf_math_poly) and before the family's own file (pointwise_cpu.h,
-// row_norm_cpu.h): float16 stores that vectorize, the stored types (kf_type<dtype code>: ld, st), and the math the
-// statements call (kf_exp, kf_tanh, kf_erf, kf_gelu, kf_round, ...).
+// row_norm_cpu.h): float16 stores that vectorize, the stored types (kf_type<dtype code>: ld, st), runs of them to
+// floats and back (kf_ld_run, kf_st_run: F16C for float16), and the math the statements call (kf_exp, kf_tanh,
+// kf_erf, kf_gelu, kf_round, ...).
+
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 
 // ---- float16 stores that vectorize: cpu_prelude.h's kf_st_f16, bit for bit, with selects for its branches ----
 static inline uint16_t kf_st_f16_sel(float f) {
@@ -169,6 +175,29 @@ struct kf_type<KF_FLOAT16> {
   static uint16_t st(float v) { return kf_st_f16_sel(v); }
 };
 static constexpr int kf_size(int dtype) { return dtype == KF_FLOAT32 ? 4 : 2; }
+
+// n stored values to floats and back. float16 takes F16C's conversions where the compiler targets them (one
+// instruction for 8 values, where the bit operations' vectorized code takes about 20; both round to nearest even);
+// the rest are element loops, which vectorize.
+template <int D>
+static inline void kf_ld_run(const typename kf_type<D>::t* s, float* d, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  if constexpr (D == KF_FLOAT16)
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(s + i))));
+#endif
+  for (; i < n; ++i) d[i] = kf_type<D>::ld(s[i]);
+}
+template <int D>
+static inline void kf_st_run(const float* s, typename kf_type<D>::t* d, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  if constexpr (D == KF_FLOAT16)
+    for (; i + 8 <= n; i += 8)
+      _mm_storeu_si128((__m128i*)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+  for (; i < n; ++i) d[i] = kf_type<D>::st(s[i]);
+}
 
 // ---- the math elementwise_emit.h's statements call, in float ----
 // libm's (kf_math_poly false), or branch-free approximations that vectorize: cpu_prelude.h's exp, a tanh that is an
@@ -259,7 +288,6 @@ typedef kf_out::t kf_out_t;
 // results stored from one: vcvtph2ps / vcvtps2ph take 8 values an instruction where the bit operations take ~10
 // (fp16 exact GELU over 1M values on 2 AVX-512 cores: 567 us against 750). Without F16C the knob changes nothing.
 #if defined(__F16C__)
-#include <immintrin.h>
 constexpr bool kf_stage_f16 = kf_stage;
 #else
 constexpr bool kf_stage_f16 = false;
@@ -281,20 +309,6 @@ static inline float kf_ld(const void* const* p, int64_t j) {
   const typename T::t* q = (const typename T::t*)p[K];
   return T::ld(((M >> K) & 1) ? q[0] : q[j]);
 }
-
-#if defined(__F16C__)
-static inline void kf_f16_to_float(const uint16_t* s, float* d, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(s + i))));
-  for (; i < n; ++i) d[i] = kf_ld_f16(s[i]);
-}
-static inline void kf_float_to_f16(const float* s, uint16_t* d, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128((__m128i*)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
-  for (; i < n; ++i) d[i] = kf_st_f16_sel(s[i]);
-}
-#endif
 
 // The chain (emitted after this file): its result for element j of a run, operand k read by kf_ld<k, M>.
 template <int M>
@@ -362,9 +376,7 @@ template <int M, int K = 0>
 static inline void kf_stage_opnds(const void* const* p, const void** q, float (*buf)[kf_block], int64_t j0, int64_t b) {
   if constexpr (K < kf_n_opnd) {
     if constexpr (kf_staged<K, M>()) {
-#if defined(__F16C__)
-      kf_f16_to_float((const uint16_t*)p[K] + j0, buf[K], b);
-#endif
+      kf_ld_run<KF_FLOAT16>((const uint16_t*)p[K] + j0, buf[K], b);
       q[K] = buf[K];
     } else {
       q[K] = ((M >> K) & 1) ? p[K] : (const char*)p[K] + j0 * kf_size(kf_opnd_dtype[K]);
@@ -380,13 +392,7 @@ static void kf_pw_staged(const void* const* p, kf_out_t* yr, int64_t len) {
     const void* q[kf_n_opnd];
     kf_stage_opnds<M>(p, q, buf, j0, b);
     for (int64_t j = 0; j < b; ++j) o[j] = kf_elem<M>(q, j);
-#if defined(__F16C__)
-    if constexpr (kf_out_dtype == KF_FLOAT16) {
-      kf_float_to_f16(o, (uint16_t*)(yr + j0), b);
-      continue;
-    }
-#endif
-    for (int64_t j = 0; j < b; ++j) yr[j0 + j] = kf_out::st(o[j]);
+    kf_st_run<kf_out_dtype>(o, yr + j0, b);
   }
 }
 

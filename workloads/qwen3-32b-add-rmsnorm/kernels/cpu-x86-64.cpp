@@ -1,4 +1,4 @@
-// kforge kernel: family row_norm_cpu, version 3
+// kforge kernel: family row_norm_cpu, version 4
 // knobs: cache_row=0 f16_load=bits lanes=32 math=poly rows_per_task=4 schedule=static threads=all
 // computes: add -> rms_norm: 1 prologue op(s) -> rms_norm(dims=1, eps=1e-06) * w -> 0 epilogue op(s), returns the norm's input too
 // kforge winner: qwen3-32b-add-rmsnorm on cpu-x86-64
@@ -9,6 +9,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T09:26:56Z, row_norm_cpu version 2 from version 2; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T11:00:51Z, row_norm_cpu version 2 from version 2; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T12:22:57Z, row_norm_cpu version 3 from version 2; knobs filled: f16_load=bits (the code before the knob); measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T15:47:53Z, row_norm_cpu version 4 from version 3; measured above is the earlier kernel's
 
 // cpu_prelude.h: what every cpu family's kernel opens with, after its header (cpu_emit.cpp): the standard includes,
 // the float16 / bfloat16 conversions (bit operations that vectorize; the float16 store by the hardware where the
@@ -132,8 +133,13 @@ constexpr int kf_opnd_dtype[kf_n_opnd] = {KF_BFLOAT16, KF_BFLOAT16};
 
 // cpu_elementwise.h: what a cpu family that runs elementwise_emit.h's statements needs beside cpu_prelude.h, emitted
 // after the variant's constants (it reads kf_math_poly) and before the family's own file (pointwise_cpu.h,
-// row_norm_cpu.h): float16 stores that vectorize, the stored types (kf_type<dtype code>: ld, st), and the math the
-// statements call (kf_exp, kf_tanh, kf_erf, kf_gelu, kf_round, ...).
+// row_norm_cpu.h): float16 stores that vectorize, the stored types (kf_type<dtype code>: ld, st), runs of them to
+// floats and back (kf_ld_run, kf_st_run: F16C for float16), and the math the statements call (kf_exp, kf_tanh,
+// kf_erf, kf_gelu, kf_round, ...).
+
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 
 // ---- float16 stores that vectorize: cpu_prelude.h's kf_st_f16, bit for bit, with selects for its branches ----
 static inline uint16_t kf_st_f16_sel(float f) {
@@ -175,6 +181,29 @@ struct kf_type<KF_FLOAT16> {
   static uint16_t st(float v) { return kf_st_f16_sel(v); }
 };
 static constexpr int kf_size(int dtype) { return dtype == KF_FLOAT32 ? 4 : 2; }
+
+// n stored values to floats and back. float16 takes F16C's conversions where the compiler targets them (one
+// instruction for 8 values, where the bit operations' vectorized code takes about 20; both round to nearest even);
+// the rest are element loops, which vectorize.
+template <int D>
+static inline void kf_ld_run(const typename kf_type<D>::t* s, float* d, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  if constexpr (D == KF_FLOAT16)
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(s + i))));
+#endif
+  for (; i < n; ++i) d[i] = kf_type<D>::ld(s[i]);
+}
+template <int D>
+static inline void kf_st_run(const float* s, typename kf_type<D>::t* d, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  if constexpr (D == KF_FLOAT16)
+    for (; i + 8 <= n; i += 8)
+      _mm_storeu_si128((__m128i*)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+  for (; i < n; ++i) d[i] = kf_type<D>::st(s[i]);
+}
 
 // ---- the math elementwise_emit.h's statements call, in float ----
 // libm's (kf_math_poly false), or branch-free approximations that vectorize: cpu_prelude.h's exp, a tanh that is an
@@ -254,11 +283,8 @@ static inline float kf_round(int dtype, float x) {
 // row, else from h, else computes it again. A row is read for its statistics (RMSNorm: the mean square; LayerNorm:
 // the mean, then the squared deviations from it), as sums of kf_lanes float accumulators folded into double every
 // kf_block elements, then again to write (x - mean) * rstd * w + b through the epilogue, kf_run results at a time.
-// float16 rows, results and weights convert with F16C where the compiler targets it.
-
-#if defined(__F16C__)
-#include <immintrin.h>
-#endif
+// float16 rows, results and weights convert with F16C where the compiler targets it (cpu_elementwise.h's kf_ld_run,
+// kf_st_run).
 
 typedef kf_type<kf_in_dtype> kf_in;  // the norm's input, as h stores it
 typedef kf_type<kf_out_dtype> kf_out;
@@ -268,29 +294,6 @@ constexpr bool kf_w_staged = kf_w_input >= 0 && kf_w_dtype == KF_FLOAT16;
 constexpr bool kf_b_staged = kf_b_input >= 0 && kf_b_dtype == KF_FLOAT16;
 typedef kf_type<kf_w_staged ? KF_FLOAT32 : kf_w_dtype> kf_w;
 typedef kf_type<kf_b_staged ? KF_FLOAT32 : kf_b_dtype> kf_b;
-
-// n stored values to floats and back. float16 takes F16C's conversions where the compiler targets them (one
-// instruction for 8 values, where the bit operations' vectorized code takes about 20; both round to nearest even);
-// the rest are element loops, which vectorize.
-template <int D>
-static inline void kf_ld_run(const typename kf_type<D>::t* s, float* d, int64_t n) {
-  int64_t i = 0;
-#if defined(__F16C__)
-  if constexpr (D == KF_FLOAT16)
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(s + i))));
-#endif
-  for (; i < n; ++i) d[i] = kf_type<D>::ld(s[i]);
-}
-template <int D>
-static inline void kf_st_run(const float* s, typename kf_type<D>::t* d, int64_t n) {
-  int64_t i = 0;
-#if defined(__F16C__)
-  if constexpr (D == KF_FLOAT16)
-    for (; i + 8 <= n; i += 8)
-      _mm_storeu_si128((__m128i*)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
-#endif
-  for (; i < n; ++i) d[i] = kf_type<D>::st(s[i]);
-}
 
 // Operand K's element j of the row as a float: p[K] points at the operand's row.
 template <int K>
