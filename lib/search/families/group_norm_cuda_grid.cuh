@@ -202,11 +202,7 @@ __global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int te
       tabled = hi > lo && c_last - c_lo < k_team_chan;  // the same for the whole block
       if (tabled) {
         const int64_t c_row = (row % a.groups) * a.cpg + c_lo;
-        for (int64_t j = threadIdx.x; j <= c_last - c_lo; j += NT) {
-          const float w = k_has_w ? to_f(a.w[c_row + j]) : 1.f, bb = k_has_b ? to_f(a.b[c_row + j]) : 0.f;
-          const float sc = mr.y * w;  // apply's arithmetic: the same bits
-          chan[j] = make_float2(sc, bb - mr.x * sc);
-        }
+        for (int64_t j = threadIdx.x; j <= c_last - c_lo; j += NT) chan[j] = channel_affine(a, c_row + j, mr.x, mr.y);
         __syncthreads();
         row_divmod(first, a.hw, &c, &rem);
         c -= c_lo;

@@ -29,17 +29,27 @@ __device__ __forceinline__ void load_x(const norm_args& a, int64_t at, float* x)
   prologue_x<V>(x);
 }
 
+// GroupNorm's channel c as one scale and shift: (x - mean) * rstd * w + b is x * sc + sh.
+__device__ __forceinline__ float2 channel_affine(const norm_args& a, int64_t c, float mean, float rstd) {
+  const float w = k_has_w ? to_f(a.w[c]) : 1.f, b = k_has_b ? to_f(a.b[c]) : 0.f;
+  const float sc = rstd * w;
+  return make_float2(sc, b - mean * sc);
+}
+
+template <int V>
+__device__ __forceinline__ void apply_uniform(float sc, float sh, float* x) {
+#pragma unroll
+  for (int v = 0; v < V; ++v) x[v] = finalize(x[v] * sc + sh);
+}
+
 // y = (x - mean) * rstd * w + b, then the activation: per channel for GroupNorm, per element otherwise.
 template <int V>
 __device__ __forceinline__ void apply(const norm_args& a, int64_t row, int64_t i, float mean, float rstd, float* x) {
   if constexpr (k_group) {
     // 32-bit division when the row allows it: a 64-bit one per vector made the apply pass issue-bound.
     const int64_t within = a.n <= 0xffffffffll ? (int64_t)((uint32_t)i / (uint32_t)a.hw) : i / a.hw;
-    const int64_t c = (row % a.groups) * a.cpg + within;
-    const float w = k_has_w ? to_f(a.w[c]) : 1.f, b = k_has_b ? to_f(a.b[c]) : 0.f;
-    const float sc = rstd * w, sh = b - mean * sc;
-#pragma unroll
-    for (int v = 0; v < V; ++v) x[v] = finalize(x[v] * sc + sh);
+    const float2 t = channel_affine(a, (row % a.groups) * a.cpg + within, mean, rstd);
+    apply_uniform<V>(t.x, t.y, x);
   } else {
     float w[V], b[V];
 #pragma unroll
@@ -55,8 +65,8 @@ __device__ __forceinline__ void apply(const norm_args& a, int64_t row, int64_t i
 }
 
 // GroupNorm over [lo, hi) of a row that one channel covers (channels are runs of hw elements; a segment shorter
-// than a channel usually lies in one): the channel's scale and shift, computed once for the range with the same
-// arithmetic as apply's, so the loop over it needs no division and no weight or bias load per vector (the compiler
+// than a channel usually lies in one): the channel's scale and shift (channel_affine, as apply takes them), once
+// for the range, so the loop over it needs no division and no weight or bias load per vector (the compiler
 // cannot hoist those past the stores to y, which may alias them). false otherwise: apply per vector.
 __device__ __forceinline__ bool uniform_affine(const norm_args& a, int64_t row, int64_t lo, int64_t hi, float mean,
                                                float rstd, float* sc, float* sh) {
@@ -64,18 +74,11 @@ __device__ __forceinline__ bool uniform_affine(const norm_args& a, int64_t row, 
     return false;
   } else {
     if (hi <= lo || lo / a.hw != (hi - 1) / a.hw) return false;
-    const int64_t c = (row % a.groups) * a.cpg + lo / a.hw;
-    const float w = k_has_w ? to_f(a.w[c]) : 1.f, b = k_has_b ? to_f(a.b[c]) : 0.f;
-    *sc = rstd * w;
-    *sh = b - mean * *sc;
+    const float2 t = channel_affine(a, (row % a.groups) * a.cpg + lo / a.hw, mean, rstd);
+    *sc = t.x;
+    *sh = t.y;
     return true;
   }
-}
-
-template <int V>
-__device__ __forceinline__ void apply_uniform(float sc, float sh, float* x) {
-#pragma unroll
-  for (int v = 0; v < V; ++v) x[v] = finalize(x[v] * sc + sh);
 }
 
 // ---- statistics: (count, sum, sum of squares) records, added across threads ----

@@ -1,4 +1,4 @@
-// kforge kernel: family group_norm_cuda, version 2
+// kforge kernel: family group_norm_cuda, version 3
 // knobs: ahead=2 chunks=4 cluster=8 l2_hint=0 lag_mb=4 publish=counter reverse=1 ring_kb=192 seg_kb=32 sm_blocks=0 splits=64 stages=2 stats=shifted strategy=stream stream_store=0 team_kb=96 team_l2=50 threads=256 unroll=4 vec=8
 // computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06) -> silu
 // kforge winner: sd35-vae-groupnorm-silu on sm90-nvidia-h200
@@ -10,6 +10,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-02T13:52:49Z, group_norm_cuda version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T03:06:52Z, group_norm_cuda version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T15:29:38Z, group_norm_cuda version 2 from version 1; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T17:06:02Z, group_norm_cuda version 3 from version 2; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -412,17 +413,27 @@ __device__ __forceinline__ void load_x(const norm_args& a, int64_t at, float* x)
   prologue_x<V>(x);
 }
 
+// GroupNorm's channel c as one scale and shift: (x - mean) * rstd * w + b is x * sc + sh.
+__device__ __forceinline__ float2 channel_affine(const norm_args& a, int64_t c, float mean, float rstd) {
+  const float w = k_has_w ? to_f(a.w[c]) : 1.f, b = k_has_b ? to_f(a.b[c]) : 0.f;
+  const float sc = rstd * w;
+  return make_float2(sc, b - mean * sc);
+}
+
+template <int V>
+__device__ __forceinline__ void apply_uniform(float sc, float sh, float* x) {
+#pragma unroll
+  for (int v = 0; v < V; ++v) x[v] = finalize(x[v] * sc + sh);
+}
+
 // y = (x - mean) * rstd * w + b, then the activation: per channel for GroupNorm, per element otherwise.
 template <int V>
 __device__ __forceinline__ void apply(const norm_args& a, int64_t row, int64_t i, float mean, float rstd, float* x) {
   if constexpr (k_group) {
     // 32-bit division when the row allows it: a 64-bit one per vector made the apply pass issue-bound.
     const int64_t within = a.n <= 0xffffffffll ? (int64_t)((uint32_t)i / (uint32_t)a.hw) : i / a.hw;
-    const int64_t c = (row % a.groups) * a.cpg + within;
-    const float w = k_has_w ? to_f(a.w[c]) : 1.f, b = k_has_b ? to_f(a.b[c]) : 0.f;
-    const float sc = rstd * w, sh = b - mean * sc;
-#pragma unroll
-    for (int v = 0; v < V; ++v) x[v] = finalize(x[v] * sc + sh);
+    const float2 t = channel_affine(a, (row % a.groups) * a.cpg + within, mean, rstd);
+    apply_uniform<V>(t.x, t.y, x);
   } else {
     float w[V], b[V];
 #pragma unroll
@@ -438,8 +449,8 @@ __device__ __forceinline__ void apply(const norm_args& a, int64_t row, int64_t i
 }
 
 // GroupNorm over [lo, hi) of a row that one channel covers (channels are runs of hw elements; a segment shorter
-// than a channel usually lies in one): the channel's scale and shift, computed once for the range with the same
-// arithmetic as apply's, so the loop over it needs no division and no weight or bias load per vector (the compiler
+// than a channel usually lies in one): the channel's scale and shift (channel_affine, as apply takes them), once
+// for the range, so the loop over it needs no division and no weight or bias load per vector (the compiler
 // cannot hoist those past the stores to y, which may alias them). false otherwise: apply per vector.
 __device__ __forceinline__ bool uniform_affine(const norm_args& a, int64_t row, int64_t lo, int64_t hi, float mean,
                                                float rstd, float* sc, float* sh) {
@@ -447,18 +458,11 @@ __device__ __forceinline__ bool uniform_affine(const norm_args& a, int64_t row, 
     return false;
   } else {
     if (hi <= lo || lo / a.hw != (hi - 1) / a.hw) return false;
-    const int64_t c = (row % a.groups) * a.cpg + lo / a.hw;
-    const float w = k_has_w ? to_f(a.w[c]) : 1.f, b = k_has_b ? to_f(a.b[c]) : 0.f;
-    *sc = rstd * w;
-    *sh = b - mean * *sc;
+    const float2 t = channel_affine(a, (row % a.groups) * a.cpg + lo / a.hw, mean, rstd);
+    *sc = t.x;
+    *sh = t.y;
     return true;
   }
-}
-
-template <int V>
-__device__ __forceinline__ void apply_uniform(float sc, float sh, float* x) {
-#pragma unroll
-  for (int v = 0; v < V; ++v) x[v] = finalize(x[v] * sc + sh);
 }
 
 // ---- statistics: (count, sum, sum of squares) records, added across threads ----
@@ -868,11 +872,7 @@ __global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int te
       tabled = hi > lo && c_last - c_lo < k_team_chan;  // the same for the whole block
       if (tabled) {
         const int64_t c_row = (row % a.groups) * a.cpg + c_lo;
-        for (int64_t j = threadIdx.x; j <= c_last - c_lo; j += NT) {
-          const float w = k_has_w ? to_f(a.w[c_row + j]) : 1.f, bb = k_has_b ? to_f(a.b[c_row + j]) : 0.f;
-          const float sc = mr.y * w;  // apply's arithmetic: the same bits
-          chan[j] = make_float2(sc, bb - mr.x * sc);
-        }
+        for (int64_t j = threadIdx.x; j <= c_last - c_lo; j += NT) chan[j] = channel_affine(a, c_row + j, mr.x, mr.y);
         __syncthreads();
         row_divmod(first, a.hw, &c, &rem);
         c -= c_lo;
