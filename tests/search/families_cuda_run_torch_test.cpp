@@ -101,7 +101,23 @@ const std::vector<variant>& grid_variants() {
        {{"strategy", "ring"}, {"ring_kb", "224"}, {"seg_kb", "8"}, {"ahead", "4"}, {"stats", "sumsq"}, {"threads", "512"}}},
       {"ring_team_l2", {{"strategy", "ring"}, {"team_l2", "25"}, {"team_kb", "96"}}},
   };
-  return vs;
+  // The grid kernels themselves (fit=0): a `fit` launch hands the shapes here whose rows fit a block's or a
+  // cluster's registers to the per-row kernels. Then `fit` over the same shapes: [2, 32, 8, 8] takes a block per
+  // row, [3, 32, 37, 29] (the scalar path) and [4, 32, 96, 160] a cluster per row, the others the grid kernel;
+  // clusters of 2 at 512 threads, and of 16 (non-portable: the occupancy query must allow it, or the launch falls
+  // through to the grid kernel).
+  static const std::vector<variant> all = [] {
+    std::vector<variant> out = vs;
+    for (auto& v : out) v.knobs.emplace("fit", "0");
+    out.push_back({"stream_fit",
+                   {{"strategy", "stream"}, {"fit", "1"}, {"cluster", "4"}, {"chunks", "8"}, {"threads", "256"}}});
+    out.push_back({"team_fit_cluster_2", {{"strategy", "team"}, {"fit", "1"}, {"cluster", "2"}, {"threads", "512"}}});
+    out.push_back({"split_fit_cluster_16_sumsq",
+                   {{"strategy", "split"}, {"fit", "1"}, {"cluster", "16"}, {"chunks", "2"}, {"stats", "sumsq"}}});
+    out.push_back({"ring_fit_one_chunk", {{"strategy", "ring"}, {"fit", "1"}, {"cluster", "8"}, {"chunks", "1"}}});
+    return out;
+  }();
+  return all;
 }
 
 // The largest |got - want| over |want| + 1 (an absolute error near zero, a relative one elsewhere).

@@ -233,6 +233,26 @@ TEST(families_cuda, defaults_are_valid_and_follow_the_shape) {
   EXPECT_EQ(gv.at("l2_hint"), "1");
   EXPECT_EQ(gv.at("lag_mb"), "0");
   EXPECT_EQ(gv.at("stream_store"), "1");
+  // ... and hands launches whose rows fit the registers of a block or of a cluster of 4 (64 values a thread) to
+  // that per-row kernel, which then reads its cluster and chunks knobs.
+  EXPECT_EQ(gv.at("fit"), "1");
+  EXPECT_EQ(gv.at("cluster"), "4");
+  EXPECT_EQ(knob_int(gv, "chunks") * knob_int(gv, "vec"), 64);
+  const family& gf = cuda_family("group_norm_cuda");
+  EXPECT_EQ(gf.canonical_knobs(gn, gv).at("cluster"), "4");
+  EXPECT_EQ(gf.canonical_knobs(gn, gv).at("chunks"), gv.at("chunks"));
+  auto no_fit = gv;
+  no_fit["fit"] = "0";  // the grid kernels alone: their fallback's chunks and no cluster
+  EXPECT_EQ(gf.canonical_knobs(gn, no_fit).at("cluster"), "8");
+  EXPECT_EQ(gf.canonical_knobs(gn, no_fit).at("chunks"), "4");
+  auto block = gv;
+  block["strategy"] = "block";  // a per-row strategy has nothing to hand over
+  EXPECT_EQ(gf.canonical_knobs(gn, block).at("fit"), "0");
+  std::string why;
+  auto small = gv;
+  small["threads"] = "64";  // a cluster's CTA wants 128 threads or more
+  EXPECT_FALSE(gf.valid(small, gn, &why));
+  EXPECT_NE(why.find("fit=1"), std::string::npos) << why;
 }
 
 // A held-out row op can have any row length and any row count: each row family's default must stay valid and keep

@@ -33,8 +33,10 @@ class group_norm_cuda final : public family {
   device_kind device() const override { return device_kind::cuda; }
   // 2: strategy=team (and stream's handover to it) applies GroupNorm's affine from a per-row table of the segment's
   // channels in shared memory instead of a division and a w and b load per vector. 3: one channel_affine for apply,
-  // uniform_affine and that table (the same arithmetic, written once).
-  int version() const override { return 3; }
+  // uniform_affine and that table (the same arithmetic, written once). 4: `fit`; the row-cached kernels load each
+  // vector's channel's w and b with x, and team's table channels are loaded when the row starts; team_kernel takes
+  // at most 64 registers a thread.
+  int version() const override { return 4; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_norm(spec, why_not);
@@ -93,6 +95,11 @@ class group_norm_cuda final : public family {
          "0"},
         {"team_l2", {"0", "25", "50", "100"},
          "strategy=stream or ring: a tensor within this % of L2 runs the team kernel instead (0: never)"},
+        {"fit", {"0", "1"},
+         "strategy=split, team, stream or ring: a launch whose rows each fit the registers of a block, or else of a "
+         "cluster of `cluster` CTAs (`chunks` vectors a thread), all of them resident at once, runs that per-row "
+         "kernel instead (x read once into registers, no barrier in global memory)",
+         "0"},
         {"unroll", {"1", "2", "4"}, "unrolling of the streaming loops"},
         {"stream_store", {"0", "1"}, "evict-first stores of the output (keeps x in L2)"},
     };
@@ -104,7 +111,7 @@ class group_norm_cuda final : public family {
                   {"team_kb", "192"},   {"seg_kb", "32"},      {"ring_kb", "192"},     {"ahead", "2"},
                   {"lag_mb", "4"},        {"sm_blocks", "0"},  {"stages", "2"}, {"publish", "counter"},
                   {"l2_hint", "0"},
-                  {"team_l2", "0"},
+                  {"team_l2", "0"},     {"fit", "0"},
                   {"unroll", "2"},       {"stream_store", "1"}};
     auto g = match_norm(spec, nullptr);
     if (!g) return v;
@@ -156,6 +163,12 @@ class group_norm_cuda final : public family {
       // 108.7 and 212.6 -> 203.5; ncu at 256x512: DRAM reads 240 -> 216 MB).
       v["l2_hint"] = "1";
       v["lag_mb"] = "0";
+      // Rows that fit the registers of a block or of a cluster of 4 (64 values a thread), every row's block or
+      // cluster resident at once, take that per-row kernel at launch (`fit`): SDXL's 2 x 1280 x 32 x 32 GroupNorm
+      // (64 rows of 40,960) has no phase for a global barrier or a bulk copy to wait on.
+      v["fit"] = "1";
+      v["cluster"] = "4";
+      v["chunks"] = std::to_string(std::max(1, 64 / vec));
       const int splits = pow2_at_least((512 + min_rows - 1) / std::max<int64_t>(min_rows, 1), 256);
       v["splits"] = std::to_string(std::max(splits, 8));
     }
@@ -174,8 +187,10 @@ class group_norm_cuda final : public family {
     const auto& st = v.at("strategy");
     if ((st == "split" || st == "team" || st == "stream" || st == "ring") && v.at("stats") == "twopass")
       return fail("strategy=" + st + " accumulates in one pass: stats=shifted or sumsq, not twopass");
-    if (st == "cluster" && knob_int(v, "threads") < 128)
-      return fail("strategy=cluster wants at least 128 threads per CTA");
+    const bool grid = st == "split" || st == "team" || st == "stream" || st == "ring";
+    if ((st == "cluster" || (grid && v.at("fit") == "1")) && knob_int(v, "threads") < 128)
+      return fail("strategy=" + st + (st == "cluster" ? "" : " with fit=1") +
+                  " wants at least 128 threads per CTA (a cluster's)");
     if (st == "stream" && knob_int(v, "stages") * knob_int(v, "seg_kb") > 224)
       return fail(fmt::format("strategy=stream holds stages x seg_kb = {} KiB of shared memory a block; an SM has 227",
                               knob_int(v, "stages") * knob_int(v, "seg_kb")));
@@ -192,13 +207,17 @@ class group_norm_cuda final : public family {
   }
 
   // Knobs only another strategy reads are fixed. The grid strategies' fallback (a block per row, for shapes their
-  // counters do not fit) runs with 4 chunks.
+  // counters do not fit) runs with 4 chunks, unless `fit` hands their launches to the per-row kernels, whose
+  // `chunks` and `cluster` then count.
   knob_values canonical_knobs(const workload_spec&, const knob_values& v) const override {
     knob_values k = v;
     const auto& st = v.at("strategy");
-    if (st != "cluster") k["cluster"] = "8";
-    if (st != "split") k["splits"] = "64", k["reverse"] = "1";
     const bool segments = st == "stream" || st == "ring";
+    const bool grid = st == "split" || st == "team" || segments;
+    const bool fit = grid && v.at("fit") == "1";  // the per-row kernels' cluster and chunks matter
+    if (!grid) k["fit"] = "0";
+    if (st != "cluster" && !fit) k["cluster"] = "8";
+    if (st != "split") k["splits"] = "64", k["reverse"] = "1";
     if (st != "team" && !(segments && v.at("team_l2") != "0")) k["team_kb"] = "192";
     if (!segments) k["seg_kb"] = "32", k["team_l2"] = "0";
     if (st != "ring") k["ring_kb"] = "192", k["ahead"] = "2";
@@ -208,7 +227,7 @@ class group_norm_cuda final : public family {
       for (auto [knob, value] : {std::pair{"lag_mb", st == "ring" ? "0" : "4"}, {"sm_blocks", "0"},
                                  {"l2_hint", st == "ring" ? "1" : "0"}, {"stages", "2"}, {"publish", "counter"}})
         k[knob] = value;
-    if (st == "split" || st == "team" || segments) k["chunks"] = "4";
+    if (grid && !fit) k["chunks"] = "4";
     return k;
   }
 
@@ -256,7 +275,7 @@ class group_norm_cuda final : public family {
         "constexpr bool k_l2_hint = {};\n"
         "constexpr int k_team_l2 = {};\n"
         "constexpr int k_unroll = {};\n"
-        "constexpr bool k_stream_store = {};\n"
+        "constexpr bool k_stream_store = {};\nconstexpr bool k_fit = {};\n"
         "constexpr bool k_group = {};\nconstexpr bool k_rms = {};\nconstexpr int k_num_groups = {};\n"
         "constexpr int k_normalized_dims = {};\nconstexpr float k_eps = {};\n"
         "constexpr bool k_has_w = {};\nconstexpr bool k_has_b = {};\n"
@@ -265,7 +284,7 @@ class group_norm_cuda final : public family {
         v.at("strategy"), v.at("stats"), v.at("threads"), v.at("vec"), v.at("chunks"), v.at("cluster"),
         v.at("splits"), v.at("reverse") == "1", v.at("team_kb"), v.at("seg_kb"), v.at("ring_kb"),
         v.at("ahead"), v.at("lag_mb"), v.at("sm_blocks"), v.at("stages"), v.at("publish"),
-        v.at("l2_hint") == "1", v.at("team_l2"), v.at("unroll"), v.at("stream_store") == "1", group,
+        v.at("l2_hint") == "1", v.at("team_l2"), v.at("unroll"), v.at("stream_store") == "1", v.at("fit") == "1", group,
         g.what == norm_graph::kind::rms_norm, g.num_groups, g.normalized_dims, cuda_emit::float_literal(g.eps), has_w,
         has_b, spec.inputs.size(), input_index(spec, g.input), has_w ? input_index(spec, g.weight) : -1,
         has_b ? input_index(spec, g.bias) : -1);

@@ -95,10 +95,12 @@ __device__ __forceinline__ uint64_t l2_evict_first() {
   return p;
 }
 
-// GroupNorm's channels a team block's segment spans, per row: their (scale, shift) computed once into shared memory
-// after the row's statistics, so that the apply loop neither divides its index by hw nor loads w and b per vector
-// (a load the compiler cannot hoist past the stores to y, which may alias w and b: each vector's division, w and b
-// loads, math and store ran one after another). A segment spanning more channels applies per vector as before.
+// GroupNorm's channels a team block's segment spans, per row: their (scale, shift) in shared memory, so that the
+// apply loop neither divides its index by hw nor loads w and b per vector (a load the compiler cannot hoist past the
+// stores to y, which may alias w and b: each vector's division, w and b loads, math and store ran one after
+// another). Thread j loads channel j's w and b when its row starts, so the statistics and the team's barrier hide
+// that load; the table is filled once the row's mean and rstd are in. A segment spanning more channels than the
+// table or the block's threads applies per vector as before.
 constexpr int k_team_chan = 128;
 
 // x / d and x % d for a row's indices, in 32-bit arithmetic where both fit (a 64-bit division is a long subroutine).
@@ -117,8 +119,10 @@ __device__ __forceinline__ void row_divmod(int64_t x, int64_t d, int64_t* q, int
 // statistics start on the first part while the others are still in flight.
 constexpr int k_team_parts = 8;
 
+// At most 64 registers a thread whatever NT (1024 threads an SM): the 48 KiB variants fit 4 blocks an SM. The channel
+// table's registers took a 256-thread block from 64 to 80 (3 an SM).
 template <int V>
-__global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int teams, int64_t hold) {
+__global__ void __launch_bounds__(NT, 1024 / NT) team_kernel(norm_args a, int tsize, int teams, int64_t hold) {
   extern __shared__ __align__(128) unsigned char team_smem[];
   in_t* kept = reinterpret_cast<in_t*>(team_smem);
   __shared__ f3 scratch[NT / 32];
@@ -138,9 +142,32 @@ __global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int te
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
+  // GroupNorm: the segment's channels [c_lo, c_lo + tab_n) (tab_n 0: no table), and each thread's place in them,
+  // stepped without division: channel c0 and offset r0 of its first vector, dc channels and dr elements a step.
+  constexpr int k_tab_cap = k_team_chan < NT ? k_team_chan : NT;
+  const int64_t step = (int64_t)NT * V, first = lo + (int64_t)threadIdx.x * V;
+  int64_t c_lo = 0;
+  int tab_n = 0, c0 = 0, r0 = 0, dc = 0, dr = 0;
+  if constexpr (k_group) {
+    int64_t c_last, q, r;
+    row_divmod(lo, a.hw, &c_lo, &r);
+    row_divmod(hi > lo ? hi - 1 : lo, a.hw, &c_last, &r);
+    if (hi > lo && c_last - c_lo < k_tab_cap && a.hw <= 0x3fffffffll && step <= 0x3fffffffll) {  // rem + dr fits an int
+      tab_n = (int)(c_last - c_lo + 1);  // the same for the whole block
+      row_divmod(first, a.hw, &q, &r);
+      c0 = (int)(q - c_lo);  // past the table only for a thread with no vector in the segment
+      r0 = (int)r;
+      row_divmod(step, a.hw, &q, &r);
+      dc = (int)q;
+      dr = (int)r;
+    }
+  }
   unsigned round = 0;
   for (int64_t row = team; row < a.rows; row += teams, ++round) {
     const int64_t base = row * a.n;
+    float2 twb = make_float2(1.f, 0.f);  // this thread's table channel's w and b, loaded ahead of the statistics
+    if constexpr (k_group)
+      if ((int)threadIdx.x < tab_n) twb = channel_wb(a, (row % a.groups) * a.cpg + c_lo + threadIdx.x);
     moments mo;
     mo.shift = row_shift<V>(a, base);
     if constexpr (k_bulk) {
@@ -190,36 +217,22 @@ __global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int te
     }
     __syncthreads();
     const float2 mr = row_stats;  // rewritten only after the next row's block_reduce, which every thread reaches
-    // GroupNorm: the segment's channels [c_lo, c_lo + c_n) in the table (rewritten, like row_stats, only after the
-    // next row's barriers); each thread's channel then steps with its index: dc channels and dr elements a step.
-    bool tabled = false;
-    int64_t c = 0, rem = 0, dc = 0, dr = 0;
-    const int64_t step = (int64_t)NT * V, first = lo + (int64_t)threadIdx.x * V;
-    if constexpr (k_group) {
-      int64_t c_lo, c_last, unused;
-      row_divmod(lo, a.hw, &c_lo, &unused);
-      row_divmod(hi > lo ? hi - 1 : lo, a.hw, &c_last, &unused);
-      tabled = hi > lo && c_last - c_lo < k_team_chan;  // the same for the whole block
-      if (tabled) {
-        const int64_t c_row = (row % a.groups) * a.cpg + c_lo;
-        for (int64_t j = threadIdx.x; j <= c_last - c_lo; j += NT) chan[j] = channel_affine(a, c_row + j, mr.x, mr.y);
-        __syncthreads();
-        row_divmod(first, a.hw, &c, &rem);
-        c -= c_lo;
-        row_divmod(step, a.hw, &dc, &dr);
-      }
+    if (tab_n > 0) {              // the table (rewritten, like row_stats, only after the next row's barriers)
+      if ((int)threadIdx.x < tab_n) chan[threadIdx.x] = affine_of(twb, mr.x, mr.y);
+      __syncthreads();
     }
+    int c = c0, rem = r0;
 #pragma unroll k_unroll
     for (int64_t i = first; i < hi; i += step) {
       float x[V];  // the kept part is complete: every thread waited for it (bulk) or wrote its own (else)
       if (i < kept_hi) load_vec<in_t, V>(kept + (i - lo), x), prologue_x<V>(x);
       else load_x<V>(a, base + i, x);
-      if (tabled) {
+      if (tab_n > 0) {
         const float2 t = chan[c];
         apply_uniform<V>(t.x, t.y, x);
         c += dc;
         rem += dr;
-        if (rem >= a.hw) rem -= a.hw, ++c;
+        if (rem >= (int)a.hw) rem -= (int)a.hw, ++c;
       } else {
         apply<V>(a, row, i, mr.x, mr.y, x);
       }

@@ -8,9 +8,76 @@
 
 namespace kfk {
 
+// A cluster of k_cluster CTAs per row, each CTA a segment of it (in registers when it fits k_chunks vectors a
+// thread), the statistics combined through distributed shared memory.
+template <int V>
+int launch_cluster_rows(norm_args a, cudaStream_t s) {
+  a.seg = ((a.n + k_cluster - 1) / k_cluster + V - 1) / V * V;
+  const dim3 grid(k_cluster, (unsigned)(a.rows < 65535 ? a.rows : 65535));
+  if (launch_clusters(norm_kernel<V, s_cluster>, k_cluster, grid, NT, 0, s, a) != 0) return 3;
+  return cudaGetLastError() == cudaSuccess ? 0 : 3;
+}
+
+// ---- fit (the grid strategies): a launch whose rows each fit the registers of one block (k_chunks vectors a
+// thread), or else of a cluster of k_cluster CTAs, with every row's block or cluster resident at once, runs that
+// per-row kernel instead: x is read from DRAM once into registers and the statistics meet in shared memory or
+// through distributed shared memory, where the grid kernels pass each row through bulk copies into shared memory,
+// a barrier in global memory (team) or ticket and statistics round trips (stream). What is resident is the
+// occupancy calculator's answer for this device and kernel (registers decide it), asked once per device.
+struct fit_setup {
+  int dev = -1, blocks = 0, clusters = 0;  // the block kernel's resident blocks, the cluster kernel's clusters
+};
+static fit_setup g_fit_setup[2];  // per vector width; internal linkage, as g_team_setup
+
+template <int V>
+int launch_fit(norm_args a, cudaStream_t s) {
+  fit_setup& su = g_fit_setup[V == 1 ? 0 : 1];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 3;
+  if (dev != su.dev) {
+    int sms = 0, per_sm = 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, norm_kernel<V, s_block>, NT, 0) != cudaSuccess) {
+      cudaGetLastError();
+      return -1;
+    }
+    su.blocks = sms * per_sm;
+    su.clusters = 0;
+    cudaLaunchAttribute attr = {};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = k_cluster;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(k_cluster);
+    cfg.blockDim = dim3(NT);
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    if ((k_cluster > 8 && cudaFuncSetAttribute(norm_kernel<V, s_cluster>,
+                                               cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) ||
+        cudaOccupancyMaxActiveClusters(&su.clusters, norm_kernel<V, s_cluster>, &cfg) != cudaSuccess) {
+      cudaGetLastError();  // no cluster launch here: blocks only
+      su.clusters = 0;
+    }
+    su.dev = dev;
+  }
+  const int64_t cap = (int64_t)k_chunks * NT * V;  // elements a block holds in registers
+  if (a.n <= cap && a.rows <= su.blocks) {
+    norm_kernel<V, s_block><<<(unsigned)a.rows, NT, 0, s>>>(a);
+    return cudaGetLastError() == cudaSuccess ? 0 : 3;
+  }
+  if (a.n <= cap * k_cluster && a.rows <= su.clusters) return launch_cluster_rows<V>(a, s);
+  return -1;
+}
+
 template <int V>
 int run(norm_args a, cudaStream_t s) {
   const int64_t k_grid_cap = 1 << 22;
+  if constexpr (k_fit &&
+                (k_strategy == s_split || k_strategy == s_team || k_strategy == s_stream || k_strategy == s_ring)) {
+    const int rc = launch_fit<V>(a, s);
+    if (rc >= 0) return rc;
+  }
   if constexpr (k_strategy == s_team) {
     const int rc = launch_team<V>(a, s);
     if (rc >= 0) return rc;
@@ -35,9 +102,7 @@ int run(norm_args a, cudaStream_t s) {
     const int64_t blocks = (a.rows + NT / 32 - 1) / (NT / 32);
     norm_kernel<V><<<(unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap), NT, 0, s>>>(a);
   } else if constexpr (k_strategy == s_cluster) {
-    a.seg = ((a.n + k_cluster - 1) / k_cluster + V - 1) / V * V;
-    const dim3 grid(k_cluster, (unsigned)(a.rows < 65535 ? a.rows : 65535));
-    if (launch_clusters(norm_kernel<V>, k_cluster, grid, NT, 0, s, a) != 0) return 3;
+    return launch_cluster_rows<V>(a, s);
   } else {
     norm_kernel<V><<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), NT, 0, s>>>(a);
   }

@@ -29,11 +29,25 @@ __device__ __forceinline__ void load_x(const norm_args& a, int64_t at, float* x)
   prologue_x<V>(x);
 }
 
-// GroupNorm's channel c as one scale and shift: (x - mean) * rstd * w + b is x * sc + sh.
+// GroupNorm's channel c: its weight and bias (1 and 0 where the graph has none).
+__device__ __forceinline__ float2 channel_wb(const norm_args& a, int64_t c) {
+  return make_float2(k_has_w ? to_f(a.w[c]) : 1.f, k_has_b ? to_f(a.b[c]) : 0.f);
+}
+
+// A channel's (w, b) as one scale and shift: (x - mean) * rstd * w + b is x * sc + sh.
+__device__ __forceinline__ float2 affine_of(float2 wb, float mean, float rstd) {
+  const float sc = rstd * wb.x;
+  return make_float2(sc, wb.y - mean * sc);
+}
+
 __device__ __forceinline__ float2 channel_affine(const norm_args& a, int64_t c, float mean, float rstd) {
-  const float w = k_has_w ? to_f(a.w[c]) : 1.f, b = k_has_b ? to_f(a.b[c]) : 0.f;
-  const float sc = rstd * w;
-  return make_float2(sc, b - mean * sc);
+  return affine_of(channel_wb(a, c), mean, rstd);
+}
+
+// The channel within its group of a row's element i (32-bit division when the row allows it: a 64-bit one per
+// vector made the apply pass issue-bound).
+__device__ __forceinline__ int64_t channel_in_row(const norm_args& a, int64_t i) {
+  return a.n <= 0xffffffffll ? (int64_t)((uint32_t)i / (uint32_t)a.hw) : i / a.hw;
 }
 
 template <int V>
@@ -46,9 +60,7 @@ __device__ __forceinline__ void apply_uniform(float sc, float sh, float* x) {
 template <int V>
 __device__ __forceinline__ void apply(const norm_args& a, int64_t row, int64_t i, float mean, float rstd, float* x) {
   if constexpr (k_group) {
-    // 32-bit division when the row allows it: a 64-bit one per vector made the apply pass issue-bound.
-    const int64_t within = a.n <= 0xffffffffll ? (int64_t)((uint32_t)i / (uint32_t)a.hw) : i / a.hw;
-    const float2 t = channel_affine(a, (row % a.groups) * a.cpg + within, mean, rstd);
+    const float2 t = channel_affine(a, (row % a.groups) * a.cpg + channel_in_row(a, i), mean, rstd);
     apply_uniform<V>(t.x, t.y, x);
   } else {
     float w[V], b[V];
@@ -151,8 +163,12 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
   const int64_t span = (int64_t)g.nthr * V;
   float2 mr;
   if (seg_max <= (int64_t)k_chunks * span) {
-    // The segment in registers: one read of x.
+    // The segment in registers: one read of x. GroupNorm: each vector's channel's w and b are loaded with it (a
+    // vector lies in one channel), so the statistics and the reduction hide that load; loaded in the apply step,
+    // each waited behind the stores before it (they may alias w and b).
     float r[k_chunks][V];
+    float2 wb[k_group ? k_chunks : 1];
+    const int64_t c_row = k_group ? (row % a.groups) * a.cpg : 0;
     moments mo;
     mo.shift = row_shift<V>(a, base);
 #pragma unroll
@@ -160,6 +176,7 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
       const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
       if (i < hi) {
         load_x<V>(a, base + i, r[c]);
+        if constexpr (k_group) wb[c] = channel_wb(a, c_row + channel_in_row(a, i));
         if constexpr (k_stats != st_twopass) mo.add<V>(r[c]);
       }
     }
@@ -203,7 +220,12 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
     for (int c = 0; c < k_chunks; ++c) {
       const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
       if (i < hi) {
-        apply<V>(a, row, i, mr.x, mr.y, r[c]);
+        if constexpr (k_group) {
+          const float2 t = affine_of(wb[c], mr.x, mr.y);
+          apply_uniform<V>(t.x, t.y, r[c]);
+        } else {
+          apply<V>(a, row, i, mr.x, mr.y, r[c]);
+        }
         store_vec<out_t, V, k_stream_store>(a.y + base + i, r[c]);
       }
     }
@@ -229,16 +251,18 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
   }
 }
 
-template <int V>
+// A warp, a block or a cluster of k_cluster CTAs per row; STRAT is the variant's strategy, or the per-row kernel
+// that a grid strategy hands a launch to (launch.cuh: a block per row as the fallback, `fit`).
+template <int V, int STRAT = k_strategy>
 __global__ void __launch_bounds__(NT) norm_kernel(norm_args a) {
   __shared__ f3 scratch[NT / 32];
   __shared__ f3 slot;
-  if constexpr (k_strategy == s_warp) {
+  if constexpr (STRAT == s_warp) {
     const group<s_warp> g{(int)(threadIdx.x & 31), 32, scratch, &slot};
     for (int64_t row = (int64_t)blockIdx.x * (NT / 32) + (threadIdx.x >> 5); row < a.rows;
          row += (int64_t)gridDim.x * (NT / 32))
       do_row<V>(a, g, row, 0, a.n, a.n);
-  } else if constexpr (k_strategy == s_cluster) {
+  } else if constexpr (STRAT == s_cluster) {
     const group<s_cluster> g{(int)threadIdx.x, NT, scratch, &slot};
     const int64_t lo = min(a.n, (int64_t)blockIdx.x * a.seg), hi = min(a.n, lo + a.seg);
     for (int64_t row = blockIdx.y; row < a.rows; row += gridDim.y) do_row<V>(a, g, row, lo, hi, a.seg);

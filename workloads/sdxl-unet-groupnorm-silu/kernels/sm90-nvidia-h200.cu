@@ -1,5 +1,5 @@
 // kforge kernel: family dispatch, version 1
-// knobs: p0=group_norm_cuda@3/ahead:2/chunks:4/cluster:8/l2_hint:0/lag_mb:4/publish:counter/reverse:1/ring_kb:192/seg_kb:32/sm_blocks:0/splits:64/stages:2/stats:sumsq/strategy:block/stream_store:1/team_kb:192/team_l2:0/threads:256/unroll:4/vec:8 p1=group_norm_cuda@3/ahead:2/chunks:4/cluster:8/l2_hint:0/lag_mb:0/publish:counter/reverse:1/ring_kb:192/seg_kb:32/sm_blocks:0/splits:64/stages:2/stats:sumsq/strategy:stream/stream_store:0/team_kb:96/team_l2:50/threads:256/unroll:4/vec:8 parts=2 upto0=587602
+// knobs: p0=group_norm_cuda@4/ahead:2/chunks:4/cluster:8/fit:0/l2_hint:0/lag_mb:4/publish:counter/reverse:1/ring_kb:192/seg_kb:32/sm_blocks:0/splits:64/stages:2/stats:sumsq/strategy:block/stream_store:1/team_kb:192/team_l2:0/threads:256/unroll:4/vec:8 p1=group_norm_cuda@4/ahead:2/chunks:4/cluster:8/fit:0/l2_hint:0/lag_mb:0/publish:counter/reverse:1/ring_kb:192/seg_kb:32/sm_blocks:0/splits:64/stages:2/stats:sumsq/strategy:stream/stream_store:0/team_kb:96/team_l2:50/threads:256/unroll:4/vec:8 parts=2 upto0=587602
 // computes: x[float16] -> group_norm(groups=32, eps=1e-05) -> silu
 // kforge winner: sdxl-unet-groupnorm-silu on sm90-nvidia-h200
 // found: by `kforge search` (template proposer) on 2026-12-03T06:56:34Z
@@ -8,6 +8,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T03:06:52Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T15:29:38Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T17:06:02Z, dispatch version 1 from version 1; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T18:08:11Z, dispatch version 1 from version 1; knobs filled: p0.fit=0 (the code before the knob), p1.fit=0 (the code before the knob); measured above is the earlier kernel's
 
 // dispatch: each part below is a whole candidate of its family, its names in a namespace of its own and its kf_launch renamed;
 // the kf_launch at the end picks a part by the bytes of the inputs it receives.
@@ -20,8 +21,8 @@
 // ---- part 0 ----
 #define kf_launch kf_launch_part0
 namespace kf_part0 {
-// kforge kernel: family group_norm_cuda, version 3
-// knobs: ahead=2 chunks=4 cluster=8 l2_hint=0 lag_mb=4 publish=counter reverse=1 ring_kb=192 seg_kb=32 sm_blocks=0 splits=64 stages=2 stats=sumsq strategy=block stream_store=1 team_kb=192 team_l2=0 threads=256 unroll=4 vec=8
+// kforge kernel: family group_norm_cuda, version 4
+// knobs: ahead=2 chunks=4 cluster=8 fit=0 l2_hint=0 lag_mb=4 publish=counter reverse=1 ring_kb=192 seg_kb=32 sm_blocks=0 splits=64 stages=2 stats=sumsq strategy=block stream_store=1 team_kb=192 team_l2=0 threads=256 unroll=4 vec=8
 // computes: x[float16] -> group_norm(groups=32, eps=1e-05) -> silu
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
@@ -374,6 +375,7 @@ constexpr bool k_l2_hint = false;
 constexpr int k_team_l2 = 0;
 constexpr int k_unroll = 4;
 constexpr bool k_stream_store = true;
+constexpr bool k_fit = false;
 constexpr bool k_group = true;
 constexpr bool k_rms = false;
 constexpr int k_num_groups = 32;
@@ -425,11 +427,25 @@ __device__ __forceinline__ void load_x(const norm_args& a, int64_t at, float* x)
   prologue_x<V>(x);
 }
 
-// GroupNorm's channel c as one scale and shift: (x - mean) * rstd * w + b is x * sc + sh.
+// GroupNorm's channel c: its weight and bias (1 and 0 where the graph has none).
+__device__ __forceinline__ float2 channel_wb(const norm_args& a, int64_t c) {
+  return make_float2(k_has_w ? to_f(a.w[c]) : 1.f, k_has_b ? to_f(a.b[c]) : 0.f);
+}
+
+// A channel's (w, b) as one scale and shift: (x - mean) * rstd * w + b is x * sc + sh.
+__device__ __forceinline__ float2 affine_of(float2 wb, float mean, float rstd) {
+  const float sc = rstd * wb.x;
+  return make_float2(sc, wb.y - mean * sc);
+}
+
 __device__ __forceinline__ float2 channel_affine(const norm_args& a, int64_t c, float mean, float rstd) {
-  const float w = k_has_w ? to_f(a.w[c]) : 1.f, b = k_has_b ? to_f(a.b[c]) : 0.f;
-  const float sc = rstd * w;
-  return make_float2(sc, b - mean * sc);
+  return affine_of(channel_wb(a, c), mean, rstd);
+}
+
+// The channel within its group of a row's element i (32-bit division when the row allows it: a 64-bit one per
+// vector made the apply pass issue-bound).
+__device__ __forceinline__ int64_t channel_in_row(const norm_args& a, int64_t i) {
+  return a.n <= 0xffffffffll ? (int64_t)((uint32_t)i / (uint32_t)a.hw) : i / a.hw;
 }
 
 template <int V>
@@ -442,9 +458,7 @@ __device__ __forceinline__ void apply_uniform(float sc, float sh, float* x) {
 template <int V>
 __device__ __forceinline__ void apply(const norm_args& a, int64_t row, int64_t i, float mean, float rstd, float* x) {
   if constexpr (k_group) {
-    // 32-bit division when the row allows it: a 64-bit one per vector made the apply pass issue-bound.
-    const int64_t within = a.n <= 0xffffffffll ? (int64_t)((uint32_t)i / (uint32_t)a.hw) : i / a.hw;
-    const float2 t = channel_affine(a, (row % a.groups) * a.cpg + within, mean, rstd);
+    const float2 t = channel_affine(a, (row % a.groups) * a.cpg + channel_in_row(a, i), mean, rstd);
     apply_uniform<V>(t.x, t.y, x);
   } else {
     float w[V], b[V];
@@ -547,8 +561,12 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
   const int64_t span = (int64_t)g.nthr * V;
   float2 mr;
   if (seg_max <= (int64_t)k_chunks * span) {
-    // The segment in registers: one read of x.
+    // The segment in registers: one read of x. GroupNorm: each vector's channel's w and b are loaded with it (a
+    // vector lies in one channel), so the statistics and the reduction hide that load; loaded in the apply step,
+    // each waited behind the stores before it (they may alias w and b).
     float r[k_chunks][V];
+    float2 wb[k_group ? k_chunks : 1];
+    const int64_t c_row = k_group ? (row % a.groups) * a.cpg : 0;
     moments mo;
     mo.shift = row_shift<V>(a, base);
 #pragma unroll
@@ -556,6 +574,7 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
       const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
       if (i < hi) {
         load_x<V>(a, base + i, r[c]);
+        if constexpr (k_group) wb[c] = channel_wb(a, c_row + channel_in_row(a, i));
         if constexpr (k_stats != st_twopass) mo.add<V>(r[c]);
       }
     }
@@ -599,7 +618,12 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
     for (int c = 0; c < k_chunks; ++c) {
       const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
       if (i < hi) {
-        apply<V>(a, row, i, mr.x, mr.y, r[c]);
+        if constexpr (k_group) {
+          const float2 t = affine_of(wb[c], mr.x, mr.y);
+          apply_uniform<V>(t.x, t.y, r[c]);
+        } else {
+          apply<V>(a, row, i, mr.x, mr.y, r[c]);
+        }
         store_vec<out_t, V, k_stream_store>(a.y + base + i, r[c]);
       }
     }
@@ -625,16 +649,18 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
   }
 }
 
-template <int V>
+// A warp, a block or a cluster of k_cluster CTAs per row; STRAT is the variant's strategy, or the per-row kernel
+// that a grid strategy hands a launch to (launch.cuh: a block per row as the fallback, `fit`).
+template <int V, int STRAT = k_strategy>
 __global__ void __launch_bounds__(NT) norm_kernel(norm_args a) {
   __shared__ f3 scratch[NT / 32];
   __shared__ f3 slot;
-  if constexpr (k_strategy == s_warp) {
+  if constexpr (STRAT == s_warp) {
     const group<s_warp> g{(int)(threadIdx.x & 31), 32, scratch, &slot};
     for (int64_t row = (int64_t)blockIdx.x * (NT / 32) + (threadIdx.x >> 5); row < a.rows;
          row += (int64_t)gridDim.x * (NT / 32))
       do_row<V>(a, g, row, 0, a.n, a.n);
-  } else if constexpr (k_strategy == s_cluster) {
+  } else if constexpr (STRAT == s_cluster) {
     const group<s_cluster> g{(int)threadIdx.x, NT, scratch, &slot};
     const int64_t lo = min(a.n, (int64_t)blockIdx.x * a.seg), hi = min(a.n, lo + a.seg);
     for (int64_t row = blockIdx.y; row < a.rows; row += gridDim.y) do_row<V>(a, g, row, lo, hi, a.seg);
@@ -777,10 +803,12 @@ __device__ __forceinline__ uint64_t l2_evict_first() {
   return p;
 }
 
-// GroupNorm's channels a team block's segment spans, per row: their (scale, shift) computed once into shared memory
-// after the row's statistics, so that the apply loop neither divides its index by hw nor loads w and b per vector
-// (a load the compiler cannot hoist past the stores to y, which may alias w and b: each vector's division, w and b
-// loads, math and store ran one after another). A segment spanning more channels applies per vector as before.
+// GroupNorm's channels a team block's segment spans, per row: their (scale, shift) in shared memory, so that the
+// apply loop neither divides its index by hw nor loads w and b per vector (a load the compiler cannot hoist past the
+// stores to y, which may alias w and b: each vector's division, w and b loads, math and store ran one after
+// another). Thread j loads channel j's w and b when its row starts, so the statistics and the team's barrier hide
+// that load; the table is filled once the row's mean and rstd are in. A segment spanning more channels than the
+// table or the block's threads applies per vector as before.
 constexpr int k_team_chan = 128;
 
 // x / d and x % d for a row's indices, in 32-bit arithmetic where both fit (a 64-bit division is a long subroutine).
@@ -799,8 +827,10 @@ __device__ __forceinline__ void row_divmod(int64_t x, int64_t d, int64_t* q, int
 // statistics start on the first part while the others are still in flight.
 constexpr int k_team_parts = 8;
 
+// At most 64 registers a thread whatever NT (1024 threads an SM): the 48 KiB variants fit 4 blocks an SM. The channel
+// table's registers took a 256-thread block from 64 to 80 (3 an SM).
 template <int V>
-__global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int teams, int64_t hold) {
+__global__ void __launch_bounds__(NT, 1024 / NT) team_kernel(norm_args a, int tsize, int teams, int64_t hold) {
   extern __shared__ __align__(128) unsigned char team_smem[];
   in_t* kept = reinterpret_cast<in_t*>(team_smem);
   __shared__ f3 scratch[NT / 32];
@@ -820,9 +850,32 @@ __global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int te
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
+  // GroupNorm: the segment's channels [c_lo, c_lo + tab_n) (tab_n 0: no table), and each thread's place in them,
+  // stepped without division: channel c0 and offset r0 of its first vector, dc channels and dr elements a step.
+  constexpr int k_tab_cap = k_team_chan < NT ? k_team_chan : NT;
+  const int64_t step = (int64_t)NT * V, first = lo + (int64_t)threadIdx.x * V;
+  int64_t c_lo = 0;
+  int tab_n = 0, c0 = 0, r0 = 0, dc = 0, dr = 0;
+  if constexpr (k_group) {
+    int64_t c_last, q, r;
+    row_divmod(lo, a.hw, &c_lo, &r);
+    row_divmod(hi > lo ? hi - 1 : lo, a.hw, &c_last, &r);
+    if (hi > lo && c_last - c_lo < k_tab_cap && a.hw <= 0x3fffffffll && step <= 0x3fffffffll) {  // rem + dr fits an int
+      tab_n = (int)(c_last - c_lo + 1);  // the same for the whole block
+      row_divmod(first, a.hw, &q, &r);
+      c0 = (int)(q - c_lo);  // past the table only for a thread with no vector in the segment
+      r0 = (int)r;
+      row_divmod(step, a.hw, &q, &r);
+      dc = (int)q;
+      dr = (int)r;
+    }
+  }
   unsigned round = 0;
   for (int64_t row = team; row < a.rows; row += teams, ++round) {
     const int64_t base = row * a.n;
+    float2 twb = make_float2(1.f, 0.f);  // this thread's table channel's w and b, loaded ahead of the statistics
+    if constexpr (k_group)
+      if ((int)threadIdx.x < tab_n) twb = channel_wb(a, (row % a.groups) * a.cpg + c_lo + threadIdx.x);
     moments mo;
     mo.shift = row_shift<V>(a, base);
     if constexpr (k_bulk) {
@@ -872,36 +925,22 @@ __global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int te
     }
     __syncthreads();
     const float2 mr = row_stats;  // rewritten only after the next row's block_reduce, which every thread reaches
-    // GroupNorm: the segment's channels [c_lo, c_lo + c_n) in the table (rewritten, like row_stats, only after the
-    // next row's barriers); each thread's channel then steps with its index: dc channels and dr elements a step.
-    bool tabled = false;
-    int64_t c = 0, rem = 0, dc = 0, dr = 0;
-    const int64_t step = (int64_t)NT * V, first = lo + (int64_t)threadIdx.x * V;
-    if constexpr (k_group) {
-      int64_t c_lo, c_last, unused;
-      row_divmod(lo, a.hw, &c_lo, &unused);
-      row_divmod(hi > lo ? hi - 1 : lo, a.hw, &c_last, &unused);
-      tabled = hi > lo && c_last - c_lo < k_team_chan;  // the same for the whole block
-      if (tabled) {
-        const int64_t c_row = (row % a.groups) * a.cpg + c_lo;
-        for (int64_t j = threadIdx.x; j <= c_last - c_lo; j += NT) chan[j] = channel_affine(a, c_row + j, mr.x, mr.y);
-        __syncthreads();
-        row_divmod(first, a.hw, &c, &rem);
-        c -= c_lo;
-        row_divmod(step, a.hw, &dc, &dr);
-      }
+    if (tab_n > 0) {              // the table (rewritten, like row_stats, only after the next row's barriers)
+      if ((int)threadIdx.x < tab_n) chan[threadIdx.x] = affine_of(twb, mr.x, mr.y);
+      __syncthreads();
     }
+    int c = c0, rem = r0;
 #pragma unroll k_unroll
     for (int64_t i = first; i < hi; i += step) {
       float x[V];  // the kept part is complete: every thread waited for it (bulk) or wrote its own (else)
       if (i < kept_hi) load_vec<in_t, V>(kept + (i - lo), x), prologue_x<V>(x);
       else load_x<V>(a, base + i, x);
-      if (tabled) {
+      if (tab_n > 0) {
         const float2 t = chan[c];
         apply_uniform<V>(t.x, t.y, x);
         c += dc;
         rem += dr;
-        if (rem >= a.hw) rem -= a.hw, ++c;
+        if (rem >= (int)a.hw) rem -= (int)a.hw, ++c;
       } else {
         apply<V>(a, row, i, mr.x, mr.y, x);
       }
@@ -1544,9 +1583,76 @@ int launch_ring(norm_args a, cudaStream_t s) {
 
 namespace kfk {
 
+// A cluster of k_cluster CTAs per row, each CTA a segment of it (in registers when it fits k_chunks vectors a
+// thread), the statistics combined through distributed shared memory.
+template <int V>
+int launch_cluster_rows(norm_args a, cudaStream_t s) {
+  a.seg = ((a.n + k_cluster - 1) / k_cluster + V - 1) / V * V;
+  const dim3 grid(k_cluster, (unsigned)(a.rows < 65535 ? a.rows : 65535));
+  if (launch_clusters(norm_kernel<V, s_cluster>, k_cluster, grid, NT, 0, s, a) != 0) return 3;
+  return cudaGetLastError() == cudaSuccess ? 0 : 3;
+}
+
+// ---- fit (the grid strategies): a launch whose rows each fit the registers of one block (k_chunks vectors a
+// thread), or else of a cluster of k_cluster CTAs, with every row's block or cluster resident at once, runs that
+// per-row kernel instead: x is read from DRAM once into registers and the statistics meet in shared memory or
+// through distributed shared memory, where the grid kernels pass each row through bulk copies into shared memory,
+// a barrier in global memory (team) or ticket and statistics round trips (stream). What is resident is the
+// occupancy calculator's answer for this device and kernel (registers decide it), asked once per device.
+struct fit_setup {
+  int dev = -1, blocks = 0, clusters = 0;  // the block kernel's resident blocks, the cluster kernel's clusters
+};
+static fit_setup g_fit_setup[2];  // per vector width; internal linkage, as g_team_setup
+
+template <int V>
+int launch_fit(norm_args a, cudaStream_t s) {
+  fit_setup& su = g_fit_setup[V == 1 ? 0 : 1];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 3;
+  if (dev != su.dev) {
+    int sms = 0, per_sm = 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, norm_kernel<V, s_block>, NT, 0) != cudaSuccess) {
+      cudaGetLastError();
+      return -1;
+    }
+    su.blocks = sms * per_sm;
+    su.clusters = 0;
+    cudaLaunchAttribute attr = {};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = k_cluster;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(k_cluster);
+    cfg.blockDim = dim3(NT);
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    if ((k_cluster > 8 && cudaFuncSetAttribute(norm_kernel<V, s_cluster>,
+                                               cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) ||
+        cudaOccupancyMaxActiveClusters(&su.clusters, norm_kernel<V, s_cluster>, &cfg) != cudaSuccess) {
+      cudaGetLastError();  // no cluster launch here: blocks only
+      su.clusters = 0;
+    }
+    su.dev = dev;
+  }
+  const int64_t cap = (int64_t)k_chunks * NT * V;  // elements a block holds in registers
+  if (a.n <= cap && a.rows <= su.blocks) {
+    norm_kernel<V, s_block><<<(unsigned)a.rows, NT, 0, s>>>(a);
+    return cudaGetLastError() == cudaSuccess ? 0 : 3;
+  }
+  if (a.n <= cap * k_cluster && a.rows <= su.clusters) return launch_cluster_rows<V>(a, s);
+  return -1;
+}
+
 template <int V>
 int run(norm_args a, cudaStream_t s) {
   const int64_t k_grid_cap = 1 << 22;
+  if constexpr (k_fit &&
+                (k_strategy == s_split || k_strategy == s_team || k_strategy == s_stream || k_strategy == s_ring)) {
+    const int rc = launch_fit<V>(a, s);
+    if (rc >= 0) return rc;
+  }
   if constexpr (k_strategy == s_team) {
     const int rc = launch_team<V>(a, s);
     if (rc >= 0) return rc;
@@ -1571,9 +1677,7 @@ int run(norm_args a, cudaStream_t s) {
     const int64_t blocks = (a.rows + NT / 32 - 1) / (NT / 32);
     norm_kernel<V><<<(unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap), NT, 0, s>>>(a);
   } else if constexpr (k_strategy == s_cluster) {
-    a.seg = ((a.n + k_cluster - 1) / k_cluster + V - 1) / V * V;
-    const dim3 grid(k_cluster, (unsigned)(a.rows < 65535 ? a.rows : 65535));
-    if (launch_clusters(norm_kernel<V>, k_cluster, grid, NT, 0, s, a) != 0) return 3;
+    return launch_cluster_rows<V>(a, s);
   } else {
     norm_kernel<V><<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), NT, 0, s>>>(a);
   }
@@ -1638,8 +1742,8 @@ extern "C" int kf_launch(const kf_tensor* inputs, int n_inputs, kf_tensor* outpu
 // ---- part 1 ----
 #define kf_launch kf_launch_part1
 namespace kf_part1 {
-// kforge kernel: family group_norm_cuda, version 3
-// knobs: ahead=2 chunks=4 cluster=8 l2_hint=0 lag_mb=0 publish=counter reverse=1 ring_kb=192 seg_kb=32 sm_blocks=0 splits=64 stages=2 stats=sumsq strategy=stream stream_store=0 team_kb=96 team_l2=50 threads=256 unroll=4 vec=8
+// kforge kernel: family group_norm_cuda, version 4
+// knobs: ahead=2 chunks=4 cluster=8 fit=0 l2_hint=0 lag_mb=0 publish=counter reverse=1 ring_kb=192 seg_kb=32 sm_blocks=0 splits=64 stages=2 stats=sumsq strategy=stream stream_store=0 team_kb=96 team_l2=50 threads=256 unroll=4 vec=8
 // computes: x[float16] -> group_norm(groups=32, eps=1e-05) -> silu
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
@@ -1992,6 +2096,7 @@ constexpr bool k_l2_hint = false;
 constexpr int k_team_l2 = 50;
 constexpr int k_unroll = 4;
 constexpr bool k_stream_store = false;
+constexpr bool k_fit = false;
 constexpr bool k_group = true;
 constexpr bool k_rms = false;
 constexpr int k_num_groups = 32;
@@ -2043,11 +2148,25 @@ __device__ __forceinline__ void load_x(const norm_args& a, int64_t at, float* x)
   prologue_x<V>(x);
 }
 
-// GroupNorm's channel c as one scale and shift: (x - mean) * rstd * w + b is x * sc + sh.
+// GroupNorm's channel c: its weight and bias (1 and 0 where the graph has none).
+__device__ __forceinline__ float2 channel_wb(const norm_args& a, int64_t c) {
+  return make_float2(k_has_w ? to_f(a.w[c]) : 1.f, k_has_b ? to_f(a.b[c]) : 0.f);
+}
+
+// A channel's (w, b) as one scale and shift: (x - mean) * rstd * w + b is x * sc + sh.
+__device__ __forceinline__ float2 affine_of(float2 wb, float mean, float rstd) {
+  const float sc = rstd * wb.x;
+  return make_float2(sc, wb.y - mean * sc);
+}
+
 __device__ __forceinline__ float2 channel_affine(const norm_args& a, int64_t c, float mean, float rstd) {
-  const float w = k_has_w ? to_f(a.w[c]) : 1.f, b = k_has_b ? to_f(a.b[c]) : 0.f;
-  const float sc = rstd * w;
-  return make_float2(sc, b - mean * sc);
+  return affine_of(channel_wb(a, c), mean, rstd);
+}
+
+// The channel within its group of a row's element i (32-bit division when the row allows it: a 64-bit one per
+// vector made the apply pass issue-bound).
+__device__ __forceinline__ int64_t channel_in_row(const norm_args& a, int64_t i) {
+  return a.n <= 0xffffffffll ? (int64_t)((uint32_t)i / (uint32_t)a.hw) : i / a.hw;
 }
 
 template <int V>
@@ -2060,9 +2179,7 @@ __device__ __forceinline__ void apply_uniform(float sc, float sh, float* x) {
 template <int V>
 __device__ __forceinline__ void apply(const norm_args& a, int64_t row, int64_t i, float mean, float rstd, float* x) {
   if constexpr (k_group) {
-    // 32-bit division when the row allows it: a 64-bit one per vector made the apply pass issue-bound.
-    const int64_t within = a.n <= 0xffffffffll ? (int64_t)((uint32_t)i / (uint32_t)a.hw) : i / a.hw;
-    const float2 t = channel_affine(a, (row % a.groups) * a.cpg + within, mean, rstd);
+    const float2 t = channel_affine(a, (row % a.groups) * a.cpg + channel_in_row(a, i), mean, rstd);
     apply_uniform<V>(t.x, t.y, x);
   } else {
     float w[V], b[V];
@@ -2165,8 +2282,12 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
   const int64_t span = (int64_t)g.nthr * V;
   float2 mr;
   if (seg_max <= (int64_t)k_chunks * span) {
-    // The segment in registers: one read of x.
+    // The segment in registers: one read of x. GroupNorm: each vector's channel's w and b are loaded with it (a
+    // vector lies in one channel), so the statistics and the reduction hide that load; loaded in the apply step,
+    // each waited behind the stores before it (they may alias w and b).
     float r[k_chunks][V];
+    float2 wb[k_group ? k_chunks : 1];
+    const int64_t c_row = k_group ? (row % a.groups) * a.cpg : 0;
     moments mo;
     mo.shift = row_shift<V>(a, base);
 #pragma unroll
@@ -2174,6 +2295,7 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
       const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
       if (i < hi) {
         load_x<V>(a, base + i, r[c]);
+        if constexpr (k_group) wb[c] = channel_wb(a, c_row + channel_in_row(a, i));
         if constexpr (k_stats != st_twopass) mo.add<V>(r[c]);
       }
     }
@@ -2217,7 +2339,12 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
     for (int c = 0; c < k_chunks; ++c) {
       const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
       if (i < hi) {
-        apply<V>(a, row, i, mr.x, mr.y, r[c]);
+        if constexpr (k_group) {
+          const float2 t = affine_of(wb[c], mr.x, mr.y);
+          apply_uniform<V>(t.x, t.y, r[c]);
+        } else {
+          apply<V>(a, row, i, mr.x, mr.y, r[c]);
+        }
         store_vec<out_t, V, k_stream_store>(a.y + base + i, r[c]);
       }
     }
@@ -2243,16 +2370,18 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
   }
 }
 
-template <int V>
+// A warp, a block or a cluster of k_cluster CTAs per row; STRAT is the variant's strategy, or the per-row kernel
+// that a grid strategy hands a launch to (launch.cuh: a block per row as the fallback, `fit`).
+template <int V, int STRAT = k_strategy>
 __global__ void __launch_bounds__(NT) norm_kernel(norm_args a) {
   __shared__ f3 scratch[NT / 32];
   __shared__ f3 slot;
-  if constexpr (k_strategy == s_warp) {
+  if constexpr (STRAT == s_warp) {
     const group<s_warp> g{(int)(threadIdx.x & 31), 32, scratch, &slot};
     for (int64_t row = (int64_t)blockIdx.x * (NT / 32) + (threadIdx.x >> 5); row < a.rows;
          row += (int64_t)gridDim.x * (NT / 32))
       do_row<V>(a, g, row, 0, a.n, a.n);
-  } else if constexpr (k_strategy == s_cluster) {
+  } else if constexpr (STRAT == s_cluster) {
     const group<s_cluster> g{(int)threadIdx.x, NT, scratch, &slot};
     const int64_t lo = min(a.n, (int64_t)blockIdx.x * a.seg), hi = min(a.n, lo + a.seg);
     for (int64_t row = blockIdx.y; row < a.rows; row += gridDim.y) do_row<V>(a, g, row, lo, hi, a.seg);
@@ -2395,10 +2524,12 @@ __device__ __forceinline__ uint64_t l2_evict_first() {
   return p;
 }
 
-// GroupNorm's channels a team block's segment spans, per row: their (scale, shift) computed once into shared memory
-// after the row's statistics, so that the apply loop neither divides its index by hw nor loads w and b per vector
-// (a load the compiler cannot hoist past the stores to y, which may alias w and b: each vector's division, w and b
-// loads, math and store ran one after another). A segment spanning more channels applies per vector as before.
+// GroupNorm's channels a team block's segment spans, per row: their (scale, shift) in shared memory, so that the
+// apply loop neither divides its index by hw nor loads w and b per vector (a load the compiler cannot hoist past the
+// stores to y, which may alias w and b: each vector's division, w and b loads, math and store ran one after
+// another). Thread j loads channel j's w and b when its row starts, so the statistics and the team's barrier hide
+// that load; the table is filled once the row's mean and rstd are in. A segment spanning more channels than the
+// table or the block's threads applies per vector as before.
 constexpr int k_team_chan = 128;
 
 // x / d and x % d for a row's indices, in 32-bit arithmetic where both fit (a 64-bit division is a long subroutine).
@@ -2417,8 +2548,10 @@ __device__ __forceinline__ void row_divmod(int64_t x, int64_t d, int64_t* q, int
 // statistics start on the first part while the others are still in flight.
 constexpr int k_team_parts = 8;
 
+// At most 64 registers a thread whatever NT (1024 threads an SM): the 48 KiB variants fit 4 blocks an SM. The channel
+// table's registers took a 256-thread block from 64 to 80 (3 an SM).
 template <int V>
-__global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int teams, int64_t hold) {
+__global__ void __launch_bounds__(NT, 1024 / NT) team_kernel(norm_args a, int tsize, int teams, int64_t hold) {
   extern __shared__ __align__(128) unsigned char team_smem[];
   in_t* kept = reinterpret_cast<in_t*>(team_smem);
   __shared__ f3 scratch[NT / 32];
@@ -2438,9 +2571,32 @@ __global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int te
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
+  // GroupNorm: the segment's channels [c_lo, c_lo + tab_n) (tab_n 0: no table), and each thread's place in them,
+  // stepped without division: channel c0 and offset r0 of its first vector, dc channels and dr elements a step.
+  constexpr int k_tab_cap = k_team_chan < NT ? k_team_chan : NT;
+  const int64_t step = (int64_t)NT * V, first = lo + (int64_t)threadIdx.x * V;
+  int64_t c_lo = 0;
+  int tab_n = 0, c0 = 0, r0 = 0, dc = 0, dr = 0;
+  if constexpr (k_group) {
+    int64_t c_last, q, r;
+    row_divmod(lo, a.hw, &c_lo, &r);
+    row_divmod(hi > lo ? hi - 1 : lo, a.hw, &c_last, &r);
+    if (hi > lo && c_last - c_lo < k_tab_cap && a.hw <= 0x3fffffffll && step <= 0x3fffffffll) {  // rem + dr fits an int
+      tab_n = (int)(c_last - c_lo + 1);  // the same for the whole block
+      row_divmod(first, a.hw, &q, &r);
+      c0 = (int)(q - c_lo);  // past the table only for a thread with no vector in the segment
+      r0 = (int)r;
+      row_divmod(step, a.hw, &q, &r);
+      dc = (int)q;
+      dr = (int)r;
+    }
+  }
   unsigned round = 0;
   for (int64_t row = team; row < a.rows; row += teams, ++round) {
     const int64_t base = row * a.n;
+    float2 twb = make_float2(1.f, 0.f);  // this thread's table channel's w and b, loaded ahead of the statistics
+    if constexpr (k_group)
+      if ((int)threadIdx.x < tab_n) twb = channel_wb(a, (row % a.groups) * a.cpg + c_lo + threadIdx.x);
     moments mo;
     mo.shift = row_shift<V>(a, base);
     if constexpr (k_bulk) {
@@ -2490,36 +2646,22 @@ __global__ void __launch_bounds__(NT) team_kernel(norm_args a, int tsize, int te
     }
     __syncthreads();
     const float2 mr = row_stats;  // rewritten only after the next row's block_reduce, which every thread reaches
-    // GroupNorm: the segment's channels [c_lo, c_lo + c_n) in the table (rewritten, like row_stats, only after the
-    // next row's barriers); each thread's channel then steps with its index: dc channels and dr elements a step.
-    bool tabled = false;
-    int64_t c = 0, rem = 0, dc = 0, dr = 0;
-    const int64_t step = (int64_t)NT * V, first = lo + (int64_t)threadIdx.x * V;
-    if constexpr (k_group) {
-      int64_t c_lo, c_last, unused;
-      row_divmod(lo, a.hw, &c_lo, &unused);
-      row_divmod(hi > lo ? hi - 1 : lo, a.hw, &c_last, &unused);
-      tabled = hi > lo && c_last - c_lo < k_team_chan;  // the same for the whole block
-      if (tabled) {
-        const int64_t c_row = (row % a.groups) * a.cpg + c_lo;
-        for (int64_t j = threadIdx.x; j <= c_last - c_lo; j += NT) chan[j] = channel_affine(a, c_row + j, mr.x, mr.y);
-        __syncthreads();
-        row_divmod(first, a.hw, &c, &rem);
-        c -= c_lo;
-        row_divmod(step, a.hw, &dc, &dr);
-      }
+    if (tab_n > 0) {              // the table (rewritten, like row_stats, only after the next row's barriers)
+      if ((int)threadIdx.x < tab_n) chan[threadIdx.x] = affine_of(twb, mr.x, mr.y);
+      __syncthreads();
     }
+    int c = c0, rem = r0;
 #pragma unroll k_unroll
     for (int64_t i = first; i < hi; i += step) {
       float x[V];  // the kept part is complete: every thread waited for it (bulk) or wrote its own (else)
       if (i < kept_hi) load_vec<in_t, V>(kept + (i - lo), x), prologue_x<V>(x);
       else load_x<V>(a, base + i, x);
-      if (tabled) {
+      if (tab_n > 0) {
         const float2 t = chan[c];
         apply_uniform<V>(t.x, t.y, x);
         c += dc;
         rem += dr;
-        if (rem >= a.hw) rem -= a.hw, ++c;
+        if (rem >= (int)a.hw) rem -= (int)a.hw, ++c;
       } else {
         apply<V>(a, row, i, mr.x, mr.y, x);
       }
@@ -3162,9 +3304,76 @@ int launch_ring(norm_args a, cudaStream_t s) {
 
 namespace kfk {
 
+// A cluster of k_cluster CTAs per row, each CTA a segment of it (in registers when it fits k_chunks vectors a
+// thread), the statistics combined through distributed shared memory.
+template <int V>
+int launch_cluster_rows(norm_args a, cudaStream_t s) {
+  a.seg = ((a.n + k_cluster - 1) / k_cluster + V - 1) / V * V;
+  const dim3 grid(k_cluster, (unsigned)(a.rows < 65535 ? a.rows : 65535));
+  if (launch_clusters(norm_kernel<V, s_cluster>, k_cluster, grid, NT, 0, s, a) != 0) return 3;
+  return cudaGetLastError() == cudaSuccess ? 0 : 3;
+}
+
+// ---- fit (the grid strategies): a launch whose rows each fit the registers of one block (k_chunks vectors a
+// thread), or else of a cluster of k_cluster CTAs, with every row's block or cluster resident at once, runs that
+// per-row kernel instead: x is read from DRAM once into registers and the statistics meet in shared memory or
+// through distributed shared memory, where the grid kernels pass each row through bulk copies into shared memory,
+// a barrier in global memory (team) or ticket and statistics round trips (stream). What is resident is the
+// occupancy calculator's answer for this device and kernel (registers decide it), asked once per device.
+struct fit_setup {
+  int dev = -1, blocks = 0, clusters = 0;  // the block kernel's resident blocks, the cluster kernel's clusters
+};
+static fit_setup g_fit_setup[2];  // per vector width; internal linkage, as g_team_setup
+
+template <int V>
+int launch_fit(norm_args a, cudaStream_t s) {
+  fit_setup& su = g_fit_setup[V == 1 ? 0 : 1];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 3;
+  if (dev != su.dev) {
+    int sms = 0, per_sm = 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, norm_kernel<V, s_block>, NT, 0) != cudaSuccess) {
+      cudaGetLastError();
+      return -1;
+    }
+    su.blocks = sms * per_sm;
+    su.clusters = 0;
+    cudaLaunchAttribute attr = {};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = k_cluster;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(k_cluster);
+    cfg.blockDim = dim3(NT);
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    if ((k_cluster > 8 && cudaFuncSetAttribute(norm_kernel<V, s_cluster>,
+                                               cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) ||
+        cudaOccupancyMaxActiveClusters(&su.clusters, norm_kernel<V, s_cluster>, &cfg) != cudaSuccess) {
+      cudaGetLastError();  // no cluster launch here: blocks only
+      su.clusters = 0;
+    }
+    su.dev = dev;
+  }
+  const int64_t cap = (int64_t)k_chunks * NT * V;  // elements a block holds in registers
+  if (a.n <= cap && a.rows <= su.blocks) {
+    norm_kernel<V, s_block><<<(unsigned)a.rows, NT, 0, s>>>(a);
+    return cudaGetLastError() == cudaSuccess ? 0 : 3;
+  }
+  if (a.n <= cap * k_cluster && a.rows <= su.clusters) return launch_cluster_rows<V>(a, s);
+  return -1;
+}
+
 template <int V>
 int run(norm_args a, cudaStream_t s) {
   const int64_t k_grid_cap = 1 << 22;
+  if constexpr (k_fit &&
+                (k_strategy == s_split || k_strategy == s_team || k_strategy == s_stream || k_strategy == s_ring)) {
+    const int rc = launch_fit<V>(a, s);
+    if (rc >= 0) return rc;
+  }
   if constexpr (k_strategy == s_team) {
     const int rc = launch_team<V>(a, s);
     if (rc >= 0) return rc;
@@ -3189,9 +3398,7 @@ int run(norm_args a, cudaStream_t s) {
     const int64_t blocks = (a.rows + NT / 32 - 1) / (NT / 32);
     norm_kernel<V><<<(unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap), NT, 0, s>>>(a);
   } else if constexpr (k_strategy == s_cluster) {
-    a.seg = ((a.n + k_cluster - 1) / k_cluster + V - 1) / V * V;
-    const dim3 grid(k_cluster, (unsigned)(a.rows < 65535 ? a.rows : 65535));
-    if (launch_clusters(norm_kernel<V>, k_cluster, grid, NT, 0, s, a) != 0) return 3;
+    return launch_cluster_rows<V>(a, s);
   } else {
     norm_kernel<V><<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), NT, 0, s>>>(a);
   }
