@@ -104,7 +104,7 @@ int run(norm_args a, cudaStream_t s) {
   } else if constexpr (k_strategy == s_cluster) {
     return launch_cluster_rows<V>(a, s);
   } else {
-    norm_kernel<V><<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), NT, 0, s>>>(a);
+    norm_kernel<V, s_block><<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), NT, 0, s>>>(a);
   }
   return cudaGetLastError() == cudaSuccess ? 0 : 3;
 }

@@ -9,6 +9,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T15:29:38Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T17:06:02Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T18:08:11Z, dispatch version 1 from version 1; knobs filled: p0.fit=0 (the code before the knob), p1.fit=0 (the code before the knob), p2.fit=0 (the code before the knob); measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T18:38:21Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 
 // dispatch: each part below is a whole candidate of its family, its names in a namespace of its own and its kf_launch renamed;
 // the kf_launch at the end picks a part by the bytes of the inputs it receives.
@@ -1679,7 +1680,7 @@ int run(norm_args a, cudaStream_t s) {
   } else if constexpr (k_strategy == s_cluster) {
     return launch_cluster_rows<V>(a, s);
   } else {
-    norm_kernel<V><<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), NT, 0, s>>>(a);
+    norm_kernel<V, s_block><<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), NT, 0, s>>>(a);
   }
   return cudaGetLastError() == cudaSuccess ? 0 : 3;
 }
@@ -3400,7 +3401,7 @@ int run(norm_args a, cudaStream_t s) {
   } else if constexpr (k_strategy == s_cluster) {
     return launch_cluster_rows<V>(a, s);
   } else {
-    norm_kernel<V><<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), NT, 0, s>>>(a);
+    norm_kernel<V, s_block><<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), NT, 0, s>>>(a);
   }
   return cudaGetLastError() == cudaSuccess ? 0 : 3;
 }
@@ -5121,7 +5122,7 @@ int run(norm_args a, cudaStream_t s) {
   } else if constexpr (k_strategy == s_cluster) {
     return launch_cluster_rows<V>(a, s);
   } else {
-    norm_kernel<V><<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), NT, 0, s>>>(a);
+    norm_kernel<V, s_block><<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), NT, 0, s>>>(a);
   }
   return cudaGetLastError() == cudaSuccess ? 0 : 3;
 }
