@@ -531,5 +531,38 @@ TEST(families_cpu_run, pointwise_float16_staged_through_float_buffers_gives_the_
   EXPECT_EQ(c[0], c[1]);
 }
 
+// kf_round_f16 (cpu_prelude.h: a float rounded to float16 in float arithmetic, so that loops vectorize) gives the bits
+// of the IEEE conversion there and back (the compiler's _Float16) for floats of every sign, exponent and top 10
+// mantissa bits, each with the low 13 bits that decide the rounding: none, below, at and above the tie, all, and two
+// more; the kernel runs under kforge's -O3 -march=native, where the loop is vectorized. A tie that rounds away from
+// even, a subnormal quantum off by one, or a NaN let out as a number fails here.
+TEST(families_cpu_run, float16_rounding_in_float_arithmetic_is_the_conversion_there_and_back) {
+  workload_spec spec;
+  ASSERT_TRUE(parse_spec_text("version: 1\nname: f16-round\ninputs:\n  x: {shape: [N], dtype: float32}\n"
+                              "graph:\n  - cast: {input: x, dtype: float16}\n  - cast: {dtype: float32}\n"
+                              "cases:\n  - {N: 4194304}\n",
+                              "f16-round.yaml", &spec)
+                  .empty());
+  const uint32_t low[8] = {0x0u, 0x1u, 0xfffu, 0x1000u, 0x1001u, 0x1fffu, 0x0800u, 0x1234u};
+  const int64_t N = int64_t(1) << 22;  // 2^19 high patterns x 8 low ones
+  host_tensor x(dtype::float32, {N}), y(dtype::float32, {N});
+  for (int64_t i = 0; i < N; ++i) {
+    const uint32_t u = (static_cast<uint32_t>(i >> 3) << 13) | low[i & 7];
+    std::memcpy(x.bytes.data() + 4 * i, &u, 4);
+  }
+  ASSERT_EQ(run_family("pointwise_cpu", spec, {}, {&x}, {&y}, 0, {"-O3", "-march=native"}), 0);
+  for (int64_t i = 0; i < N; ++i) {
+    float f, got;
+    std::memcpy(&f, x.bytes.data() + 4 * i, 4);
+    std::memcpy(&got, y.bytes.data() + 4 * i, 4);
+    const float want = static_cast<float>(static_cast<_Float16>(f));
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(got)) << std::hexfloat << f;
+    } else {
+      ASSERT_EQ(std::memcmp(&got, &want, 4), 0) << std::hexfloat << f << " gave " << got << ", not " << want;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kf

@@ -137,7 +137,7 @@ static inline float kf_gelu_tanh(float x) {
 }
 // A value rounded through a stored type (a cast in the chain; the family's chains hold floating types only).
 static inline float kf_round(int dtype, float x) {
-  if (dtype == KF_FLOAT16) return kf_ld_f16(kf_st_f16_sel(x));
+  if (dtype == KF_FLOAT16) return kf_round_f16(x);
   if (dtype == KF_BFLOAT16) return kf_ld_bf16(kf_st_bf16(x));
   return x;
 }

@@ -20,5 +20,5 @@ constexpr int kf_x_dtype = KF_FLOAT16, kf_out_dtype = KF_FLOAT16;
 // An element of x as a float (kf_load), the mean on its way out, rounded through x's type and each later
 // cast (kf_fin), and stored as the output's type (kf_store).
 static inline float kf_load(kf_in_t v) { return kf_ld_f16(v); }
-static inline float kf_fin(float v) { return kf_ld_f16(kf_st_f16(v)); }
+static inline float kf_fin(float v) { return kf_round_f16(v); }
 static inline kf_out_t kf_store(float v) { return kf_st_f16(v); }

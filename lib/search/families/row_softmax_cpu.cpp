@@ -44,7 +44,8 @@ class row_softmax_cpu final : public family {
   device_kind device() const override { return device_kind::cpu; }
   // 3: `split` (a row split across the team: each thread's segment reduced, the statistics combined, each segment
   // written; top-k merged from the segments' lists), the fixed code in three files.
-  int version() const override { return 4; }  // 4: the f16_load knob
+  // 4: the f16_load knob; 5: float16 roundings by kf_round_f16 (cpu_prelude.h: the same bits, vectorized)
+  int version() const override { return 5; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_softmax(spec, why_not);

@@ -10,6 +10,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T15:29:39Z, group_norm_cuda version 2 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T17:06:02Z, group_norm_cuda version 3 from version 2; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T18:08:11Z, group_norm_cuda version 4 from version 3; knobs filled: fit=0 (the code before the knob); measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T18:52:55Z, group_norm_cuda version 4 from version 4; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -1665,7 +1666,7 @@ int run(norm_args a, cudaStream_t s) {
   } else if constexpr (k_strategy == s_cluster) {
     return launch_cluster_rows<V>(a, s);
   } else {
-    norm_kernel<V><<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), NT, 0, s>>>(a);
+    norm_kernel<V, s_block><<<(unsigned)(a.rows < k_grid_cap ? a.rows : k_grid_cap), NT, 0, s>>>(a);
   }
   return cudaGetLastError() == cudaSuccess ? 0 : 3;
 }
