@@ -1,8 +1,7 @@
 // cpu_elementwise.h: what a cpu family that runs elementwise_emit.h's statements needs beside cpu_prelude.h, emitted
 // after the variant's constants (it reads kf_math_poly) and before the family's own file (pointwise_cpu.h,
-// row_norm_cpu.h): float16 stores that vectorize, the stored types (kf_type<dtype code>: ld, st), runs of them to
-// floats and back (kf_ld_run, kf_st_run: F16C for float16), and the math the statements call (kf_exp, kf_tanh,
-// kf_erf, kf_gelu, kf_round, ...).
+// row_norm_cpu.h): the stored types (kf_type<dtype code>: ld, st), runs of them to floats and back (kf_ld_run,
+// kf_st_run: F16C for float16), and the math the statements call (kf_exp, kf_tanh, kf_erf, kf_gelu, kf_round, ...).
 #ifndef KF_EMITTED
 // Read on its own, this file sees cpu_prelude.h and the one constant it reads; a family's file includes it after
 // the family's stub (which defines KF_FAMILY_STUB).
@@ -15,24 +14,6 @@ constexpr bool kf_math_poly = true;  // exp, tanh, erfc: the polynomials (true) 
 #if defined(__F16C__)
 #include <immintrin.h>
 #endif
-
-// ---- float16 stores that vectorize: cpu_prelude.h's kf_st_f16, bit for bit, with selects for its branches ----
-static inline uint16_t kf_st_f16_sel(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  const uint32_t s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-  const uint32_t normal = (a + 0xfffu + ((a >> 13) & 1u) - (112u << 23)) >> 13;
-  float af;
-  memcpy(&af, &a, 4);
-  af += 0.5f;  // below 2^-14 (a subnormal half): rounds |f| to a multiple of 2^-24, to nearest even
-  uint32_t sub;
-  memcpy(&sub, &af, 4);
-  sub -= 0x3f000000u;
-  uint32_t h = a < 0x38800000u ? sub : normal;
-  h = a >= 0x477ff000u ? 0x7c00u : h;  // rounds to infinity
-  h = a > 0x7f800000u ? 0x7e00u : h;   // NaN
-  return (uint16_t)(s | h);
-}
 
 // ---- the stored types: kf_type<dtype code>::t, ld (to float), st (from float, rounded to nearest even) ----
 template <int D>

@@ -74,6 +74,10 @@ std::string store(dtype t, const std::string& e) {
   }
 }
 
+std::string store_vec(dtype t, const std::string& e) {
+  return t == dtype::float16 ? fmt::format("kf_st_f16_sel({})", e) : store(t, e);
+}
+
 std::string round_through(dtype t, const std::string& e) {
   if (t == dtype::float16) return fmt::format("kf_round_f16({})", e);  // the same bits, and it vectorizes
   if (t == dtype::bfloat16) return load(t, store(t, e));

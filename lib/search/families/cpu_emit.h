@@ -31,6 +31,9 @@ std::string storage_type(dtype t);
 std::string load(dtype t, const std::string& expr);
 std::string store(dtype t, const std::string& expr);
 std::string round_through(dtype t, const std::string& expr);
+// store, for a loop that should vectorize: float16 through kf_st_f16_sel (the same bits, selects for branches), where
+// kf_st_f16 keeps the loop scalar.
+std::string store_vec(dtype t, const std::string& expr);
 
 // A C++ float literal for v ("50.0f", "1e-06f", "INFINITY").
 std::string float_literal(double v);

@@ -76,6 +76,26 @@ static inline uint16_t kf_st_f16(float f) {
 }
 #endif
 
+// ---- a float16 store that vectorizes: kf_st_f16's bits (the bit operations'; the hardware's, NaN payloads aside) with
+// selects for its branches. A loop storing through kf_st_f16 (either one) stays scalar; through this one it vectorizes
+// (a GroupNorm + SiLU to float16 on an AVX-512 host: 1627 -> 321 us, with the polynomial exp) ----
+static inline uint16_t kf_st_f16_sel(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  const uint32_t s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  const uint32_t normal = (a + 0xfffu + ((a >> 13) & 1u) - (112u << 23)) >> 13;
+  float af;
+  memcpy(&af, &a, 4);
+  af += 0.5f;  // below 2^-14 (a subnormal half): rounds |f| to a multiple of 2^-24, to nearest even
+  uint32_t sub;
+  memcpy(&sub, &af, 4);
+  sub -= 0x3f000000u;
+  uint32_t h = a < 0x38800000u ? sub : normal;
+  h = a >= 0x477ff000u ? 0x7c00u : h;  // rounds to infinity
+  h = a > 0x7f800000u ? 0x7e00u : h;   // NaN
+  return (uint16_t)(s | h);
+}
+
 // A float rounded to the nearest float16 value, as a float: the bits of kf_ld_f16(kf_st_f16(f)) for every finite and
 // infinite float (all 2^32 checked against F16C's conversions), NaN stays NaN, in float arithmetic and selects that
 // vectorize whatever f16_load is (the conversions there and back do not: 3x the time over 1M values on an

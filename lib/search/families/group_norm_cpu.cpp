@@ -18,7 +18,8 @@ class group_norm_cpu final : public family {
  public:
   std::string name() const override { return "group_norm_cpu"; }
   device_kind device() const override { return device_kind::cpu; }
-  // 3: the f16_load knob; 4: float16 roundings by kf_round_f16 (cpu_prelude.h: the same bits, vectorized)
+  // 3: the f16_load knob; 4: float16 roundings by kf_round_f16 and float16 stores by kf_st_f16_sel (cpu_prelude.h: the
+  // same bits, in loops that vectorize)
   int version() const override { return 4; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
@@ -143,7 +144,7 @@ std::string group_norm_cpu::emit(const workload_spec& spec, const knob_values& g
       "// (kf_act), then stored as the output's type (kf_store).\n"
       "static inline float kf_act(float y) {{ return {}; }}\n"
       "static inline kf_out_t kf_store(float v) {{ return {}; }}\n",
-      act, cpu_emit::store(g->out_type, "v"));
+      act, cpu_emit::store_vec(g->out_type, "v"));
   return cpu_emit::header(*this, spec, v, g->describe()) + cpu_emit::prelude(v) + cpu_emit::variant(code) +
          cpu_emit::fixed_file("search/families/group_norm_cpu.h");
 }

@@ -44,7 +44,8 @@ class row_softmax_cpu final : public family {
   device_kind device() const override { return device_kind::cpu; }
   // 3: `split` (a row split across the team: each thread's segment reduced, the statistics combined, each segment
   // written; top-k merged from the segments' lists), the fixed code in three files.
-  // 4: the f16_load knob; 5: float16 roundings by kf_round_f16 (cpu_prelude.h: the same bits, vectorized)
+  // 4: the f16_load knob; 5: float16 roundings by kf_round_f16 and float16 stores by kf_st_f16_sel (cpu_prelude.h:
+  // the same bits, in loops that vectorize)
   int version() const override { return 5; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
@@ -197,7 +198,7 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
       "// the output's type (kf_store).\n"
       "static inline float kf_epi(float v) {{ return {}; }}\n"
       "static inline kf_out_t kf_store(float v) {{ return {}; }}\n",
-      epi, cpu_emit::store(g->out_type, "v"));
+      epi, cpu_emit::store_vec(g->out_type, "v"));
   return cpu_emit::header(*this, spec, v, g->describe()) + cpu_emit::prelude(v) + cpu_emit::variant(code) +
          cpu_emit::fixed_file("search/families/row_softmax_cpu_part.h") +
          cpu_emit::fixed_file("search/families/row_softmax_cpu_topk.h") +

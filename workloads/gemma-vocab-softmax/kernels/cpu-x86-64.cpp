@@ -12,6 +12,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T11:00:51Z, row_softmax_cpu version 3 from version 3; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T12:22:57Z, row_softmax_cpu version 4 from version 3; knobs filled: f16_load=bits (the code before the knob); measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T18:52:54Z, row_softmax_cpu version 5 from version 4; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T19:34:44Z, row_softmax_cpu version 5 from version 5; measured above is the earlier kernel's
 
 // cpu_prelude.h: what every cpu family's kernel opens with, after its header (cpu_emit.cpp): the standard includes,
 // the float16 / bfloat16 conversions (bit operations that vectorize; the float16 store by the hardware where the
@@ -90,6 +91,26 @@ static inline uint16_t kf_st_f16(float f) {
   return (uint16_t)(s | ((a - (112u << 23)) >> 13));
 }
 #endif
+
+// ---- a float16 store that vectorizes: kf_st_f16's bits (the bit operations'; the hardware's, NaN payloads aside) with
+// selects for its branches. A loop storing through kf_st_f16 (either one) stays scalar; through this one it vectorizes
+// (a GroupNorm + SiLU to float16 on an AVX-512 host: 1627 -> 321 us, with the polynomial exp) ----
+static inline uint16_t kf_st_f16_sel(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  const uint32_t s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  const uint32_t normal = (a + 0xfffu + ((a >> 13) & 1u) - (112u << 23)) >> 13;
+  float af;
+  memcpy(&af, &a, 4);
+  af += 0.5f;  // below 2^-14 (a subnormal half): rounds |f| to a multiple of 2^-24, to nearest even
+  uint32_t sub;
+  memcpy(&sub, &af, 4);
+  sub -= 0x3f000000u;
+  uint32_t h = a < 0x38800000u ? sub : normal;
+  h = a >= 0x477ff000u ? 0x7c00u : h;  // rounds to infinity
+  h = a > 0x7f800000u ? 0x7e00u : h;   // NaN
+  return (uint16_t)(s | h);
+}
 
 // A float rounded to the nearest float16 value, as a float: the bits of kf_ld_f16(kf_st_f16(f)) for every finite and
 // infinite float (all 2^32 checked against F16C's conversions), NaN stays NaN, in float arithmetic and selects that
