@@ -233,13 +233,15 @@ TEST(families_cuda, defaults_are_valid_and_follow_the_shape) {
   EXPECT_EQ(gv.at("l2_hint"), "1");
   EXPECT_EQ(gv.at("lag_mb"), "0");
   EXPECT_EQ(gv.at("stream_store"), "1");
-  // ... and hands launches whose rows fit the registers of a block or of a cluster of 4 (64 values a thread) to
-  // that per-row kernel, which then reads its cluster and chunks knobs.
+  // ... and hands launches whose rows fit the registers of a block or of a cluster of 2 (64 values a thread) to
+  // that per-row kernel, which then reads its cluster and chunks knobs. No shape of this spec fits a pair (8 rows of
+  // 2^20): 256 threads, as before the knob.
   EXPECT_EQ(gv.at("fit"), "1");
-  EXPECT_EQ(gv.at("cluster"), "4");
+  EXPECT_EQ(gv.at("cluster"), "2");
+  EXPECT_EQ(gv.at("threads"), "256");
   EXPECT_EQ(knob_int(gv, "chunks") * knob_int(gv, "vec"), 64);
   const family& gf = cuda_family("group_norm_cuda");
-  EXPECT_EQ(gf.canonical_knobs(gn, gv).at("cluster"), "4");
+  EXPECT_EQ(gf.canonical_knobs(gn, gv).at("cluster"), "2");
   EXPECT_EQ(gf.canonical_knobs(gn, gv).at("chunks"), gv.at("chunks"));
   auto no_fit = gv;
   no_fit["fit"] = "0";  // the grid kernels alone: their fallback's chunks and no cluster
@@ -253,6 +255,14 @@ TEST(families_cuda, defaults_are_valid_and_follow_the_shape) {
   small["threads"] = "64";  // a cluster's CTA wants 128 threads or more
   EXPECT_FALSE(gf.valid(small, gn, &why));
   EXPECT_NE(why.find("fit=1"), std::string::npos) << why;
+  // SDXL's mid-resolution GroupNorm (64 rows of 40,960 halves) fits clusters of 2 x 512 threads: 512 threads.
+  auto sdxl = test::group_norm_spec();
+  sdxl.inputs[0].shape = {test::lit(2), test::lit(1280), test::lit(32), test::lit(32)};
+  sdxl.inputs[1].shape = sdxl.inputs[2].shape = {test::lit(1280)};
+  sdxl.graph[0].args["num_groups"] = 32;
+  sdxl.cases = {test::make_case({}, true)};
+  EXPECT_EQ(gf.default_variant(sdxl).at("threads"), "512");
+  EXPECT_EQ(gf.default_variant(sdxl).at("fit"), "1");
 }
 
 // A held-out row op can have any row length and any row count: each row family's default must stay valid and keep

@@ -119,7 +119,7 @@ class group_norm_cuda final : public family {
     v["vec"] = std::to_string(vec);
     const input_spec* x = spec.find_input(g->input);
     int64_t max_n = 0, min_rows = 0;
-    bool first = true;
+    bool first = true, pair_fit = false;  // pair_fit: some shape's rows fit clusters of 2 x 512 threads (below)
     for (auto& shape : tuning_shapes(spec, *x)) {
       int64_t total = 1;
       for (auto d : shape) total *= d;
@@ -131,6 +131,7 @@ class group_norm_cuda final : public family {
           n *= shape[d];
       }
       const int64_t rows = n ? total / n : 0;
+      pair_fit = pair_fit || (n > 256 * 64 && n <= 2 * 512 * 64 && rows <= cuda_emit::k_reference_sms / 2);
       max_n = std::max(max_n, n);
       min_rows = first ? rows : std::min(min_rows, rows);
       first = false;
@@ -163,12 +164,16 @@ class group_norm_cuda final : public family {
       // 108.7 and 212.6 -> 203.5; ncu at 256x512: DRAM reads 240 -> 216 MB).
       v["l2_hint"] = "1";
       v["lag_mb"] = "0";
-      // Rows that fit the registers of a block or of a cluster of 4 (64 values a thread), every row's block or
-      // cluster resident at once, take that per-row kernel at launch (`fit`): SDXL's 2 x 1280 x 32 x 32 GroupNorm
-      // (64 rows of 40,960) has no phase for a global barrier or a bulk copy to wait on.
+      // Rows that fit the registers of a block or of a cluster of 2 (64 values a thread), every row's block or
+      // cluster resident at once, take that per-row kernel at launch (`fit`): no phase waits on a global barrier or
+      // a bulk copy. H100, family_bench, SDXL's 2 x 1280 x 32 x 32 fp16 GroupNorm + SiLU (64 rows of 40,960), cold /
+      // hot us: clusters of 2 x 512 threads 12.45 / 6.80 against 14.4 / 9.3 for team (this default before `fit`);
+      // clusters of 4 x 256 threads (124 registers: 2 blocks an SM) 14.4 / 9.3, as team: the launch found too few
+      // of them resident and fell back. 512 threads where some shape's rows fit such pairs.
       v["fit"] = "1";
-      v["cluster"] = "4";
+      v["cluster"] = "2";
       v["chunks"] = std::to_string(std::max(1, 64 / vec));
+      if (pair_fit) v["threads"] = "512";
       const int splits = pow2_at_least((512 + min_rows - 1) / std::max<int64_t>(min_rows, 1), 256);
       v["splits"] = std::to_string(std::max(splits, 8));
     }
