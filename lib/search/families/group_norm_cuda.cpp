@@ -21,6 +21,13 @@
 namespace kf {
 namespace {
 
+// Values a thread keeps in registers at most (chunks x vec): more spill.
+constexpr int k_max_cached = 64;
+
+// The strategies that spread a row over many blocks (statistics meeting in device memory); `fit` hands their
+// launches to the per-row kernels where the rows fit.
+bool grid_strategy(const std::string& st) { return st == "split" || st == "team" || st == "stream" || st == "ring"; }
+
 int pow2_at_least(int64_t v, int cap) {
   int p = 1;
   while (p < v && p < cap) p *= 2;
@@ -131,7 +138,8 @@ class group_norm_cuda final : public family {
           n *= shape[d];
       }
       const int64_t rows = n ? total / n : 0;
-      pair_fit = pair_fit || (n > 256 * 64 && n <= 2 * 512 * 64 && rows <= cuda_emit::k_reference_sms / 2);
+      pair_fit = pair_fit || (n > 256 * k_max_cached && n <= 2 * 512 * k_max_cached &&
+                              rows <= cuda_emit::k_reference_sms / 2);
       max_n = std::max(max_n, n);
       min_rows = first ? rows : std::min(min_rows, rows);
       first = false;
@@ -168,16 +176,16 @@ class group_norm_cuda final : public family {
       // cluster resident at once, take that per-row kernel at launch (`fit`): no phase waits on a global barrier or
       // a bulk copy. H100, family_bench, SDXL's 2 x 1280 x 32 x 32 fp16 GroupNorm + SiLU (64 rows of 40,960), cold /
       // hot us: clusters of 2 x 512 threads 12.45 / 6.80 against 14.4 / 9.3 for team (this default before `fit`);
-      // clusters of 4 x 256 threads (124 registers: 2 blocks an SM) 14.4 / 9.3, as team: the launch found too few
-      // of them resident and fell back. 512 threads where some shape's rows fit such pairs.
+      // clusters of 4 x 256 threads (124 registers: 2 blocks an SM) 14.4 / 9.3, team's time, as a launch that fell
+      // back to it would run (not profiled). 512 threads where some shape's rows fit such pairs.
       v["fit"] = "1";
       v["cluster"] = "2";
-      v["chunks"] = std::to_string(std::max(1, 64 / vec));
+      v["chunks"] = std::to_string(std::max(1, k_max_cached / vec));
       if (pair_fit) v["threads"] = "512";
       const int splits = pow2_at_least((512 + min_rows - 1) / std::max<int64_t>(min_rows, 1), 256);
       v["splits"] = std::to_string(std::max(splits, 8));
     }
-    if (std::stoi(v["chunks"]) * vec > 64) v["chunks"] = std::to_string(std::max(1, 64 / vec));
+    if (std::stoi(v["chunks"]) * vec > k_max_cached) v["chunks"] = std::to_string(std::max(1, k_max_cached / vec));
     return v;
   }
 
@@ -187,12 +195,12 @@ class group_norm_cuda final : public family {
       if (why_not) *why_not = std::move(m);
       return false;
     };
-    if (knob_int(v, "chunks") * knob_int(v, "vec") > 64)
-      return fail("chunks x vec > 64 floats per thread would spill registers");
+    if (knob_int(v, "chunks") * knob_int(v, "vec") > k_max_cached)
+      return fail(fmt::format("chunks x vec > {} floats per thread would spill registers", k_max_cached));
     const auto& st = v.at("strategy");
-    if ((st == "split" || st == "team" || st == "stream" || st == "ring") && v.at("stats") == "twopass")
+    const bool grid = grid_strategy(st);
+    if (grid && v.at("stats") == "twopass")
       return fail("strategy=" + st + " accumulates in one pass: stats=shifted or sumsq, not twopass");
-    const bool grid = st == "split" || st == "team" || st == "stream" || st == "ring";
     if ((st == "cluster" || (grid && v.at("fit") == "1")) && knob_int(v, "threads") < 128)
       return fail("strategy=" + st + (st == "cluster" ? "" : " with fit=1") +
                   " wants at least 128 threads per CTA (a cluster's)");
@@ -218,7 +226,7 @@ class group_norm_cuda final : public family {
     knob_values k = v;
     const auto& st = v.at("strategy");
     const bool segments = st == "stream" || st == "ring";
-    const bool grid = st == "split" || st == "team" || segments;
+    const bool grid = grid_strategy(st);
     const bool fit = grid && v.at("fit") == "1";  // the per-row kernels' cluster and chunks matter
     if (!grid) k["fit"] = "0";
     if (st != "cluster" && !fit) k["cluster"] = "8";
