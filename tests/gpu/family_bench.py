@@ -318,8 +318,10 @@ def main():
         if best is None:
             print(f"| {name} | FAIL | | {eager_us:.1f} ({ae}) | {ac} | {fl} | | |")
             continue
-        print(f"| {name} | {best['us']:.2f} (v{best['variant']}) | {d or 0:.2f} | {eager_us:.1f} ({ae}) | {ac} | {fl} | "
-              f"{best['us'] / fl:.2f} | {best['us'] / ac:.2f} |")
+        # A case without an anchor (0: not measured) has no ratio to print.
+        ratio = lambda ref: f"{best['us'] / ref:.2f}" if ref else "—"
+        print(f"| {name} | {best['us']:.2f} (v{best['variant']}) | {d or 0:.2f} | {eager_us:.1f} ({ae}) | {ac or '—'} | "
+              f"{fl or '—'} | {ratio(fl)} | {ratio(ac)} |")
 
 if __name__ == "__main__":
     main()
