@@ -113,33 +113,46 @@ double mcts_tree::uct(const node& child, const node& parent) const {
   return q + m_options.exploration * std::sqrt(std::log(np) / nc);
 }
 
-// A node the descent may enter: it has a reward, is open, and can still grow (itself or below).
-bool mcts_tree::can_descend(const node& n) const {
+bool mcts_tree::rescuing() const {
+  for (size_t i = 1; i < m_nodes.size(); ++i)
+    if (m_nodes[i].reward) return false;
+  return true;
+}
+
+// Whether the proposer may add children to this node: an open, unexhausted real node that passed, or a failed root
+// while the tree is rescuing.
+bool mcts_tree::may_widen(const node& n, bool rescue) const {
+  if (n.id == 0 || n.exhausted || n.closed) return false;
+  return !is_failure(n.status) || (rescue && n.parent == 0);
+}
+
+// A node the descent may enter: it has a reward (or is a failed root being rescued), is open, and can still grow
+// (itself or below).
+bool mcts_tree::can_descend(const node& n, bool rescue) const {
   if (n.closed) return false;
-  if (is_failure(n.status)) {  // a failed attempt: only through to its repairs
+  if (may_widen(n, rescue) && (n.reward || is_failure(n.status))) return true;
+  if (is_failure(n.status) || n.reward) {  // a failed attempt: through to its repairs; a passed one: below it
     for (auto c : n.children)
-      if (can_descend(at(c))) return true;
-    return false;
+      if (can_descend(at(c), rescue)) return true;
   }
-  if (!n.reward) return false;
-  if (!n.exhausted) return true;
-  for (auto c : n.children)
-    if (can_descend(at(c))) return true;
   return false;
 }
 
 std::optional<int64_t> mcts_tree::select() const {
+  const bool rescue = rescuing();
   int64_t id = 0;
   for (;;) {
     const node& n = at(id);
-    bool may_widen = id != 0 && !n.exhausted && !n.closed && !is_failure(n.status);
-    if (may_widen && static_cast<int>(n.children.size()) < children_allowed(n)) return id;
+    const bool widen = may_widen(n, rescue);
+    if (widen && static_cast<int>(n.children.size()) < children_allowed(n)) return id;
     const node* pick = nullptr;
     double best = 0;
     for (auto c : n.children) {
       const node& ch = at(c);
-      if (!can_descend(ch)) continue;
-      double u = uct(ch, n);
+      if (!can_descend(ch, rescue)) continue;
+      // Rescuing, every root failed and none has a value: the one with the fewest children next, so that each
+      // root's neighbours get tried in turn.
+      double u = rescue && id == 0 ? -static_cast<double>(ch.children.size()) : uct(ch, n);
       if (!pick || u > best) {
         pick = &ch;
         best = u;
@@ -147,7 +160,7 @@ std::optional<int64_t> mcts_tree::select() const {
     }
     if (!pick) {
       // Nothing below to enter (children pending or failed): widen beyond the limit rather than stall.
-      if (may_widen) return id;
+      if (widen) return id;
       return std::nullopt;
     }
     id = pick->id;

@@ -86,8 +86,13 @@ class mcts_tree {
 
   // The node to expand next: descend by UCT from the virtual root while the current node may not widen;
   // nullopt when every subtree is closed. Roots are chosen among the virtual root's children only. A failed node
-  // is never expanded; the descent passes through one that has children (its repairs) to them.
+  // is not expanded (the descent passes through one that has children, its repairs, to them), except a failed
+  // root while nothing in the tree has passed (rescuing()).
   std::optional<int64_t> select() const;
+  // Every candidate so far failed (none has a reward): the failed roots are the search's only leads, and each may
+  // be expanded as a measured node would (a verification failure is often one knob's numerics or one strategy's
+  // edge case, which a neighbouring variant does not share), until something passes.
+  bool rescuing() const;
   // How many children a node may have now.
   int children_allowed(const node& n) const;
   double uct(const node& child, const node& parent) const;
@@ -105,7 +110,8 @@ class mcts_tree {
   const mcts_options& options() const { return m_options; }
 
  private:
-  bool can_descend(const node& n) const;
+  bool can_descend(const node& n, bool rescue) const;
+  bool may_widen(const node& n, bool rescue) const;
   void close_if_stagnant(node& n);
 
   mcts_options m_options;

@@ -111,5 +111,28 @@ TEST(mcts, exhausted_nodes_are_not_widened_and_lineage_walks_to_the_root) {
   EXPECT_EQ(t.best(), r);  // measured outranks screened
 }
 
+// Every root failed: the tree is rescuing, and the failed roots are expanded in turn (the one with the fewest
+// children first); once any candidate passes, a failed node is expanded no more and the search goes on from it.
+TEST(mcts, failed_roots_are_expanded_in_turn_until_something_passes) {
+  mcts_tree t;
+  auto a = t.add(0, cand("a")), b = t.add(0, cand("b"));
+  t.record(a, node_status::verify_failed, std::nullopt, std::nullopt, "match: wrong");
+  t.record(b, node_status::compile_failed, std::nullopt, std::nullopt, "error");
+  ASSERT_TRUE(t.rescuing());
+  EXPECT_EQ(t.select(), a);
+  auto a1 = t.add(a, cand("a1"));
+  EXPECT_EQ(t.select(), b);  // b has fewer children now
+  auto b1 = t.add(b, cand("b1"));
+  t.record(a1, node_status::verify_failed, std::nullopt, std::nullopt, "match: wrong");
+  EXPECT_EQ(t.select(), a);  // a failed child is not expanded; its root is, again
+  t.mark_exhausted(a);
+  EXPECT_EQ(t.select(), b);
+  t.record(b1, node_status::measured, 10.0, 0.5);
+  EXPECT_FALSE(t.rescuing());
+  EXPECT_EQ(t.select(), b1);  // through the failed root to what passed; neither root widens now
+  t.mark_exhausted(b1);
+  EXPECT_EQ(t.select(), std::nullopt);
+}
+
 }  // namespace
 }  // namespace kf

@@ -74,7 +74,8 @@ TEST(search_driver, finds_a_winner_better_than_its_root_and_keeps_the_tree) {
   EXPECT_FALSE(ev_rows.back().samples.empty());
 }
 
-// A tree whose every node failed has nothing to expand: the search says so rather than that it converged.
+// A tree whose every node failed: the failed roots' neighbours are tried (rescue), and when they fail too the
+// search says so rather than that it converged.
 TEST(search_driver, a_tree_of_failures_stops_saying_every_candidate_failed) {
   temp_dir dir("kf-search-fail");
   auto spec = test::softmax_spec();
@@ -83,11 +84,36 @@ TEST(search_driver, a_tree_of_failures_stops_saying_every_candidate_failed) {
   test::fake_evaluator ev;
   ev.fail_all = true;
   search_options o;
-  o.budget = 30;
-  auto out = search_driver(spec, device_kind::cpu, k_key, db, ev, o).run(default_roots(spec));
+  o.budget = 400;
+  const auto roots = default_roots(spec);
+  auto out = search_driver(spec, device_kind::cpu, k_key, db, ev, o).run(roots);
   EXPECT_FALSE(out.winner.has_value());
   EXPECT_EQ(out.stop_reason, "every candidate failed");
-  EXPECT_LT(out.evaluations, 30);
+  EXPECT_GT(out.evaluations, static_cast<int64_t>(roots.size()));  // the roots' neighbours were tried
+  EXPECT_LT(out.evaluations, 400);
+  int below_roots = 0;
+  for (auto& r : db.load_nodes(out.search_id)) below_roots += r.parent.has_value();
+  EXPECT_GT(below_roots, 0);
+}
+
+// Every root fails verification (the families' defaults share a knob value whose numerics are wrong for this
+// spec: float32's all_equal_rows against a mean computed as sum / n, say): the search does not stop at its roots;
+// it tries their neighbours, and the winner is one that changed that knob, a child of a failed root.
+TEST(search_driver, failed_roots_are_expanded_until_a_variant_passes) {
+  temp_dir dir("kf-search-rescue");
+  auto spec = test::softmax_spec();
+  spec.hash = "h1";
+  search_db db(dir.path() / "search.db");
+  test::fake_evaluator ev;
+  ev.verify_fails_with = {"passes", "two"};
+  const auto roots = default_roots(spec);
+  for (auto& r : roots) ASSERT_EQ(r.knobs.at("passes"), "two");
+  search_options o;
+  o.budget = 40;
+  auto out = search_driver(spec, device_kind::cpu, k_key, db, ev, o).run(roots);
+  ASSERT_TRUE(out.winner.has_value()) << out.stop_reason;
+  EXPECT_EQ(out.winner->cand.knobs.at("passes"), "online");
+  EXPECT_EQ(out.stop_reason, "budget");
 }
 
 // Stagnation closes subtrees so that the search spends its evaluations where they pay; once it has closed all of

@@ -20,6 +20,8 @@ class fake_evaluator : public evaluator {
   }
   int baseline_delay_ms = 0;  // a slow first baseline (a torch.compile export)
   bool fail_all = false;       // every candidate "does not compile"
+  // Candidates with this knob at this value fail verification (a knob whose numerics are wrong for the spec).
+  std::pair<std::string, std::string> verify_fails_with;
 
   static double time_of(const candidate& c) {
     if (c.family.empty()) return 90.0;
@@ -41,6 +43,11 @@ class fake_evaluator : public evaluator {
       r.status = node_status::compile_failed;
       r.stages.back().ok = false;
       r.detail = "error: fake compile failure for threads=4";
+      return r;
+    }
+    if (auto it = c.knobs.find(verify_fails_with.first); it != c.knobs.end() && it->second == verify_fails_with.second) {
+      r.status = node_status::verify_failed;
+      r.detail = "match on case c1: fake numerics of " + it->first + "=" + it->second;
       return r;
     }
     double t = time_of(c);
