@@ -1,4 +1,4 @@
-// kforge kernel: family row_norm_cuda, version 6
+// kforge kernel: family row_norm_cuda, version 7
 // knobs: block=128 chunks=4 cluster=2 fit=1 math=precise onepass=0 pdl=1 store=streaming strategy=block team=32 vec=8 waves=0 wload=auto wregs=0
 // computes: add -> rms_norm (one pass over each row)
 // kforge winner: llama3-decoder-add-rmsnorm on sm90-nvidia-h200
@@ -8,6 +8,8 @@
 // re-emitted: by `kforge reemit` on 2026-12-02T13:52:49Z, row_norm_cuda version 5 from version 5; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T03:06:52Z, row_norm_cuda version 5 from version 5; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T06:24:09Z, row_norm_cuda version 6 from version 5; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T21:46:06Z, row_norm_cuda version 7 from version 6; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T21:50:31Z, row_norm_cuda version 7 from version 7; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -482,25 +484,40 @@ __device__ __forceinline__ void prologue(const rn_args& a, int64_t row, int64_t 
   if constexpr (k_write_h) store_vec<h_t, VV, false>(a.h + row * a.n + col, x);
 }
 
+// LayerNorm's statistics are taken around the row's first element (the prologue's value at column 0, loaded by every
+// thread of the row): a row of one repeated value (verify's all_equal_rows) then has an exact mean and x - mean = 0,
+// where sum / n can miss that value by an ulp, which rstd = 1/sqrt(eps) magnifies (a fresh float32 LayerNorm failed
+// so by 5.9e3 times float32's tolerance on the H200). RMSNorm: 0.
+__device__ __forceinline__ float row_shift(const rn_args& a, int64_t row) {
+  if constexpr (!k_layer) {
+    return 0.f;
+  } else {
+    float f[1];
+    kf_pro<1>(a, row, 0, f);
+    return f[0];
+  }
+}
+
 // A row longer than the registers hold: one pass for each statistic, one for the write (the prologue is
-// recomputed each time; h is written once). Each thread sums many elements here: in double, so that a row of one
-// repeated value (verify's all_equal_rows) keeps float32's tolerance at any length.
+// recomputed each time; h is written once). Each thread sums many elements here: in double, around the row's first
+// element (row_shift).
 template <int VV>
 __device__ void row_streamed(const rn_args& a, int64_t row, bool active, f2* scratch, f2* slot) {
   const int lane = row_lane();
   const int step = row_threads() * VV;
+  const float shift = row_shift(a, active ? row : 0);
   double acc = 0.0;
   for (int64_t col = (int64_t)lane * VV; active && col < a.n; col += step) {
     float x[VV], part = 0.f;
     prologue<VV>(a, row, col, x);
 #pragma unroll
-    for (int e = 0; e < VV; ++e) part += k_layer ? x[e] : x[e] * x[e];
+    for (int e = 0; e < VV; ++e) part += k_layer ? x[e] - shift : x[e] * x[e];
     acc += part;
   }
   f2 s = row_sum(f2{(float)acc, 0.f}, scratch, slot);
   float mean = 0.f, rstd;
   if constexpr (k_layer) {
-    mean = s.a * a.inv_n;
+    mean = shift + s.a * a.inv_n;
     double dev = 0.0;
     for (int64_t col = (int64_t)lane * VV; active && col < a.n; col += step) {
       float x[VV], part = 0.f;
@@ -563,6 +580,8 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
     // Every chunk loads, one outside the row (or a thread past the last row) at row 0, column 0 (in bounds: a
     // launch has rows and n >= VV), and is then zeroed: a branch around each chunk's load kept it waiting for the
     // chunk before it (one memory latency a chunk, in the SASS), where straight code issues them all at once.
+    // Chunks outside the row hold the shift: they add 0 to the statistics.
+    const float shift = row_shift(a, active ? row : 0);
     float x[CH][VV];
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
@@ -570,7 +589,7 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
       const bool in = active && col < a.n;
       kf_pro<VV>(a, in ? row : 0, in ? col : 0, x[c]);
 #pragma unroll
-      for (int e = 0; e < VV; ++e) x[c][e] = in ? x[c][e] : 0.f;
+      for (int e = 0; e < VV; ++e) x[c][e] = in ? x[c][e] : shift;
     }
     if constexpr (hold)
       if (!WREGS && active) load_weights();
@@ -581,9 +600,10 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
       if constexpr (k_write_h)
         if (active && col < a.n) store_vec<h_t, VV, false>(a.h + row * a.n + col, x[c]);
 #pragma unroll
-      for (int e = 0; e < VV; ++e) {  // chunks outside the row are zeros
-        s.a += x[c][e];
-        s.b += x[c][e] * x[c][e];
+      for (int e = 0; e < VV; ++e) {  // chunks outside the row are the shift
+        const float d = x[c][e] - shift;
+        s.a += d;
+        s.b += d * d;
       }
     }
     float mean = 0.f, rstd;
@@ -594,12 +614,13 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
       rstd = rsqrtf(s.a * a.inv_n + k_eps);
     } else if constexpr (ONEPASS) {
       s = row_sum(s, scratch, &slot);
-      mean = s.a * a.inv_n;
-      rstd = rsqrtf(fmaxf(s.b * a.inv_n - mean * mean, 0.f) + k_eps);
+      const float m = s.a * a.inv_n;  // the mean's distance from the shift
+      mean = shift + m;
+      rstd = rsqrtf(fmaxf(s.b * a.inv_n - m * m, 0.f) + k_eps);
     } else {
       s.b = 0.f;
       s = row_sum(s, scratch, &slot);
-      mean = s.a * a.inv_n;
+      mean = shift + s.a * a.inv_n;
       f2 q{0.f, 0.f};
 #pragma unroll
       for (int c = 0; c < CH; ++c) {
