@@ -114,12 +114,16 @@ struct moments {
   __device__ __forceinline__ f3 record() const { return f3{n, s1, s2}; }
 };
 
-template <int V>
-__device__ __forceinline__ float row_shift(const norm_args& a, int64_t base) {
-  if constexpr (k_stats == st_sumsq || k_rms) return 0.f;
+__device__ __forceinline__ float first_x(const norm_args& a, int64_t base) {
   float x[1];
   load_x<1>(a, base, x);
   return x[0];
+}
+
+template <int V>
+__device__ __forceinline__ float row_shift(const norm_args& a, int64_t base) {
+  if constexpr (k_stats == st_sumsq || k_rms) return 0.f;
+  else return first_x(a, base);
 }
 
 // Adds x[base + i] for i in [from, hi), a vector per thread of the block per step, into `mo`.
@@ -169,18 +173,20 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
     float r[k_chunks][V];
     float2 wb[k_group ? k_chunks : 1];
     const int64_t c_row = k_group ? (row % a.groups) * a.cpg : 0;
+    // k_held_twopass (the family's held_twopass): stats=twopass, or x in float32 whatever `stats` says; the mean
+    // is taken around the row's first element (a row of one value has an exact mean).
     moments mo;
-    mo.shift = row_shift<V>(a, base);
+    mo.shift = k_held_twopass && !k_rms ? first_x(a, base) : row_shift<V>(a, base);
 #pragma unroll
     for (int c = 0; c < k_chunks; ++c) {
       const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
       if (i < hi) {
         load_x<V>(a, base + i, r[c]);
         if constexpr (k_group) wb[c] = channel_wb(a, c_row + channel_in_row(a, i));
-        if constexpr (k_stats != st_twopass) mo.add<V>(r[c]);
+        if constexpr (!k_held_twopass) mo.add<V>(r[c]);
       }
     }
-    if constexpr (k_stats == st_twopass && !k_rms) {
+    if constexpr (k_held_twopass && !k_rms) {
       float s = 0.f, cnt = 0.f;
 #pragma unroll
       for (int c = 0; c < k_chunks; ++c)
@@ -202,7 +208,7 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
         }
       const float var = g.reduce(f3{q, 0.f, 0.f}, comb_add).a / t.a;
       mr = make_float2(mean, rsqrtf(var + a.eps));
-    } else if constexpr (k_stats == st_twopass) {
+    } else if constexpr (k_held_twopass) {
       float q = 0.f, cnt = 0.f;
 #pragma unroll
       for (int c = 0; c < k_chunks; ++c)

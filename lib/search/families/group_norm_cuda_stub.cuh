@@ -47,6 +47,7 @@ constexpr int k_n_inputs = 3;
 constexpr int k_x_input = 0;
 constexpr int k_w_input = 1;
 constexpr int k_b_input = 2;
+constexpr bool k_held_twopass = false;
 
 // The casts before the norm, on values as loaded.
 template <int V>

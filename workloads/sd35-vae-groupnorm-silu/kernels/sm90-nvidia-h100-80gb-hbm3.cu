@@ -1,5 +1,5 @@
 // kforge kernel: family dispatch, version 1
-// knobs: p0=group_norm_cuda@4/ahead:2/chunks:4/cluster:8/fit:0/l2_hint:0/lag_mb:4/publish:tagged/reverse:1/ring_kb:192/seg_kb:32/sm_blocks:0/splits:64/stages:2/stats:shifted/strategy:stream/stream_store:0/team_kb:96/team_l2:100/threads:256/unroll:4/vec:8 p1=group_norm_cuda@4/ahead:2/chunks:4/cluster:8/fit:0/l2_hint:1/lag_mb:0/publish:tagged/reverse:1/ring_kb:192/seg_kb:32/sm_blocks:0/splits:64/stages:2/stats:shifted/strategy:stream/stream_store:1/team_kb:96/team_l2:50/threads:128/unroll:4/vec:8 p2=group_norm_cuda@4/ahead:2/chunks:4/cluster:8/fit:0/l2_hint:1/lag_mb:0/publish:counter/reverse:1/ring_kb:192/seg_kb:64/sm_blocks:0/splits:64/stages:2/stats:shifted/strategy:stream/stream_store:1/team_kb:96/team_l2:50/threads:256/unroll:4/vec:8 parts=3 upto0=47456210 upto1=189813436
+// knobs: p0=group_norm_cuda@5/ahead:2/chunks:4/cluster:8/fit:0/l2_hint:0/lag_mb:4/publish:tagged/reverse:1/ring_kb:192/seg_kb:32/sm_blocks:0/splits:64/stages:2/stats:shifted/strategy:stream/stream_store:0/team_kb:96/team_l2:100/threads:256/unroll:4/vec:8 p1=group_norm_cuda@5/ahead:2/chunks:4/cluster:8/fit:0/l2_hint:1/lag_mb:0/publish:tagged/reverse:1/ring_kb:192/seg_kb:32/sm_blocks:0/splits:64/stages:2/stats:shifted/strategy:stream/stream_store:1/team_kb:96/team_l2:50/threads:128/unroll:4/vec:8 p2=group_norm_cuda@5/ahead:2/chunks:4/cluster:8/fit:0/l2_hint:1/lag_mb:0/publish:counter/reverse:1/ring_kb:192/seg_kb:64/sm_blocks:0/splits:64/stages:2/stats:shifted/strategy:stream/stream_store:1/team_kb:96/team_l2:50/threads:256/unroll:4/vec:8 parts=3 upto0=47456210 upto1=189813436
 // computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06) -> silu
 // kforge winner: sd35-vae-groupnorm-silu on sm90-nvidia-h100-80gb-hbm3
 // found: by `kforge search` (template proposer) on 2026-12-06T02:23:58Z
@@ -10,6 +10,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T17:06:02Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T18:08:11Z, dispatch version 1 from version 1; knobs filled: p0.fit=0 (the code before the knob), p1.fit=0 (the code before the knob), p2.fit=0 (the code before the knob); measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T18:38:21Z, dispatch version 1 from version 1; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-06T21:48:40Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 
 // dispatch: each part below is a whole candidate of its family, its names in a namespace of its own and its kf_launch renamed;
 // the kf_launch at the end picks a part by the bytes of the inputs it receives.
@@ -22,7 +23,7 @@
 // ---- part 0 ----
 #define kf_launch kf_launch_part0
 namespace kf_part0 {
-// kforge kernel: family group_norm_cuda, version 4
+// kforge kernel: family group_norm_cuda, version 5
 // knobs: ahead=2 chunks=4 cluster=8 fit=0 l2_hint=0 lag_mb=4 publish=tagged reverse=1 ring_kb=192 seg_kb=32 sm_blocks=0 splits=64 stages=2 stats=shifted strategy=stream stream_store=0 team_kb=96 team_l2=100 threads=256 unroll=4 vec=8
 // computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06) -> silu
 
@@ -388,6 +389,7 @@ constexpr int k_n_inputs = 3;
 constexpr int k_x_input = 0;
 constexpr int k_w_input = 1;
 constexpr int k_b_input = 2;
+constexpr bool k_held_twopass = false;
 
 // The casts before the norm, on values as loaded.
 template <int V>
@@ -513,12 +515,16 @@ struct moments {
   __device__ __forceinline__ f3 record() const { return f3{n, s1, s2}; }
 };
 
-template <int V>
-__device__ __forceinline__ float row_shift(const norm_args& a, int64_t base) {
-  if constexpr (k_stats == st_sumsq || k_rms) return 0.f;
+__device__ __forceinline__ float first_x(const norm_args& a, int64_t base) {
   float x[1];
   load_x<1>(a, base, x);
   return x[0];
+}
+
+template <int V>
+__device__ __forceinline__ float row_shift(const norm_args& a, int64_t base) {
+  if constexpr (k_stats == st_sumsq || k_rms) return 0.f;
+  else return first_x(a, base);
 }
 
 // Adds x[base + i] for i in [from, hi), a vector per thread of the block per step, into `mo`.
@@ -568,18 +574,20 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
     float r[k_chunks][V];
     float2 wb[k_group ? k_chunks : 1];
     const int64_t c_row = k_group ? (row % a.groups) * a.cpg : 0;
+    // k_held_twopass (the family's held_twopass): stats=twopass, or x in float32 whatever `stats` says; the mean
+    // is taken around the row's first element (a row of one value has an exact mean).
     moments mo;
-    mo.shift = row_shift<V>(a, base);
+    mo.shift = k_held_twopass && !k_rms ? first_x(a, base) : row_shift<V>(a, base);
 #pragma unroll
     for (int c = 0; c < k_chunks; ++c) {
       const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
       if (i < hi) {
         load_x<V>(a, base + i, r[c]);
         if constexpr (k_group) wb[c] = channel_wb(a, c_row + channel_in_row(a, i));
-        if constexpr (k_stats != st_twopass) mo.add<V>(r[c]);
+        if constexpr (!k_held_twopass) mo.add<V>(r[c]);
       }
     }
-    if constexpr (k_stats == st_twopass && !k_rms) {
+    if constexpr (k_held_twopass && !k_rms) {
       float s = 0.f, cnt = 0.f;
 #pragma unroll
       for (int c = 0; c < k_chunks; ++c)
@@ -601,7 +609,7 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
         }
       const float var = g.reduce(f3{q, 0.f, 0.f}, comb_add).a / t.a;
       mr = make_float2(mean, rsqrtf(var + a.eps));
-    } else if constexpr (k_stats == st_twopass) {
+    } else if constexpr (k_held_twopass) {
       float q = 0.f, cnt = 0.f;
 #pragma unroll
       for (int c = 0; c < k_chunks; ++c)
@@ -1743,7 +1751,7 @@ extern "C" int kf_launch(const kf_tensor* inputs, int n_inputs, kf_tensor* outpu
 // ---- part 1 ----
 #define kf_launch kf_launch_part1
 namespace kf_part1 {
-// kforge kernel: family group_norm_cuda, version 4
+// kforge kernel: family group_norm_cuda, version 5
 // knobs: ahead=2 chunks=4 cluster=8 fit=0 l2_hint=1 lag_mb=0 publish=tagged reverse=1 ring_kb=192 seg_kb=32 sm_blocks=0 splits=64 stages=2 stats=shifted strategy=stream stream_store=1 team_kb=96 team_l2=50 threads=128 unroll=4 vec=8
 // computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06) -> silu
 
@@ -2109,6 +2117,7 @@ constexpr int k_n_inputs = 3;
 constexpr int k_x_input = 0;
 constexpr int k_w_input = 1;
 constexpr int k_b_input = 2;
+constexpr bool k_held_twopass = false;
 
 // The casts before the norm, on values as loaded.
 template <int V>
@@ -2234,12 +2243,16 @@ struct moments {
   __device__ __forceinline__ f3 record() const { return f3{n, s1, s2}; }
 };
 
-template <int V>
-__device__ __forceinline__ float row_shift(const norm_args& a, int64_t base) {
-  if constexpr (k_stats == st_sumsq || k_rms) return 0.f;
+__device__ __forceinline__ float first_x(const norm_args& a, int64_t base) {
   float x[1];
   load_x<1>(a, base, x);
   return x[0];
+}
+
+template <int V>
+__device__ __forceinline__ float row_shift(const norm_args& a, int64_t base) {
+  if constexpr (k_stats == st_sumsq || k_rms) return 0.f;
+  else return first_x(a, base);
 }
 
 // Adds x[base + i] for i in [from, hi), a vector per thread of the block per step, into `mo`.
@@ -2289,18 +2302,20 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
     float r[k_chunks][V];
     float2 wb[k_group ? k_chunks : 1];
     const int64_t c_row = k_group ? (row % a.groups) * a.cpg : 0;
+    // k_held_twopass (the family's held_twopass): stats=twopass, or x in float32 whatever `stats` says; the mean
+    // is taken around the row's first element (a row of one value has an exact mean).
     moments mo;
-    mo.shift = row_shift<V>(a, base);
+    mo.shift = k_held_twopass && !k_rms ? first_x(a, base) : row_shift<V>(a, base);
 #pragma unroll
     for (int c = 0; c < k_chunks; ++c) {
       const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
       if (i < hi) {
         load_x<V>(a, base + i, r[c]);
         if constexpr (k_group) wb[c] = channel_wb(a, c_row + channel_in_row(a, i));
-        if constexpr (k_stats != st_twopass) mo.add<V>(r[c]);
+        if constexpr (!k_held_twopass) mo.add<V>(r[c]);
       }
     }
-    if constexpr (k_stats == st_twopass && !k_rms) {
+    if constexpr (k_held_twopass && !k_rms) {
       float s = 0.f, cnt = 0.f;
 #pragma unroll
       for (int c = 0; c < k_chunks; ++c)
@@ -2322,7 +2337,7 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
         }
       const float var = g.reduce(f3{q, 0.f, 0.f}, comb_add).a / t.a;
       mr = make_float2(mean, rsqrtf(var + a.eps));
-    } else if constexpr (k_stats == st_twopass) {
+    } else if constexpr (k_held_twopass) {
       float q = 0.f, cnt = 0.f;
 #pragma unroll
       for (int c = 0; c < k_chunks; ++c)
@@ -3464,7 +3479,7 @@ extern "C" int kf_launch(const kf_tensor* inputs, int n_inputs, kf_tensor* outpu
 // ---- part 2 ----
 #define kf_launch kf_launch_part2
 namespace kf_part2 {
-// kforge kernel: family group_norm_cuda, version 4
+// kforge kernel: family group_norm_cuda, version 5
 // knobs: ahead=2 chunks=4 cluster=8 fit=0 l2_hint=1 lag_mb=0 publish=counter reverse=1 ring_kb=192 seg_kb=64 sm_blocks=0 splits=64 stages=2 stats=shifted strategy=stream stream_store=1 team_kb=96 team_l2=50 threads=256 unroll=4 vec=8
 // computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06) -> silu
 
@@ -3830,6 +3845,7 @@ constexpr int k_n_inputs = 3;
 constexpr int k_x_input = 0;
 constexpr int k_w_input = 1;
 constexpr int k_b_input = 2;
+constexpr bool k_held_twopass = false;
 
 // The casts before the norm, on values as loaded.
 template <int V>
@@ -3955,12 +3971,16 @@ struct moments {
   __device__ __forceinline__ f3 record() const { return f3{n, s1, s2}; }
 };
 
-template <int V>
-__device__ __forceinline__ float row_shift(const norm_args& a, int64_t base) {
-  if constexpr (k_stats == st_sumsq || k_rms) return 0.f;
+__device__ __forceinline__ float first_x(const norm_args& a, int64_t base) {
   float x[1];
   load_x<1>(a, base, x);
   return x[0];
+}
+
+template <int V>
+__device__ __forceinline__ float row_shift(const norm_args& a, int64_t base) {
+  if constexpr (k_stats == st_sumsq || k_rms) return 0.f;
+  else return first_x(a, base);
 }
 
 // Adds x[base + i] for i in [from, hi), a vector per thread of the block per step, into `mo`.
@@ -4010,18 +4030,20 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
     float r[k_chunks][V];
     float2 wb[k_group ? k_chunks : 1];
     const int64_t c_row = k_group ? (row % a.groups) * a.cpg : 0;
+    // k_held_twopass (the family's held_twopass): stats=twopass, or x in float32 whatever `stats` says; the mean
+    // is taken around the row's first element (a row of one value has an exact mean).
     moments mo;
-    mo.shift = row_shift<V>(a, base);
+    mo.shift = k_held_twopass && !k_rms ? first_x(a, base) : row_shift<V>(a, base);
 #pragma unroll
     for (int c = 0; c < k_chunks; ++c) {
       const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
       if (i < hi) {
         load_x<V>(a, base + i, r[c]);
         if constexpr (k_group) wb[c] = channel_wb(a, c_row + channel_in_row(a, i));
-        if constexpr (k_stats != st_twopass) mo.add<V>(r[c]);
+        if constexpr (!k_held_twopass) mo.add<V>(r[c]);
       }
     }
-    if constexpr (k_stats == st_twopass && !k_rms) {
+    if constexpr (k_held_twopass && !k_rms) {
       float s = 0.f, cnt = 0.f;
 #pragma unroll
       for (int c = 0; c < k_chunks; ++c)
@@ -4043,7 +4065,7 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
         }
       const float var = g.reduce(f3{q, 0.f, 0.f}, comb_add).a / t.a;
       mr = make_float2(mean, rsqrtf(var + a.eps));
-    } else if constexpr (k_stats == st_twopass) {
+    } else if constexpr (k_held_twopass) {
       float q = 0.f, cnt = 0.f;
 #pragma unroll
       for (int c = 0; c < k_chunks; ++c)
