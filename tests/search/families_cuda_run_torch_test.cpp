@@ -154,6 +154,46 @@ TEST(families_cuda_run, grid_strategies_match_torch_across_shapes_launch_after_l
   }
 }
 
+// float32 GroupNorm held in registers (a block, a cluster, a warp per row, and `fit` handing a grid strategy's rows
+// to them) takes the two-pass statistics whatever `stats` says: every output within float32's default tolerance
+// (rtol 1e-5, atol 1e-7), widened only as the verifier widens it, to 4x eager's own error against float64.
+TEST(families_cuda_run, float32_group_norm_held_rows_are_as_accurate_as_the_verifier_asks) {
+  REQUIRE_GPU();
+  auto spec = test::group_norm_spec(false, dtype::float32);  // x [N, 32, H, W] float32, 8 groups, float32 affine
+  const std::vector<variant> vs = {
+      {"stream_fit_shifted", {{"strategy", "stream"}, {"fit", "1"}, {"threads", "512"}, {"stats", "shifted"}}},
+      {"block_sumsq", {{"strategy", "block"}, {"threads", "1024"}, {"stats", "sumsq"}}},
+      {"cluster_4_shifted", {{"strategy", "cluster"}, {"cluster", "4"}, {"threads", "512"}, {"stats", "shifted"}}},
+      {"warp_twopass", {{"strategy", "warp"}, {"threads", "128"}, {"stats", "twopass"}}},
+  };
+  spec.cases.push_back(test::make_case({{"N", 4}, {"H", 64}, {"W", 64}}, false));  // the defaults see these rows
+  auto impls = build(spec, vs);
+  c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(false, 0);
+  c10::cuda::CUDAStreamGuard guard(stream);
+  auto opt = at::TensorOptions().device(at::kCUDA);
+  at::manual_seed(31);
+  // Groups of 4 x 64 x 64 = 16384 values (the warp's rows stream: longer than 32 threads hold), and of 4 x 8 x 8.
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{4, 32, 64, 64}, std::vector<int64_t>{3, 32, 8, 8}}) {
+    auto x = at::randn(shape, opt) + 0.5, w = at::randn({32}, opt) * 0.1 + 1, b = at::randn({32}, opt) * 0.1;
+    const auto want = at::group_norm(x.to(at::kDouble), 8, w.to(at::kDouble), b.to(at::kDouble), 1e-6);
+    // In units of the default tolerance, as the verifier measures: eager's own error sets how far it widens.
+    auto units = [&](const at::Tensor& got) {
+      return ((got.to(at::kDouble) - want).abs() / (want.abs() * 1e-5 + 1e-7)).max().item<double>();
+    };
+    const double allowed = std::max(1.0, 4 * units(at::group_norm(x, 8, w, b, 1e-6)));
+    for (size_t i = 0; i < impls.size(); ++i) {
+      if (!impls[i]) continue;
+      const std::string what = vs[i].label + " on " + c10::str(at::IntArrayRef(shape));
+      test::crash_context(what);
+      auto y = at::full(shape, std::nan(""), opt);
+      std::vector<at::Tensor> out{y};
+      ASSERT_EQ(impls[i]->launch({x, w, b}, out, stream.stream()), 0) << what;
+      ASSERT_EQ(cudaStreamSynchronize(stream.stream()), cudaSuccess) << what;
+      EXPECT_LE(units(y), allowed) << what;
+    }
+  }
+}
+
 // Hot timing replays launches from a CUDA graph: the cooperative team launch and the stream kernel's ticket
 // counters must work there too, launch after launch.
 TEST(families_cuda_run, grid_strategies_replay_from_a_cuda_graph) {
@@ -284,6 +324,56 @@ TEST(families_cuda_run, softmax_grid_teams_match_torch_across_shapes_launch_afte
       const auto scale = want.amax(-1, true);
       EXPECT_LT(((y.to(at::kDouble) - want).abs() / scale).max().item<double>(), 1e-2) << what;
       EXPECT_NEAR(y.to(at::kDouble).sum(-1).min().item<double>(), 1.0, 0.05) << what;
+    }
+  }
+}
+
+// row_norm_cuda's float32 LayerNorm on rows of one repeated value (verify's all_equal_rows): x - mean must be 0
+// exactly, or rstd = 1/sqrt(eps) magnifies the mean's last bit (an error of 6e-4 against float32's 1e-5 where the
+// mean was sum / n). Every strategy, rows held in registers and streamed (longer than the registers hold): y is b,
+// bit for bit; random rows still match float64.
+TEST(families_cuda_run, float32_layer_norm_of_constant_rows_is_exactly_its_bias) {
+  REQUIRE_GPU();
+  c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(false, 0);
+  c10::cuda::CUDAStreamGuard guard(stream);
+  const std::vector<variant> vs = {
+      {"team_8", {{"strategy", "team"}, {"team", "8"}, {"fit", "0"}}},
+      {"warp", {{"strategy", "team"}, {"team", "32"}, {"fit", "0"}}},
+      {"block_256", {{"strategy", "block"}, {"block", "256"}, {"fit", "0"}}},
+      {"block_streamed", {{"strategy", "block"}, {"block", "64"}, {"chunks", "1"}, {"vec", "4"}, {"fit", "0"}}},
+      {"cluster_4", {{"strategy", "cluster"}, {"cluster", "4"}, {"block", "256"}, {"fit", "0"}}},
+  };
+  auto opt = at::TensorOptions().device(at::kCUDA).dtype(at::kFloat);
+  at::manual_seed(29);
+  for (int64_t d : {100, 1024, 20000}) {
+    workload_spec spec;
+    spec.name = "test-layernorm-f32";
+    spec.inputs = {test::tensor_input("x", {test::sym("R"), test::lit(d)}, dtype::float32),
+                   test::tensor_input("w", {test::lit(d)}, dtype::float32),
+                   test::tensor_input("b", {test::lit(d)}, dtype::float32)};
+    spec.graph.push_back(
+        {"layer_norm", {{"input", "x"}, {"normalized_shape", {d}}, {"weight", "w"}, {"bias", "b"}, {"eps", 1e-6}}, {}});
+    spec.cases = {test::make_case({{"R", 37}}, true)};
+    auto impls = build(spec, vs, "row_norm_cuda");
+    const int64_t rows = 37;
+    auto w = at::randn({d}, opt) * 0.1 + 1, b = at::randn({d}, opt) * 0.1;
+    // Each row one value, of varied magnitude: sums of 3.7 or 1234.5 repeated d times round in float32.
+    auto x = (at::rand({rows, 1}, opt) * 2000 - 1000).expand({rows, d}).contiguous();
+    auto noisy = at::randn({rows, d}, opt) * 3 + 5;
+    for (size_t i = 0; i < impls.size(); ++i) {
+      if (!impls[i]) continue;
+      const std::string what = vs[i].label + " on rows of " + std::to_string(d);
+      test::crash_context(what);
+      auto y = at::full({rows, d}, std::nan(""), opt);
+      std::vector<at::Tensor> out{y};
+      ASSERT_EQ(impls[i]->launch({x, w, b}, out, stream.stream()), 0) << what;
+      ASSERT_EQ(cudaStreamSynchronize(stream.stream()), cudaSuccess) << what;
+      EXPECT_TRUE(at::equal(y, b.expand({rows, d}))) << what << ": worst |y - b| "
+                                                     << (y - b).abs().max().item<float>();
+      ASSERT_EQ(impls[i]->launch({noisy, w, b}, out, stream.stream()), 0) << what;
+      ASSERT_EQ(cudaStreamSynchronize(stream.stream()), cudaSuccess) << what;
+      const auto want = at::layer_norm(noisy.to(at::kDouble), {d}, w.to(at::kDouble), b.to(at::kDouble), 1e-6);
+      EXPECT_LT(worst_error(y, want), 1e-5) << what;
     }
   }
 }
