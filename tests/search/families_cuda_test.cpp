@@ -171,6 +171,25 @@ TEST(families_cuda, each_graph_is_covered_by_its_family) {
   EXPECT_NE(why.find("32"), std::string::npos) << why;
 }
 
+// Short rows take teams with up to 4 vectors a thread, fewer where the rows are too few to give every other SM a CTA
+// (of 128 threads) at 4: one vector a thread for T5's 768 rows of 64 at B=1, two for GPT-2's 1536 rows of 128,
+// four for 98,304 rows of 512.
+TEST(families_cuda, softmax_short_rows_spread_over_the_sms_when_few) {
+  auto chunks_for = [](std::vector<int64_t> shape) {
+    auto spec = test::softmax_spec();
+    spec.inputs[0].shape.clear();
+    for (auto d : shape) spec.inputs[0].shape.push_back(test::lit(d));
+    spec.cases = {test::make_case({}, true)};
+    const auto v = cuda_family("row_softmax_cuda").default_variant(spec);
+    EXPECT_EQ(v.at("strategy"), "warp");
+    return v.at("chunks");
+  };
+  EXPECT_EQ(chunks_for({1, 12, 64, 64}), "1");
+  EXPECT_EQ(chunks_for({1, 12, 128, 128}), "2");
+  EXPECT_EQ(chunks_for({16, 12, 512, 512}), "4");
+  EXPECT_EQ(chunks_for({4, 12, 1024, 1024}), "4");
+}
+
 TEST(families_cuda, defaults_are_valid_and_follow_the_shape) {
   for (auto& c : cases()) {
     const family& f = cuda_family(c.family);

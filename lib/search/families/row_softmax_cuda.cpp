@@ -162,7 +162,16 @@ class row_softmax_cuda final : public family {
       v["threads"] = "128";
       v["team"] = g->topk > 0 ? "32" : "auto";
       v["chunks"] = fit_chunks(s.max_n, 32);
-      if (g->topk == 0 && std::stoi(v["chunks"]) < 4) v["chunks"] = "4";
+      if (g->topk == 0) {
+        // Up to 4 vectors a thread keep rows in flight where there are many; where rows are few and short, 4 leave
+        // most SMs idle (T5's 768 rows of 64 at B=1: 12 CTAs of 128 threads). Fewer vectors a thread, then, until
+        // the grid has a CTA for every other SM: the searches' winners for such cases took exactly that, T5 at
+        // B=1 one vector a thread (H200, stop 30: 1.58 us) and GPT-2 at B=1 (1536 rows of 128) two.
+        const int64_t vectors = s.min_rows * ((s.max_n + per_vec - 1) / per_vec);
+        int c = 4;
+        while (c > 1 && vectors < int64_t{c} * 128 * cuda_emit::k_reference_sms / 2) c /= 2;
+        v["chunks"] = std::to_string(std::max(std::stoi(v["chunks"]), c));
+      }
     } else if (s.min_rows < 2 * cuda_emit::k_reference_sms && s.max_n >= 16384) {
       // Few long rows: a team of co-resident CTAs per row (strategy=grid, sized at launch), so that every SM holds
       // a segment of some row in registers. A portable cluster (8 CTAs a row) left most SMs idle: 8 rows of Gemma's
