@@ -118,6 +118,17 @@ std::string flags_help(const std::vector<flag_def>& defs) {
   return out;
 }
 
+std::vector<flag_def> workloads_flags() {
+  return {{"workloads", true, "the folder holding the specs (default workloads)", "DIR"},
+          {"workloads-dir", true, "the same as --workloads", "DIR"}};
+}
+
+std::string workloads_folder(const args& a) {
+  if (a.has("workloads") && a.has("workloads-dir"))
+    throw user_error("--workloads and --workloads-dir name the same folder: give one");
+  return a.get_or("workloads", a.get_or("workloads-dir", "workloads"));
+}
+
 flag_def sandbox_flag() {
   return {"sandbox", true,
           "the workers' protections around candidate code: on (default: every one the machine allows), strict "

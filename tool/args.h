@@ -38,6 +38,11 @@ class args {
 
 std::string flags_help(const std::vector<flag_def>& defs);
 
+// --workloads DIR, and its older spelling --workloads-dir (run, calibrate), for the commands that read a folder of
+// specs; workloads_folder() is the one given ("workloads" when neither is), a usage error when both are.
+std::vector<flag_def> workloads_flags();
+std::string workloads_folder(const args& a);
+
 // --sandbox on|strict|off, for the commands that run candidates (docs/sandbox.md).
 flag_def sandbox_flag();
 // Makes --sandbox (when given) the mode of every worker this process starts; checks $KFORGE_SANDBOX either way.

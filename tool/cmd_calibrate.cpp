@@ -15,10 +15,9 @@ namespace kf {
 namespace {
 
 std::vector<flag_def> calibrate_flags() {
-  return {
+  std::vector<flag_def> defs = {
       {"device", true, "cpu, cuda, cuda:N or auto (default auto)", "D"},
       sandbox_flag(),
-      {"workloads-dir", true, "where the specs are (default workloads)", "DIR"},
       {"runs", true, "A/A runs and slowed runs per case, each (default 20)", "N"},
       {"slowdown", true, "the injected slowdown, relative to the kernel's median (default 5%)", "X"},
       {"threshold", true, "the gate.max_regression the runs are judged with (default 2%)", "X"},
@@ -30,6 +29,8 @@ std::vector<flag_def> calibrate_flags() {
       {"json", true, "the results as JSON (schema kforge.calibration/1)", "FILE"},
       {"markdown", true, "the table as Markdown", "FILE"},
   };
+  for (auto& f : workloads_flags()) defs.push_back(f);
+  return defs;
 }
 
 }  // namespace
@@ -59,7 +60,7 @@ int calibrate_run(const std::vector<std::string>& argv) {
   o.stopping.timeout_s = a.get_double_in("timeout", 15, 0.001, 86400, "seconds");
   o.progress = [](const std::string& line) { term::step(line); };
 
-  std::string dir = a.get_or("workloads-dir", "workloads");
+  std::string dir = workloads_folder(a);
   std::vector<workload_spec> specs = load_specs(workload_names(a.positional(), dir), dir);
 
   device_choice dev = choose_device(a.get_or("device", "auto"));

@@ -35,7 +35,6 @@ std::vector<flag_def> run_flags() {
       {"devices", true, "spread the workloads over several devices, one worker each: `all` (every GPU; cpu when "
                         "none) or a list such as cuda:0,cuda:1 (cpu,cpu: two workers on the cpu); one report", "LIST"},
       sandbox_flag(),
-      {"workloads-dir", true, "where the specs are (default workloads)", "DIR"},
       {"baselines", true, "which baselines to time (default: each spec's list)", fmt::format("{}", fmt::join(baseline_names(), ","))},
       {"base", true, "compare with the merge-base of HEAD and REF (PR gate): its version of each kernel is timed "
                      "alongside, interleaved, changed or not", "REF"},
@@ -58,6 +57,7 @@ std::vector<flag_def> run_flags() {
                               "search, whose timings take turns with the exporter's on the GPU)"},
   };
   for (auto& r : reporters()) defs.push_back({std::string(r->format()), true, std::string(r->description()), "FILE"});
+  for (auto& f : workloads_flags()) defs.push_back(f);
   return defs;
 }
 
@@ -206,7 +206,7 @@ int run_run(const std::vector<std::string>& argv) {
   std::optional<shard_id> shard;
   if (auto s = a.get("shard")) shard = parse_shard(*s);
   // Every spec is parsed and validated before any device time is spent.
-  std::string dir = a.get_or("workloads-dir", "workloads");
+  std::string dir = workloads_folder(a);
   std::vector<std::string> given, e2e_files;
   for (const auto& p : a.positional()) (e2e::is_e2e_file(p) ? e2e_files : given).push_back(p);
   std::vector<workload_spec> specs;

@@ -23,7 +23,7 @@ struct e2e_spec {
   std::string model;  // FILE.py:FUNCTION, relative to the folder kforge runs in
   source_loc model_loc;
   std::string model_args;          // FUNCTION's keyword arguments as e2e.py reads them: k=v,...
-  std::string workloads;           // where the stored kernels are (empty: the run's --workloads-dir)
+  std::string workloads;           // where the stored kernels are (empty: the run's --workloads)
   std::vector<std::string> names;  // only these workloads are loaded (empty: every one)
   std::vector<std::string> variants = k_variants;
   std::vector<std::string> must_beat;            // of k_beats_variant's keys

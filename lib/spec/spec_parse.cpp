@@ -237,7 +237,7 @@ std::vector<spec_diagnostic> parse_spec(const std::string& path, workload_spec* 
   if (fs::is_directory(path, ec)) {
     *out = workload_spec{};
     return {{source_loc{path, 0, 0}, "",
-             "is a folder, not a spec file (name a .yaml file, or pass the folder as --workloads-dir)"}};
+             "is a folder, not a spec file (name a .yaml file, or pass the folder as --workloads)"}};
   }
   if (!fs::exists(path, ec)) {
     *out = workload_spec{};

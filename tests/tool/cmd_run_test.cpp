@@ -39,6 +39,24 @@ TEST(cmd_run, makes_a_reports_missing_folders_and_says_when_it_cannot) {
   EXPECT_NE(blocked.err.find("cannot make the folder"), std::string::npos) << blocked.err;
 }
 
+// The specs' folder is --workloads, as for search, check and reemit; --workloads-dir (its older spelling) still
+// works; both at once are a usage error.
+TEST(cmd_run, takes_the_workloads_folder_as_the_other_commands_do) {
+  temp_dir d("kf-cmd-run");
+  fs::create_directories(d.path() / "specs");
+  write_file_atomic(d.path() / "specs" / "qwen-router-softmax.yaml",
+                    read_file(std::string(KFORGE_SOURCE_DIR) + "/workloads/qwen-router-softmax.yaml"));
+  const std::string dir = (d.path() / "specs").string();
+  for (const char* flag : {"--workloads", "--workloads-dir"}) {
+    auto r = kforge_run({flag, dir, "--markdown", (d.path() / "r.md").string()});
+    EXPECT_NE(r.err.find("qwen-router-softmax"), std::string::npos) << flag << ": " << r.err;
+    EXPECT_NE(r.exit_code, 2) << flag << ": " << r.err;
+  }
+  auto both = kforge_run({"--workloads", dir, "--workloads-dir", dir});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("give one"), std::string::npos) << both.err;
+}
+
 // No kernel for this GPU key anywhere: the run verified nothing and must not read as passed (#19 part 8). Exit 0
 // unless the spec sets gate.require_kernel (the seeds do), then 1.
 TEST(cmd_run, a_run_that_verified_nothing_says_so) {
