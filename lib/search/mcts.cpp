@@ -130,11 +130,10 @@ bool mcts_tree::may_widen(const node& n, bool rescue) const {
 // (itself or below).
 bool mcts_tree::can_descend(const node& n, bool rescue) const {
   if (n.closed) return false;
-  if (may_widen(n, rescue) && (n.reward || is_failure(n.status))) return true;
-  if (is_failure(n.status) || n.reward) {  // a failed attempt: through to its repairs; a passed one: below it
-    for (auto c : n.children)
-      if (can_descend(at(c), rescue)) return true;
-  }
+  if (!n.reward && !is_failure(n.status)) return false;  // pending: nothing to go by yet
+  if (may_widen(n, rescue)) return true;
+  for (auto c : n.children)  // a failed attempt: through to its repairs; a passed one: below it
+    if (can_descend(at(c), rescue)) return true;
   return false;
 }
 

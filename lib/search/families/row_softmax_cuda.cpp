@@ -158,8 +158,9 @@ class row_softmax_cuda final : public family {
     if (g->topk > 0 || s.max_n <= 1024) {
       // Teams sized at launch (team=auto) with 4 vectors a thread: GPT-2's 128-wide rows in teams of 4, 8 rows a
       // warp, instead of a warp whose upper half loaded nothing; its 1024-wide rows in whole warps.
+      const int threads = 128;
       v["strategy"] = "warp";
-      v["threads"] = "128";
+      v["threads"] = std::to_string(threads);
       v["team"] = g->topk > 0 ? "32" : "auto";
       v["chunks"] = fit_chunks(s.max_n, 32);
       if (g->topk == 0) {
@@ -169,7 +170,7 @@ class row_softmax_cuda final : public family {
         // B=1 one vector a thread (H200, stop 30: 1.58 us) and GPT-2 at B=1 (1536 rows of 128) two.
         const int64_t vectors = s.min_rows * ((s.max_n + per_vec - 1) / per_vec);
         int c = 4;
-        while (c > 1 && vectors < int64_t{c} * 128 * cuda_emit::k_reference_sms / 2) c /= 2;
+        while (c > 1 && vectors < int64_t{c} * threads * cuda_emit::k_reference_sms / 2) c /= 2;
         v["chunks"] = std::to_string(std::max(std::stoi(v["chunks"]), c));
       }
     } else if (s.min_rows < 2 * cuda_emit::k_reference_sms && s.max_n >= 16384) {
