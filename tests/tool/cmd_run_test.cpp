@@ -180,6 +180,16 @@ echo package > "$out"
   EXPECT_NE(none.err.find("no baseline to prepare"), std::string::npos) << none.err;
   EXPECT_EQ(none.err.find("prepared in"), std::string::npos) << none.err;
 
+  // A workload with no kernel yet (its first search may run beside this step): its packages are prepared too.
+  write_file_atomic(d.path() / "workloads" / "gpt2-gelu-tanh.yaml", read_file(src / "gpt2-gelu-tanh.yaml"));
+  fs::remove_all(d.path() / "workloads" / "gpt2-gelu-tanh" / "kernels");
+  const std::string fresh_cache = (d.path() / "cache-fresh").string();
+  auto first = run_process(
+      {kf, "run", "--device", "cpu", "--workloads-dir", dir, "--cache", fresh_cache, "--prepare-only"}, po);
+  EXPECT_EQ(first.exit_code, 0) << first.err;
+  exports = read_file(bin / "exports");
+  EXPECT_EQ(std::count(exports.begin(), exports.end(), '\n'), 4) << exports;
+
   auto refused = run_process({kf, "run", "--device", "cpu", "--workloads-dir", dir, "--prepare-only", "--json",
                               (d.path() / "r.json").string()}, po);
   EXPECT_EQ(refused.exit_code, 2);
