@@ -383,6 +383,27 @@ TEST(families_cuda, row_softmax_head_only_matters_for_rows_longer_than_the_cache
   EXPECT_NE(with.find("constexpr bool k_head = true;"), std::string::npos);
 }
 
+// Rows that are not a whole number of vectors (any case's, gated or not) get the ragged path compiled in; a spec
+// whose rows all are, an element a vector (vec=1) and top-k (columns in order) do not.
+TEST(families_cuda, row_softmax_ragged_path_only_where_a_case_has_ragged_rows) {
+  const family& sm = cuda_family("row_softmax_cuda");
+  auto ragged = [&](const workload_spec& s, knob_values changes = {}) {
+    knob_values v = sm.default_variant(s);
+    for (auto& [k, val] : changes) v[k] = val;
+    return sm.emit(s, v).find("constexpr bool k_ragged = true;") != std::string::npos;
+  };
+  auto s = test::softmax_spec();  // rows of 64 (gated) and 37
+  EXPECT_TRUE(ragged(s));
+  EXPECT_FALSE(ragged(s, {{"vec", "1"}}));
+  s.cases.pop_back();  // rows of 64 only
+  EXPECT_FALSE(ragged(s));
+  auto vocab = test::softmax_spec(false, true);
+  vocab.inputs[0].shape = {test::sym("T"), test::lit(50257)};
+  vocab.cases = {test::make_case({{"T", 4}}, true)};
+  EXPECT_TRUE(ragged(vocab));
+  EXPECT_FALSE(ragged(test::softmax_spec(false, false, 4)));
+}
+
 // cache=smem keeps a row in the narrowest type that holds the prologue's values exactly: a 16-bit input through
 // widening casts, a cast's 16-bit type, and float once the prologue computes (a scale).
 TEST(families_cuda, row_softmax_smem_cache_is_16_bit_only_where_exact) {

@@ -35,6 +35,21 @@ shape_summary summarize(const workload_spec& spec, const softmax_graph& g) {
   return s;
 }
 
+// Whether any case's rows (the gated ones and the others: the verifier runs them all) are not a whole number of
+// `vec`-element vectors: a vocabulary of 50257 or 51865, CLIP's 77 tokens. Such rows take the ragged path (aligned
+// vectors with the row's ends masked, row_softmax_cuda.cuh) instead of one element a thread; a kernel whose spec has
+// none is emitted without it (fewer instantiations to compile) and still runs any row, then one element at a time.
+// Top-k keeps the per-element path (its lists take columns in order).
+bool ragged_rows(const workload_spec& spec, const softmax_graph& g, int64_t vec) {
+  const input_spec* x = spec.find_input(g.input);
+  if (g.topk > 0 || vec <= 1 || !x) return false;
+  for (auto& c : spec.cases) {
+    const auto shape = concrete_shape(*x, c);
+    if (!shape.empty() && shape.back() % vec != 0) return true;
+  }
+  return false;
+}
+
 // A thread's share of a register-cached row in the defaults (cuda_emit::k_block_cached_floats at 1024 threads).
 constexpr int64_t k_thread_floats = cuda_emit::k_block_cached_floats / 1024;
 
@@ -69,7 +84,7 @@ class row_softmax_cuda final : public family {
   // for the first part of a row longer than it). 8: cache=smem holds 16-bit values where the prologue's are
   // (half the shared memory a CTA: more CTAs an SM), in 16-byte accesses. 9: masks' leading dims divided by magic
   // numbers (a multiply-high and a shift) where rows < 2^31.
-  int version() const override { return 9; }
+  int version() const override { return 10; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_softmax(spec, why_not);
@@ -313,7 +328,7 @@ class row_softmax_cuda final : public family {
         "constexpr int k_unroll = {};\nconstexpr bool k_online = {};\nconstexpr bool k_cache_smem = {};\n"
         "constexpr bool k_stream_store = {};\nconstexpr bool k_log = {};\nconstexpr int k_topk = {};\n"
         "constexpr bool k_fit = {};\nconstexpr bool k_pdl = {};\nconstexpr int k_team = {};  // 0: auto\n"
-        "constexpr bool k_head = {};\n"
+        "constexpr bool k_head = {};\nconstexpr bool k_ragged = {};\n"
         "constexpr int k_waves = {};\nconstexpr size_t k_smem_limit = 227 * 1024;\n"
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\nconstexpr int k_n_masks = {};\n",
         st, v.at("threads"), v.at("vec"), v.at("chunks"), v.at("cluster"), v.at("split") == "auto" ? "0" : v.at("split"),
@@ -321,7 +336,8 @@ class row_softmax_cuda final : public family {
         v.at("online") == "1" ? "true" : "false", v.at("cache") == "smem" ? "true" : "false",
         v.at("stream_store") == "1" ? "true" : "false", g.log ? "true" : "false", g.topk,
         v.at("fit") == "1" ? "true" : "false", v.at("pdl") == "1" ? "true" : "false",
-        v.at("team") == "auto" ? "0" : v.at("team"), v.at("head") == "1" ? "true" : "false", v.at("waves"),
+        v.at("team") == "auto" ? "0" : v.at("team"), v.at("head") == "1" ? "true" : "false",
+        ragged_rows(spec, g, knob_int(v, "vec")) ? "true" : "false", v.at("waves"),
         spec.inputs.size(), input_index(spec, g.input), nm);
     s += fmt::format("constexpr int k_mask_input[] = {{{}}};\n", nm ? mask_idx : "-1");
     s += fmt::format("constexpr int k_mask_dtype[] = {{{}}};\n", nm ? mask_codes : "-1");
@@ -330,9 +346,12 @@ class row_softmax_cuda final : public family {
     std::string params, loads, args;
     for (int k = 0; k < nm; ++k) {
       params += fmt::format(", float m{}", k);
+      // `mvec` false (a ragged row whose mask vectors are not aligned with x's): the mask a value at a time.
       loads += fmt::format(
-          "  float mv{0}[V];\n  load_vec<mask{0}_t, V>(static_cast<const mask{0}_t*>(a.mask[{0}]) + moff[{0}] + i * "
-          "a.mask_col_stride[{0}], mv{0});\n",
+          "  float mv{0}[V];\n  const mask{0}_t* m{0} = static_cast<const mask{0}_t*>(a.mask[{0}]) + moff[{0}];\n"
+          "  if (mvec) {{\n    load_vec<mask{0}_t, V>(m{0} + i * a.mask_col_stride[{0}], mv{0});\n  }} else {{\n"
+          "#pragma unroll\n    for (int v = 0; v < V; ++v) load_vec<mask{0}_t, 1>(m{0} + (i + v) * "
+          "a.mask_col_stride[{0}], mv{0} + v);\n  }}\n",
           k);
       args += fmt::format(", mv{}[v]", k);
     }
@@ -340,7 +359,8 @@ class row_softmax_cuda final : public family {
                      cuda_emit::prologue_code(g.prologue, v.at("tanh") == "approx" ? "tanh_approx" : "tanh_exp"));
     s += fmt::format(
         "\ntemplate <int V, typename A>\n__device__ __forceinline__ void load_row_vec(const A& a, const int64_t* moff, "
-        "int64_t base, int64_t i, float* x) {{\n  (void)moff;\n  load_vec<in_t, V>(a.x + base + i, x);\n{}"
+        "int64_t base, int64_t i, float* x, bool mvec = true) {{\n  (void)moff;\n  (void)mvec;\n"
+        "  load_vec<in_t, V>(a.x + base + i, x);\n{}"
         "#pragma unroll\n  for (int v = 0; v < V; ++v) x[v] = prologue(x[v]{});\n}}\n",
         loads, args);
     // The softmax's own result type and any casts after it round the values before they are stored (or

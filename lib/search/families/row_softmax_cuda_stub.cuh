@@ -26,6 +26,7 @@ constexpr bool k_log = false;
 constexpr int k_topk = 0;
 constexpr bool k_fit = true;
 constexpr bool k_head = false;
+constexpr bool k_ragged = true;
 constexpr bool k_pdl = true;
 constexpr int k_team = 32;
 constexpr int k_waves = 0;
@@ -44,11 +45,19 @@ __device__ __forceinline__ float prologue(float x, float m0) {
 }
 
 template <int V, typename A>
-__device__ __forceinline__ void load_row_vec(const A& a, const int64_t* moff, int64_t base, int64_t i, float* x) {
+__device__ __forceinline__ void load_row_vec(const A& a, const int64_t* moff, int64_t base, int64_t i, float* x,
+                                             bool mvec = true) {
   (void)moff;
+  (void)mvec;
   load_vec<in_t, V>(a.x + base + i, x);
   float mv0[V];
-  load_vec<mask0_t, V>(static_cast<const mask0_t*>(a.mask[0]) + moff[0] + i * a.mask_col_stride[0], mv0);
+  const mask0_t* m0 = static_cast<const mask0_t*>(a.mask[0]) + moff[0];
+  if (mvec) {
+    load_vec<mask0_t, V>(m0 + i * a.mask_col_stride[0], mv0);
+  } else {
+#pragma unroll
+    for (int v = 0; v < V; ++v) load_vec<mask0_t, 1>(m0 + (i + v) * a.mask_col_stride[0], mv0 + v);
+  }
 #pragma unroll
   for (int v = 0; v < V; ++v) x[v] = prologue(x[v], mv0[v]);
 }

@@ -1,5 +1,5 @@
 // kforge kernel: family dispatch, version 1
-// knobs: p0=row_softmax_cuda@9/cache:regs/chunks:4/cluster:16/fit:0/head:0/online:1/pdl:1/split:auto/strategy:cluster/stream_store:1/tanh:exp/team:32/threads:256/unroll:1/vec:8/waves:0 p1=row_softmax_cuda@9/cache:regs/chunks:4/cluster:8/fit:0/head:0/online:1/pdl:1/split:auto/strategy:cluster/stream_store:1/tanh:exp/team:32/threads:256/unroll:2/vec:8/waves:0 parts=2 upto0=5804203
+// knobs: p0=row_softmax_cuda@10/cache:regs/chunks:4/cluster:16/fit:0/head:0/online:1/pdl:1/split:auto/strategy:cluster/stream_store:1/tanh:exp/team:32/threads:256/unroll:1/vec:8/waves:0 p1=row_softmax_cuda@10/cache:regs/chunks:4/cluster:8/fit:0/head:0/online:1/pdl:1/split:auto/strategy:cluster/stream_store:1/tanh:exp/team:32/threads:256/unroll:2/vec:8/waves:0 parts=2 upto0=5804203
 // computes: x[bfloat16] -> log_softmax(float32)
 // kforge winner: llama3-vocab-logsoftmax on sm90-nvidia-h200
 // found: by `kforge search` (template proposer) on 2026-12-03T06:50:04Z
@@ -13,6 +13,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T04:36:40Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T09:10:09Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T15:05:29Z, dispatch version 1 from version 1; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T00:54:57Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 
 // dispatch: each part below is a whole candidate of its family, its names in a namespace of its own and its kf_launch renamed;
 // the kf_launch at the end picks a part by the bytes of the inputs it receives.
@@ -25,7 +26,7 @@
 // ---- part 0 ----
 #define kf_launch kf_launch_part0
 namespace kf_part0 {
-// kforge kernel: family row_softmax_cuda, version 9
+// kforge kernel: family row_softmax_cuda, version 10
 // knobs: cache=regs chunks=4 cluster=16 fit=0 head=0 online=1 pdl=1 split=auto strategy=cluster stream_store=1 tanh=exp team=32 threads=256 unroll=1 vec=8 waves=0
 // computes: x[bfloat16] -> log_softmax(float32)
 
@@ -372,6 +373,7 @@ constexpr bool k_fit = false;
 constexpr bool k_pdl = true;
 constexpr int k_team = 32;  // 0: auto
 constexpr bool k_head = false;
+constexpr bool k_ragged = false;
 constexpr int k_waves = 0;
 constexpr size_t k_smem_limit = 227 * 1024;
 constexpr int k_n_inputs = 1;
@@ -385,8 +387,9 @@ __device__ __forceinline__ float prologue(float x) {
 }
 
 template <int V, typename A>
-__device__ __forceinline__ void load_row_vec(const A& a, const int64_t* moff, int64_t base, int64_t i, float* x) {
+__device__ __forceinline__ void load_row_vec(const A& a, const int64_t* moff, int64_t base, int64_t i, float* x, bool mvec = true) {
   (void)moff;
+  (void)mvec;
   load_vec<in_t, V>(a.x + base + i, x);
 #pragma unroll
   for (int v = 0; v < V; ++v) x[v] = prologue(x[v]);
@@ -433,7 +436,12 @@ struct row_args {
   void* idx;  // top-k indices (or null)
   int idx64;  // 1: int64 indices, 0: int32, -1: none
   int use_smem;
-  int64_t rows, n, seg;
+  // nv: the length a row's segments are cut from: n, or on the ragged path n + V - 1 (the widest a row gets once its
+  // first element moves back to an aligned vector's start). phase: on the ragged path, x's (and y's) element address
+  // modulo V; mask_phase likewise for each mask.
+  int64_t rows, n, nv, seg;
+  int phase;
+  int mask_phase[k_n_masks > 0 ? k_n_masks : 1];
   int tsize, teams;  // strategy=grid: CTAs per row (a team) and teams in the launch
   // The leading dims as the masks walk them (merge_mask_dims): innermost last; when `rows32` (rows < 2^31), 32-bit
   // arithmetic with each dim's divisor in lead_div.
@@ -507,12 +515,23 @@ inline void merge_mask_dims(row_args& a) {
     for (int d = 0; d < a.lead_nd; ++d) a.lead_div[d] = make_fast_div((uint32_t)a.lead_shape[d]);
 }
 
+inline int dtype_bytes(int code) {
+  return code == KF_FLOAT64 || code == KF_INT64   ? 8
+         : code == KF_FLOAT32 || code == KF_INT32 ? 4
+         : code == KF_UINT8                       ? 1
+                                                  : 2;
+}
+
+// An element address modulo k_vec: equal for two tensors, their vectors line up.
+inline int element_phase(const void* p, int bytes) { return (int)(((uintptr_t)p / (uintptr_t)bytes) % k_vec); }
+
 // Broadcasts each mask against x (right-aligned, as torch does); false for a shape that does not broadcast.
 inline bool bind_masks(const kf_tensor* in, const kf_tensor& x, row_args& a, bool* vec_ok) {
   for (int k = 0; k < k_n_masks; ++k) {
     const kf_tensor& m = in[k_mask_input[k]];
     if (m.dtype != k_mask_dtype[k] || m.ndim > x.ndim) return false;
     a.mask[k] = m.data;
+    a.mask_phase[k] = element_phase(m.data, dtype_bytes(m.dtype));
     for (int d = 0; d < x.ndim; ++d) {
       const int md = d - (x.ndim - m.ndim);
       int64_t st = 0;
@@ -670,18 +689,64 @@ __device__ __forceinline__ void topk_store(const row_args& a, int64_t row, topk_
   }
 }
 
+// ---- the ragged path: rows that are not a whole number of aligned vectors (n % V != 0, or a misaligned view) ----
+// Each row's columns are counted from the aligned vector its first element falls in: column i is the row's element
+// i - sh, sh = (phase + row * n) % V. Vectors wholly inside the row load and store as on the aligned path (x and y
+// share their phase; a mask whose vectors do not line up with x's loads a value at a time); the row's first and
+// last vectors load their elements in the row one at a time and hold -inf elsewhere, and store only those.
+struct ragged_row {
+  int64_t sh = 0, n = 0;
+  bool mvec = true;  // every mask's vectors line up with x's in this row
+};
+
+template <int V, bool R>
+__device__ __forceinline__ void load_at(const row_args& a, const int64_t* moff, int64_t base, int64_t i,
+                                        const ragged_row& rr, float* x) {
+  if constexpr (!R) {
+    load_row_vec<V>(a, moff, base, i, x);
+  } else {
+    const int64_t j = i - rr.sh;
+    if (j >= 0 && j + V <= rr.n) {
+      load_row_vec<V>(a, moff, base, j, x, rr.mvec);
+    } else {
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        if (j + v >= 0 && j + v < rr.n) load_row_vec<1>(a, moff, base, j + v, x + v, false);
+        else x[v] = -INFINITY;
+      }
+    }
+  }
+}
+
+template <int V, bool R>
+__device__ __forceinline__ void store_at(const row_args& a, int64_t base, int64_t i, const ragged_row& rr,
+                                         const float* x) {
+  if constexpr (!R) {
+    store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
+  } else {
+    const int64_t j = i - rr.sh;
+    if (j >= 0 && j + V <= rr.n) {
+      store_vec<out_t, V, k_stream_store>(a.y + base + j, x);
+    } else {
+#pragma unroll
+      for (int v = 0; v < V; ++v)
+        if (j + v >= 0 && j + v < rr.n) store_vec<out_t, 1, k_stream_store>(a.y + base + j + v, x + v);
+    }
+  }
+}
+
 // The register cache: this thread's k_chunks vectors of segment [lo, hi), -inf past it; returns their max. Every
 // chunk loads, one past the segment at the row's first column (in bounds: the row exists and n >= V), and is then
 // set to -inf: a branch around each load kept every chunk's load waiting for the chunk before it (one memory
 // latency a chunk, in the SASS), where straight code issues them all at once.
-template <int V, typename G>
+template <int V, bool R, typename G>
 __device__ __forceinline__ float load_cache(const row_args& a, const int64_t* moff, int64_t base, int64_t lo,
-                                            int64_t hi, const G& g, float (&r)[k_chunks][V]) {
+                                            int64_t hi, const ragged_row& rr, const G& g, float (&r)[k_chunks][V]) {
 #pragma unroll
   for (int c = 0; c < k_chunks; ++c) {
     const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
     const bool in = i < hi;
-    load_row_vec<V>(a, moff, base, in ? i : 0, r[c]);
+    load_at<V, R>(a, moff, base, in ? i : 0, rr, r[c]);
 #pragma unroll
     for (int v = 0; v < V; ++v) r[c][v] = in ? r[c][v] : -INFINITY;
   }
@@ -693,13 +758,24 @@ __device__ __forceinline__ float load_cache(const row_args& a, const int64_t* mo
   return m;
 }
 
-// ---- one row (or one cluster CTA's segment [lo, hi) of it) ----
-template <int V, typename G>
+// ---- one row (or one cluster CTA's segment [lo, hi) of it; R: the ragged path's columns) ----
+template <int V, bool R, typename G>
 __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int64_t lo, int64_t hi, int64_t seg_max,
                                        cache_t* sm) {
   int64_t moff[k_n_masks > 0 ? k_n_masks : 1];
   mask_offsets(a, row, moff);
   const int64_t base = row * a.n;
+  ragged_row rr;
+  if constexpr (R) {
+    rr.sh = (a.phase + base) & (V - 1);
+    rr.n = a.n;
+    const int64_t end = a.n + rr.sh;  // this row's columns: [0, end)
+    lo = lo < end ? lo : end;
+    hi = hi < end ? hi : end;
+#pragma unroll
+    for (int k = 0; k < k_n_masks; ++k)
+      rr.mvec = rr.mvec && a.mask_col_stride[k] == 1 && ((a.mask_phase[k] + moff[k] - rr.sh) & (V - 1)) == 0;
+  }
   const int64_t span = (int64_t)g.nthr * V;
   float M, S;
   topk_list tl;
@@ -710,14 +786,14 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
 #pragma unroll
       for (int v = 0; v < V; ++v) tl.insert(x[v], (int)(i + v));
     } else {
-      store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
+      store_at<V, R>(a, base, i, rr, x);
     }
   };
 
   if (!(k_cache_smem && a.use_smem) && seg_max <= (int64_t)k_chunks * span) {
     // The whole segment in registers: one read of the input.
     float r[k_chunks][V];
-    const float lm = load_cache<V>(a, moff, base, lo, hi, g, r);
+    const float lm = load_cache<V, R>(a, moff, base, lo, hi, rr, g, r);
     if constexpr (k_online) {
       // exp relative to this thread's max, rescaled once after a single (max, sum) reduction.
       const float ref = lm == -INFINITY ? 0.f : lm;
@@ -785,7 +861,7 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
     float r[k_chunks][V];
     float m = -INFINITY, s = 0.f;
     if (hold) {
-      m = load_cache<V>(a, moff, base, lo, hi, g, r);
+      m = load_cache<V, R>(a, moff, base, lo, hi, rr, g, r);
       if (k_online && m != -INFINITY)
 #pragma unroll
         for (int c = 0; c < k_chunks; ++c)
@@ -795,7 +871,7 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
 #pragma unroll k_unroll
     for (int64_t i = mid + (int64_t)g.tid * V; i < hi; i += span) {
       float x[V];
-      load_row_vec<V>(a, moff, base, i, x);
+      load_at<V, R>(a, moff, base, i, rr, x);
       if (keep) store_vec<cache_t, V, false>(sm + (i - lo), x);  // exact: cache_t holds the prologue's values
       float vm = -INFINITY;
 #pragma unroll
@@ -816,7 +892,7 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
       if (keep) {
         load_vec<cache_t, V>(sm + (i - lo), x);
       } else {
-        load_row_vec<V>(a, moff, base, i, x);
+        load_at<V, R>(a, moff, base, i, rr, x);
       }
     };
     if constexpr (k_online) {
@@ -864,7 +940,7 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
 
 // W: strategy=warp's team width (32 for the other strategies). Every strategy loops over its rows, so a grid smaller
 // than the rows (k_waves, the grid cap) is still complete.
-template <int V, int W>
+template <int V, int W, bool R>
 __global__ void __launch_bounds__(NT) softmax_kernel(row_args a) {
   wait_prior_grid<k_pdl>();  // before any access to global memory (a no-op unless k_pdl)
   __shared__ f2 scratch[NT / 32];
@@ -873,29 +949,29 @@ __global__ void __launch_bounds__(NT) softmax_kernel(row_args a) {
   cache_t* dyn = reinterpret_cast<cache_t*>(dyn_bytes);
   if constexpr (k_strategy == s_warp) {
     // 32 / W rows a warp. The warp's lanes loop together (the team reductions shuffle over the whole warp):
-    // a team past the last row runs an empty segment [0, 0) down the same path (seg_max a.n) and stores nothing.
+    // a team past the last row runs an empty segment [0, 0) down the same path (seg_max a.nv) and stores nothing.
     constexpr int per_block = NT / W;
     const int team = threadIdx.x / W;
     group<W> g{(int)(threadIdx.x % W), W, scratch, &slot};
     const int64_t first = (int64_t)blockIdx.x * per_block + (threadIdx.x >> 5) * (32 / W);
     for (int64_t r0 = first; r0 < a.rows; r0 += (int64_t)gridDim.x * per_block) {
       const int64_t row = r0 + (team % (32 / W));
-      const int64_t n = row < a.rows ? a.n : 0;
-      do_row<V>(a, g, row < a.rows ? row : r0, 0, n, a.n, dyn + (a.use_smem ? team * a.seg : 0));
+      const int64_t n = row < a.rows ? a.nv : 0;
+      do_row<V, R>(a, g, row < a.rows ? row : r0, 0, n, a.nv, dyn + (a.use_smem ? team * a.seg : 0));
     }
   } else if constexpr (k_strategy == s_block) {
     group<W> g{(int)threadIdx.x, (int)blockDim.x, scratch, &slot};  // blockDim.x <= NT (k_fit)
-    for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) do_row<V>(a, g, row, 0, a.n, a.n, dyn);
+    for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) do_row<V, R>(a, g, row, 0, a.nv, a.nv, dyn);
   } else if constexpr (k_strategy == s_cluster) {
     group<W> g{(int)threadIdx.x, NT, scratch, &slot};
-    const int64_t lo = min(a.n, (int64_t)blockIdx.x * a.seg), hi = min(a.n, lo + a.seg);
-    for (int64_t row = blockIdx.y; row < a.rows; row += gridDim.y) do_row<V>(a, g, row, lo, hi, a.seg, dyn);
+    const int64_t lo = min(a.nv, (int64_t)blockIdx.x * a.seg), hi = min(a.nv, lo + a.seg);
+    for (int64_t row = blockIdx.y; row < a.rows; row += gridDim.y) do_row<V, R>(a, g, row, lo, hi, a.seg, dyn);
   } else {
     // Team t takes rows t, t + teams, ...; every CTA of a team takes the same rows, so all of them make the same
     // reductions (a CTA past the row's end runs an empty segment down the same path).
     group<W> g{(int)threadIdx.x, NT, scratch, &slot, (int)(blockIdx.x / a.tsize), (int)(blockIdx.x % a.tsize), a.tsize};
-    const int64_t lo = min(a.n, (int64_t)g.tb * a.seg), hi = min(a.n, lo + a.seg);
-    for (int64_t row = g.team; row < a.rows; row += a.teams) do_row<V>(a, g, row, lo, hi, a.seg, dyn);
+    const int64_t lo = min(a.nv, (int64_t)g.tb * a.seg), hi = min(a.nv, lo + a.seg);
+    for (int64_t row = g.team; row < a.rows; row += a.teams) do_row<V, R>(a, g, row, lo, hi, a.seg, dyn);
     // The last CTA of the team out resets its counters for the next launch: every member has passed every barrier.
     if (threadIdx.x == 0 && atomicAdd(&g_rs_left[g.team], 1u) == (unsigned)a.tsize - 1) {
       g_rs_arrived[g.team] = 0;
@@ -936,7 +1012,7 @@ template <int V>
 inline void grid_shape(row_args& a, int64_t resident) {
   auto lo = [](int64_t x, int64_t y) { return x < y ? x : y; };
   const int64_t per_vec_pass = (int64_t)NT * V, held = (int64_t)k_chunks * per_vec_pass;
-  const int64_t t_max = a.n > per_vec_pass ? (a.n + per_vec_pass - 1) / per_vec_pass : 1;
+  const int64_t t_max = a.nv > per_vec_pass ? (a.nv + per_vec_pass - 1) / per_vec_pass : 1;
   int64_t tsize = 1, teams = 1;
   if (k_split > 0) {
     tsize = lo(lo((int64_t)k_split, t_max), resident);
@@ -944,14 +1020,14 @@ inline void grid_shape(row_args& a, int64_t resident) {
   } else {
     double best = 0.0;
     for (int64_t k = 1; k <= lo(a.rows, resident); ++k) {
-      const int64_t t = lo(resident / k, t_max), seg = (a.n + t - 1) / t;
+      const int64_t t = lo(resident / k, t_max), seg = (a.nv + t - 1) / t;
       const double cost = (double)((a.rows + k - 1) / k) * ((double)seg * (seg <= held ? 1 : 2) + 16384.0);
       if (k == 1 || cost < best * (1.0 - 1e-9)) best = cost, teams = k, tsize = t;
     }
   }
-  a.seg = ((a.n + tsize - 1) / tsize + V - 1) / V * V;
-  a.tsize = (int)((a.n + a.seg - 1) / a.seg);  // no CTA without a segment
-  a.teams = (int)teams;                        // at least 1: rows >= 1 and tsize <= resident
+  a.seg = ((a.nv + tsize - 1) / tsize + V - 1) / V * V;
+  a.tsize = (int)((a.nv + a.seg - 1) / a.seg);  // no CTA without a segment
+  a.teams = (int)teams;                         // at least 1: rows >= 1 and tsize <= resident
 }
 
 // The resident CTAs of the grid kernel on this device (0: no cooperative launch here), read once per device and
@@ -962,14 +1038,14 @@ struct rs_grid_device {
   int64_t rows = -1, n = -1, seg = 0;
   int tsize = 1, teams = 1;
 };
-static rs_grid_device g_rs_grid[2];
+static rs_grid_device g_rs_grid[3];  // per kernel: the element-wise one, the aligned and the ragged vector ones
 
 // One cooperative launch of teams x tsize CTAs (co-residency guaranteed, or the launch fails: never a hang), with
 // PDL when asked and the device takes both attributes (tried once, outside any capture: the first launch is the
 // verifier's). Without a cooperative launch, teams of one CTA: a block per row, no CTA ever waits on another.
-template <int V, typename K>
+template <int V, bool R, typename K>
 int launch_grid(K kernel, row_args a, cudaStream_t s) {
-  rs_grid_device& d = g_rs_grid[V == 1 ? 0 : 1];
+  rs_grid_device& d = g_rs_grid[V == 1 ? 0 : R ? 2 : 1];
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return 3;
   if (d.dev != dev) {
@@ -986,13 +1062,13 @@ int launch_grid(K kernel, row_args a, cudaStream_t s) {
   }
   if (d.resident < 1) {
     a.tsize = 1;
-    a.seg = a.n;
+    a.seg = a.nv;
     a.teams = (int)(a.rows < (1 << 22) ? a.rows : (1 << 22));
     return launch_kernel<k_pdl>(kernel, dim3((unsigned)a.teams), NT, 0, s, a);
   }
-  if (a.rows != d.rows || a.n != d.n) {
+  if (a.rows != d.rows || a.nv != d.n) {
     grid_shape<V>(a, d.resident);
-    d.rows = a.rows, d.n = a.n, d.seg = a.seg, d.tsize = a.tsize, d.teams = a.teams;
+    d.rows = a.rows, d.n = a.nv, d.seg = a.seg, d.tsize = a.tsize, d.teams = a.teams;
   } else {
     a.seg = d.seg, a.tsize = d.tsize, a.teams = d.teams;
   }
@@ -1009,10 +1085,10 @@ int launch_grid(K kernel, row_args a, cudaStream_t s) {
   return launch_ex(attrs, 1, kernel, grid, NT, 0, s, a);
 }
 
-template <int V, int W>
+template <int V, int W, bool R>
 int run(row_args a, cudaStream_t s) {
-  auto kernel = softmax_kernel<V, W>;
-  a.seg = k_strategy == s_cluster ? ((a.n + k_cluster - 1) / k_cluster + V - 1) / V * V : a.n;
+  auto kernel = softmax_kernel<V, W, R>;
+  a.seg = k_strategy == s_cluster ? ((a.nv + k_cluster - 1) / k_cluster + V - 1) / V * V : a.nv;
   size_t smem = 0;
   if (k_cache_smem && k_strategy != s_grid) {
     const size_t need = (size_t)(k_strategy == s_warp ? NT / W : 1) * (size_t)a.seg * sizeof(cache_t);
@@ -1032,32 +1108,41 @@ int run(row_args a, cudaStream_t s) {
     // k_fit: a short row gets a narrower block (more rows in flight per SM), as long as it still fits the
     // register cache of `k_chunks` vectors per thread.
     int bt = NT;
-    while (k_fit && !a.use_smem && bt > 64 && a.n <= (int64_t)k_chunks * (bt / 2) * V) bt /= 2;
+    while (k_fit && !a.use_smem && bt > 64 && a.nv <= (int64_t)k_chunks * (bt / 2) * V) bt /= 2;
     const int64_t blocks = rs_grid(kernel, a.rows, bt, smem);
     return launch_kernel<k_pdl>(kernel, dim3((unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap)), bt, smem, s, a);
   } else if constexpr (k_strategy == s_cluster) {
     const dim3 grid(k_cluster, (unsigned)(a.rows < 65535 ? a.rows : 65535));
     return launch_clusters<k_pdl>(kernel, k_cluster, grid, NT, smem, s, a);
   } else {
-    return launch_grid<V>(kernel, a, s);
+    return launch_grid<V, R>(kernel, a, s);
   }
 }
 
 // The team width of strategy=warp (32 for the others); T = 0 is team=auto: the narrowest team that still holds the
-// row in registers (`k_chunks` vectors a thread), so short rows put more rows in flight a warp. The scalar path keeps
-// whole warps. (A template, so that only the chosen widths are instantiated.)
-template <int T>
-int dispatch(const row_args& a, bool vec_ok, cudaStream_t s) {
+// row in registers (`k_chunks` vectors a thread), so short rows put more rows in flight a warp. (A template, so that
+// only the chosen widths are instantiated.)
+template <int T, bool R>
+int run_vectors(const row_args& a, cudaStream_t s) {
   if constexpr (T == 0) {
-    if (!vec_ok) return run<1, 32>(a, s);
-    const int64_t v = (a.n + k_vec - 1) / k_vec;
-    if (v <= 4 * k_chunks) return run<k_vec, 4>(a, s);
-    if (v <= 8 * k_chunks) return run<k_vec, 8>(a, s);
-    if (v <= 16 * k_chunks) return run<k_vec, 16>(a, s);
-    return run<k_vec, 32>(a, s);
+    const int64_t v = (a.nv + k_vec - 1) / k_vec;
+    if (v <= 4 * k_chunks) return run<k_vec, 4, R>(a, s);
+    if (v <= 8 * k_chunks) return run<k_vec, 8, R>(a, s);
+    if (v <= 16 * k_chunks) return run<k_vec, 16, R>(a, s);
+    return run<k_vec, 32, R>(a, s);
   } else {
-    return vec_ok ? run<k_vec, T>(a, s) : run<1, T>(a, s);
+    return run<k_vec, T, R>(a, s);
   }
+}
+
+// Aligned vectors; else the ragged path where the spec has ragged rows (k_ragged) and x and y line up; else an
+// element a thread, in whole warps.
+template <int T>
+int dispatch(const row_args& a, bool vec_ok, bool ragged, cudaStream_t s) {
+  if (vec_ok) return run_vectors<T, false>(a, s);
+  if constexpr (k_ragged)
+    if (ragged) return run_vectors<T, true>(a, s);
+  return run < 1, T == 0 ? 32 : T, false > (a, s);
 }
 
 int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_t s) {
@@ -1067,6 +1152,7 @@ int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_
   row_args a = {};
   a.x = static_cast<const in_t*>(x.data);
   a.n = x.shape[x.ndim - 1];
+  a.nv = a.n;
   a.rows = 1;
   a.lead_nd = x.ndim - 1;
   for (int d = 0; d + 1 < x.ndim; ++d) {
@@ -1095,7 +1181,13 @@ int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_
     vec_ok = vec_ok && aligned(a.y, vec_align<out_t, k_vec>());
   }
   if (a.rows == 0 || a.n == 0) return 0;
-  return dispatch < k_strategy == s_warp ? k_team : 32 > (a, vec_ok, s);
+  bool ragged = false;
+  if constexpr (k_ragged && k_topk == 0) {
+    a.phase = element_phase(a.x, sizeof(in_t));
+    ragged = !vec_ok && a.phase == element_phase(a.y, sizeof(out_t));
+    if (ragged) a.nv = a.n + k_vec - 1;
+  }
+  return dispatch < k_strategy == s_warp ? k_team : 32 > (a, vec_ok, ragged, s);
 }
 
 }  // namespace kfk
@@ -1109,7 +1201,7 @@ extern "C" int kf_launch(const kf_tensor* inputs, int n_inputs, kf_tensor* outpu
 // ---- part 1 ----
 #define kf_launch kf_launch_part1
 namespace kf_part1 {
-// kforge kernel: family row_softmax_cuda, version 9
+// kforge kernel: family row_softmax_cuda, version 10
 // knobs: cache=regs chunks=4 cluster=8 fit=0 head=0 online=1 pdl=1 split=auto strategy=cluster stream_store=1 tanh=exp team=32 threads=256 unroll=2 vec=8 waves=0
 // computes: x[bfloat16] -> log_softmax(float32)
 
@@ -1456,6 +1548,7 @@ constexpr bool k_fit = false;
 constexpr bool k_pdl = true;
 constexpr int k_team = 32;  // 0: auto
 constexpr bool k_head = false;
+constexpr bool k_ragged = false;
 constexpr int k_waves = 0;
 constexpr size_t k_smem_limit = 227 * 1024;
 constexpr int k_n_inputs = 1;
@@ -1469,8 +1562,9 @@ __device__ __forceinline__ float prologue(float x) {
 }
 
 template <int V, typename A>
-__device__ __forceinline__ void load_row_vec(const A& a, const int64_t* moff, int64_t base, int64_t i, float* x) {
+__device__ __forceinline__ void load_row_vec(const A& a, const int64_t* moff, int64_t base, int64_t i, float* x, bool mvec = true) {
   (void)moff;
+  (void)mvec;
   load_vec<in_t, V>(a.x + base + i, x);
 #pragma unroll
   for (int v = 0; v < V; ++v) x[v] = prologue(x[v]);
@@ -1517,7 +1611,12 @@ struct row_args {
   void* idx;  // top-k indices (or null)
   int idx64;  // 1: int64 indices, 0: int32, -1: none
   int use_smem;
-  int64_t rows, n, seg;
+  // nv: the length a row's segments are cut from: n, or on the ragged path n + V - 1 (the widest a row gets once its
+  // first element moves back to an aligned vector's start). phase: on the ragged path, x's (and y's) element address
+  // modulo V; mask_phase likewise for each mask.
+  int64_t rows, n, nv, seg;
+  int phase;
+  int mask_phase[k_n_masks > 0 ? k_n_masks : 1];
   int tsize, teams;  // strategy=grid: CTAs per row (a team) and teams in the launch
   // The leading dims as the masks walk them (merge_mask_dims): innermost last; when `rows32` (rows < 2^31), 32-bit
   // arithmetic with each dim's divisor in lead_div.
@@ -1591,12 +1690,23 @@ inline void merge_mask_dims(row_args& a) {
     for (int d = 0; d < a.lead_nd; ++d) a.lead_div[d] = make_fast_div((uint32_t)a.lead_shape[d]);
 }
 
+inline int dtype_bytes(int code) {
+  return code == KF_FLOAT64 || code == KF_INT64   ? 8
+         : code == KF_FLOAT32 || code == KF_INT32 ? 4
+         : code == KF_UINT8                       ? 1
+                                                  : 2;
+}
+
+// An element address modulo k_vec: equal for two tensors, their vectors line up.
+inline int element_phase(const void* p, int bytes) { return (int)(((uintptr_t)p / (uintptr_t)bytes) % k_vec); }
+
 // Broadcasts each mask against x (right-aligned, as torch does); false for a shape that does not broadcast.
 inline bool bind_masks(const kf_tensor* in, const kf_tensor& x, row_args& a, bool* vec_ok) {
   for (int k = 0; k < k_n_masks; ++k) {
     const kf_tensor& m = in[k_mask_input[k]];
     if (m.dtype != k_mask_dtype[k] || m.ndim > x.ndim) return false;
     a.mask[k] = m.data;
+    a.mask_phase[k] = element_phase(m.data, dtype_bytes(m.dtype));
     for (int d = 0; d < x.ndim; ++d) {
       const int md = d - (x.ndim - m.ndim);
       int64_t st = 0;
@@ -1754,18 +1864,64 @@ __device__ __forceinline__ void topk_store(const row_args& a, int64_t row, topk_
   }
 }
 
+// ---- the ragged path: rows that are not a whole number of aligned vectors (n % V != 0, or a misaligned view) ----
+// Each row's columns are counted from the aligned vector its first element falls in: column i is the row's element
+// i - sh, sh = (phase + row * n) % V. Vectors wholly inside the row load and store as on the aligned path (x and y
+// share their phase; a mask whose vectors do not line up with x's loads a value at a time); the row's first and
+// last vectors load their elements in the row one at a time and hold -inf elsewhere, and store only those.
+struct ragged_row {
+  int64_t sh = 0, n = 0;
+  bool mvec = true;  // every mask's vectors line up with x's in this row
+};
+
+template <int V, bool R>
+__device__ __forceinline__ void load_at(const row_args& a, const int64_t* moff, int64_t base, int64_t i,
+                                        const ragged_row& rr, float* x) {
+  if constexpr (!R) {
+    load_row_vec<V>(a, moff, base, i, x);
+  } else {
+    const int64_t j = i - rr.sh;
+    if (j >= 0 && j + V <= rr.n) {
+      load_row_vec<V>(a, moff, base, j, x, rr.mvec);
+    } else {
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        if (j + v >= 0 && j + v < rr.n) load_row_vec<1>(a, moff, base, j + v, x + v, false);
+        else x[v] = -INFINITY;
+      }
+    }
+  }
+}
+
+template <int V, bool R>
+__device__ __forceinline__ void store_at(const row_args& a, int64_t base, int64_t i, const ragged_row& rr,
+                                         const float* x) {
+  if constexpr (!R) {
+    store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
+  } else {
+    const int64_t j = i - rr.sh;
+    if (j >= 0 && j + V <= rr.n) {
+      store_vec<out_t, V, k_stream_store>(a.y + base + j, x);
+    } else {
+#pragma unroll
+      for (int v = 0; v < V; ++v)
+        if (j + v >= 0 && j + v < rr.n) store_vec<out_t, 1, k_stream_store>(a.y + base + j + v, x + v);
+    }
+  }
+}
+
 // The register cache: this thread's k_chunks vectors of segment [lo, hi), -inf past it; returns their max. Every
 // chunk loads, one past the segment at the row's first column (in bounds: the row exists and n >= V), and is then
 // set to -inf: a branch around each load kept every chunk's load waiting for the chunk before it (one memory
 // latency a chunk, in the SASS), where straight code issues them all at once.
-template <int V, typename G>
+template <int V, bool R, typename G>
 __device__ __forceinline__ float load_cache(const row_args& a, const int64_t* moff, int64_t base, int64_t lo,
-                                            int64_t hi, const G& g, float (&r)[k_chunks][V]) {
+                                            int64_t hi, const ragged_row& rr, const G& g, float (&r)[k_chunks][V]) {
 #pragma unroll
   for (int c = 0; c < k_chunks; ++c) {
     const int64_t i = lo + ((int64_t)c * g.nthr + g.tid) * V;
     const bool in = i < hi;
-    load_row_vec<V>(a, moff, base, in ? i : 0, r[c]);
+    load_at<V, R>(a, moff, base, in ? i : 0, rr, r[c]);
 #pragma unroll
     for (int v = 0; v < V; ++v) r[c][v] = in ? r[c][v] : -INFINITY;
   }
@@ -1777,13 +1933,24 @@ __device__ __forceinline__ float load_cache(const row_args& a, const int64_t* mo
   return m;
 }
 
-// ---- one row (or one cluster CTA's segment [lo, hi) of it) ----
-template <int V, typename G>
+// ---- one row (or one cluster CTA's segment [lo, hi) of it; R: the ragged path's columns) ----
+template <int V, bool R, typename G>
 __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int64_t lo, int64_t hi, int64_t seg_max,
                                        cache_t* sm) {
   int64_t moff[k_n_masks > 0 ? k_n_masks : 1];
   mask_offsets(a, row, moff);
   const int64_t base = row * a.n;
+  ragged_row rr;
+  if constexpr (R) {
+    rr.sh = (a.phase + base) & (V - 1);
+    rr.n = a.n;
+    const int64_t end = a.n + rr.sh;  // this row's columns: [0, end)
+    lo = lo < end ? lo : end;
+    hi = hi < end ? hi : end;
+#pragma unroll
+    for (int k = 0; k < k_n_masks; ++k)
+      rr.mvec = rr.mvec && a.mask_col_stride[k] == 1 && ((a.mask_phase[k] + moff[k] - rr.sh) & (V - 1)) == 0;
+  }
   const int64_t span = (int64_t)g.nthr * V;
   float M, S;
   topk_list tl;
@@ -1794,14 +1961,14 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
 #pragma unroll
       for (int v = 0; v < V; ++v) tl.insert(x[v], (int)(i + v));
     } else {
-      store_vec<out_t, V, k_stream_store>(a.y + base + i, x);
+      store_at<V, R>(a, base, i, rr, x);
     }
   };
 
   if (!(k_cache_smem && a.use_smem) && seg_max <= (int64_t)k_chunks * span) {
     // The whole segment in registers: one read of the input.
     float r[k_chunks][V];
-    const float lm = load_cache<V>(a, moff, base, lo, hi, g, r);
+    const float lm = load_cache<V, R>(a, moff, base, lo, hi, rr, g, r);
     if constexpr (k_online) {
       // exp relative to this thread's max, rescaled once after a single (max, sum) reduction.
       const float ref = lm == -INFINITY ? 0.f : lm;
@@ -1869,7 +2036,7 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
     float r[k_chunks][V];
     float m = -INFINITY, s = 0.f;
     if (hold) {
-      m = load_cache<V>(a, moff, base, lo, hi, g, r);
+      m = load_cache<V, R>(a, moff, base, lo, hi, rr, g, r);
       if (k_online && m != -INFINITY)
 #pragma unroll
         for (int c = 0; c < k_chunks; ++c)
@@ -1879,7 +2046,7 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
 #pragma unroll k_unroll
     for (int64_t i = mid + (int64_t)g.tid * V; i < hi; i += span) {
       float x[V];
-      load_row_vec<V>(a, moff, base, i, x);
+      load_at<V, R>(a, moff, base, i, rr, x);
       if (keep) store_vec<cache_t, V, false>(sm + (i - lo), x);  // exact: cache_t holds the prologue's values
       float vm = -INFINITY;
 #pragma unroll
@@ -1900,7 +2067,7 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
       if (keep) {
         load_vec<cache_t, V>(sm + (i - lo), x);
       } else {
-        load_row_vec<V>(a, moff, base, i, x);
+        load_at<V, R>(a, moff, base, i, rr, x);
       }
     };
     if constexpr (k_online) {
@@ -1948,7 +2115,7 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
 
 // W: strategy=warp's team width (32 for the other strategies). Every strategy loops over its rows, so a grid smaller
 // than the rows (k_waves, the grid cap) is still complete.
-template <int V, int W>
+template <int V, int W, bool R>
 __global__ void __launch_bounds__(NT) softmax_kernel(row_args a) {
   wait_prior_grid<k_pdl>();  // before any access to global memory (a no-op unless k_pdl)
   __shared__ f2 scratch[NT / 32];
@@ -1957,29 +2124,29 @@ __global__ void __launch_bounds__(NT) softmax_kernel(row_args a) {
   cache_t* dyn = reinterpret_cast<cache_t*>(dyn_bytes);
   if constexpr (k_strategy == s_warp) {
     // 32 / W rows a warp. The warp's lanes loop together (the team reductions shuffle over the whole warp):
-    // a team past the last row runs an empty segment [0, 0) down the same path (seg_max a.n) and stores nothing.
+    // a team past the last row runs an empty segment [0, 0) down the same path (seg_max a.nv) and stores nothing.
     constexpr int per_block = NT / W;
     const int team = threadIdx.x / W;
     group<W> g{(int)(threadIdx.x % W), W, scratch, &slot};
     const int64_t first = (int64_t)blockIdx.x * per_block + (threadIdx.x >> 5) * (32 / W);
     for (int64_t r0 = first; r0 < a.rows; r0 += (int64_t)gridDim.x * per_block) {
       const int64_t row = r0 + (team % (32 / W));
-      const int64_t n = row < a.rows ? a.n : 0;
-      do_row<V>(a, g, row < a.rows ? row : r0, 0, n, a.n, dyn + (a.use_smem ? team * a.seg : 0));
+      const int64_t n = row < a.rows ? a.nv : 0;
+      do_row<V, R>(a, g, row < a.rows ? row : r0, 0, n, a.nv, dyn + (a.use_smem ? team * a.seg : 0));
     }
   } else if constexpr (k_strategy == s_block) {
     group<W> g{(int)threadIdx.x, (int)blockDim.x, scratch, &slot};  // blockDim.x <= NT (k_fit)
-    for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) do_row<V>(a, g, row, 0, a.n, a.n, dyn);
+    for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) do_row<V, R>(a, g, row, 0, a.nv, a.nv, dyn);
   } else if constexpr (k_strategy == s_cluster) {
     group<W> g{(int)threadIdx.x, NT, scratch, &slot};
-    const int64_t lo = min(a.n, (int64_t)blockIdx.x * a.seg), hi = min(a.n, lo + a.seg);
-    for (int64_t row = blockIdx.y; row < a.rows; row += gridDim.y) do_row<V>(a, g, row, lo, hi, a.seg, dyn);
+    const int64_t lo = min(a.nv, (int64_t)blockIdx.x * a.seg), hi = min(a.nv, lo + a.seg);
+    for (int64_t row = blockIdx.y; row < a.rows; row += gridDim.y) do_row<V, R>(a, g, row, lo, hi, a.seg, dyn);
   } else {
     // Team t takes rows t, t + teams, ...; every CTA of a team takes the same rows, so all of them make the same
     // reductions (a CTA past the row's end runs an empty segment down the same path).
     group<W> g{(int)threadIdx.x, NT, scratch, &slot, (int)(blockIdx.x / a.tsize), (int)(blockIdx.x % a.tsize), a.tsize};
-    const int64_t lo = min(a.n, (int64_t)g.tb * a.seg), hi = min(a.n, lo + a.seg);
-    for (int64_t row = g.team; row < a.rows; row += a.teams) do_row<V>(a, g, row, lo, hi, a.seg, dyn);
+    const int64_t lo = min(a.nv, (int64_t)g.tb * a.seg), hi = min(a.nv, lo + a.seg);
+    for (int64_t row = g.team; row < a.rows; row += a.teams) do_row<V, R>(a, g, row, lo, hi, a.seg, dyn);
     // The last CTA of the team out resets its counters for the next launch: every member has passed every barrier.
     if (threadIdx.x == 0 && atomicAdd(&g_rs_left[g.team], 1u) == (unsigned)a.tsize - 1) {
       g_rs_arrived[g.team] = 0;
@@ -2020,7 +2187,7 @@ template <int V>
 inline void grid_shape(row_args& a, int64_t resident) {
   auto lo = [](int64_t x, int64_t y) { return x < y ? x : y; };
   const int64_t per_vec_pass = (int64_t)NT * V, held = (int64_t)k_chunks * per_vec_pass;
-  const int64_t t_max = a.n > per_vec_pass ? (a.n + per_vec_pass - 1) / per_vec_pass : 1;
+  const int64_t t_max = a.nv > per_vec_pass ? (a.nv + per_vec_pass - 1) / per_vec_pass : 1;
   int64_t tsize = 1, teams = 1;
   if (k_split > 0) {
     tsize = lo(lo((int64_t)k_split, t_max), resident);
@@ -2028,14 +2195,14 @@ inline void grid_shape(row_args& a, int64_t resident) {
   } else {
     double best = 0.0;
     for (int64_t k = 1; k <= lo(a.rows, resident); ++k) {
-      const int64_t t = lo(resident / k, t_max), seg = (a.n + t - 1) / t;
+      const int64_t t = lo(resident / k, t_max), seg = (a.nv + t - 1) / t;
       const double cost = (double)((a.rows + k - 1) / k) * ((double)seg * (seg <= held ? 1 : 2) + 16384.0);
       if (k == 1 || cost < best * (1.0 - 1e-9)) best = cost, teams = k, tsize = t;
     }
   }
-  a.seg = ((a.n + tsize - 1) / tsize + V - 1) / V * V;
-  a.tsize = (int)((a.n + a.seg - 1) / a.seg);  // no CTA without a segment
-  a.teams = (int)teams;                        // at least 1: rows >= 1 and tsize <= resident
+  a.seg = ((a.nv + tsize - 1) / tsize + V - 1) / V * V;
+  a.tsize = (int)((a.nv + a.seg - 1) / a.seg);  // no CTA without a segment
+  a.teams = (int)teams;                         // at least 1: rows >= 1 and tsize <= resident
 }
 
 // The resident CTAs of the grid kernel on this device (0: no cooperative launch here), read once per device and
@@ -2046,14 +2213,14 @@ struct rs_grid_device {
   int64_t rows = -1, n = -1, seg = 0;
   int tsize = 1, teams = 1;
 };
-static rs_grid_device g_rs_grid[2];
+static rs_grid_device g_rs_grid[3];  // per kernel: the element-wise one, the aligned and the ragged vector ones
 
 // One cooperative launch of teams x tsize CTAs (co-residency guaranteed, or the launch fails: never a hang), with
 // PDL when asked and the device takes both attributes (tried once, outside any capture: the first launch is the
 // verifier's). Without a cooperative launch, teams of one CTA: a block per row, no CTA ever waits on another.
-template <int V, typename K>
+template <int V, bool R, typename K>
 int launch_grid(K kernel, row_args a, cudaStream_t s) {
-  rs_grid_device& d = g_rs_grid[V == 1 ? 0 : 1];
+  rs_grid_device& d = g_rs_grid[V == 1 ? 0 : R ? 2 : 1];
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return 3;
   if (d.dev != dev) {
@@ -2070,13 +2237,13 @@ int launch_grid(K kernel, row_args a, cudaStream_t s) {
   }
   if (d.resident < 1) {
     a.tsize = 1;
-    a.seg = a.n;
+    a.seg = a.nv;
     a.teams = (int)(a.rows < (1 << 22) ? a.rows : (1 << 22));
     return launch_kernel<k_pdl>(kernel, dim3((unsigned)a.teams), NT, 0, s, a);
   }
-  if (a.rows != d.rows || a.n != d.n) {
+  if (a.rows != d.rows || a.nv != d.n) {
     grid_shape<V>(a, d.resident);
-    d.rows = a.rows, d.n = a.n, d.seg = a.seg, d.tsize = a.tsize, d.teams = a.teams;
+    d.rows = a.rows, d.n = a.nv, d.seg = a.seg, d.tsize = a.tsize, d.teams = a.teams;
   } else {
     a.seg = d.seg, a.tsize = d.tsize, a.teams = d.teams;
   }
@@ -2093,10 +2260,10 @@ int launch_grid(K kernel, row_args a, cudaStream_t s) {
   return launch_ex(attrs, 1, kernel, grid, NT, 0, s, a);
 }
 
-template <int V, int W>
+template <int V, int W, bool R>
 int run(row_args a, cudaStream_t s) {
-  auto kernel = softmax_kernel<V, W>;
-  a.seg = k_strategy == s_cluster ? ((a.n + k_cluster - 1) / k_cluster + V - 1) / V * V : a.n;
+  auto kernel = softmax_kernel<V, W, R>;
+  a.seg = k_strategy == s_cluster ? ((a.nv + k_cluster - 1) / k_cluster + V - 1) / V * V : a.nv;
   size_t smem = 0;
   if (k_cache_smem && k_strategy != s_grid) {
     const size_t need = (size_t)(k_strategy == s_warp ? NT / W : 1) * (size_t)a.seg * sizeof(cache_t);
@@ -2116,32 +2283,41 @@ int run(row_args a, cudaStream_t s) {
     // k_fit: a short row gets a narrower block (more rows in flight per SM), as long as it still fits the
     // register cache of `k_chunks` vectors per thread.
     int bt = NT;
-    while (k_fit && !a.use_smem && bt > 64 && a.n <= (int64_t)k_chunks * (bt / 2) * V) bt /= 2;
+    while (k_fit && !a.use_smem && bt > 64 && a.nv <= (int64_t)k_chunks * (bt / 2) * V) bt /= 2;
     const int64_t blocks = rs_grid(kernel, a.rows, bt, smem);
     return launch_kernel<k_pdl>(kernel, dim3((unsigned)(blocks < k_grid_cap ? blocks : k_grid_cap)), bt, smem, s, a);
   } else if constexpr (k_strategy == s_cluster) {
     const dim3 grid(k_cluster, (unsigned)(a.rows < 65535 ? a.rows : 65535));
     return launch_clusters<k_pdl>(kernel, k_cluster, grid, NT, smem, s, a);
   } else {
-    return launch_grid<V>(kernel, a, s);
+    return launch_grid<V, R>(kernel, a, s);
   }
 }
 
 // The team width of strategy=warp (32 for the others); T = 0 is team=auto: the narrowest team that still holds the
-// row in registers (`k_chunks` vectors a thread), so short rows put more rows in flight a warp. The scalar path keeps
-// whole warps. (A template, so that only the chosen widths are instantiated.)
-template <int T>
-int dispatch(const row_args& a, bool vec_ok, cudaStream_t s) {
+// row in registers (`k_chunks` vectors a thread), so short rows put more rows in flight a warp. (A template, so that
+// only the chosen widths are instantiated.)
+template <int T, bool R>
+int run_vectors(const row_args& a, cudaStream_t s) {
   if constexpr (T == 0) {
-    if (!vec_ok) return run<1, 32>(a, s);
-    const int64_t v = (a.n + k_vec - 1) / k_vec;
-    if (v <= 4 * k_chunks) return run<k_vec, 4>(a, s);
-    if (v <= 8 * k_chunks) return run<k_vec, 8>(a, s);
-    if (v <= 16 * k_chunks) return run<k_vec, 16>(a, s);
-    return run<k_vec, 32>(a, s);
+    const int64_t v = (a.nv + k_vec - 1) / k_vec;
+    if (v <= 4 * k_chunks) return run<k_vec, 4, R>(a, s);
+    if (v <= 8 * k_chunks) return run<k_vec, 8, R>(a, s);
+    if (v <= 16 * k_chunks) return run<k_vec, 16, R>(a, s);
+    return run<k_vec, 32, R>(a, s);
   } else {
-    return vec_ok ? run<k_vec, T>(a, s) : run<1, T>(a, s);
+    return run<k_vec, T, R>(a, s);
   }
+}
+
+// Aligned vectors; else the ragged path where the spec has ragged rows (k_ragged) and x and y line up; else an
+// element a thread, in whole warps.
+template <int T>
+int dispatch(const row_args& a, bool vec_ok, bool ragged, cudaStream_t s) {
+  if (vec_ok) return run_vectors<T, false>(a, s);
+  if constexpr (k_ragged)
+    if (ragged) return run_vectors<T, true>(a, s);
+  return run < 1, T == 0 ? 32 : T, false > (a, s);
 }
 
 int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_t s) {
@@ -2151,6 +2327,7 @@ int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_
   row_args a = {};
   a.x = static_cast<const in_t*>(x.data);
   a.n = x.shape[x.ndim - 1];
+  a.nv = a.n;
   a.rows = 1;
   a.lead_nd = x.ndim - 1;
   for (int d = 0; d + 1 < x.ndim; ++d) {
@@ -2179,7 +2356,13 @@ int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_
     vec_ok = vec_ok && aligned(a.y, vec_align<out_t, k_vec>());
   }
   if (a.rows == 0 || a.n == 0) return 0;
-  return dispatch < k_strategy == s_warp ? k_team : 32 > (a, vec_ok, s);
+  bool ragged = false;
+  if constexpr (k_ragged && k_topk == 0) {
+    a.phase = element_phase(a.x, sizeof(in_t));
+    ragged = !vec_ok && a.phase == element_phase(a.y, sizeof(out_t));
+    if (ragged) a.nv = a.n + k_vec - 1;
+  }
+  return dispatch < k_strategy == s_warp ? k_team : 32 > (a, vec_ok, ragged, s);
 }
 
 }  // namespace kfk
