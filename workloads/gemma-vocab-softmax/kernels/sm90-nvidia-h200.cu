@@ -12,6 +12,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T09:10:09Z, row_softmax_cuda version 8 from version 7; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T15:05:29Z, row_softmax_cuda version 9 from version 8; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T00:54:57Z, row_softmax_cuda version 10 from version 9; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T01:33:44Z, row_softmax_cuda version 10 from version 10; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -421,8 +422,8 @@ struct row_args {
   int idx64;  // 1: int64 indices, 0: int32, -1: none
   int use_smem;
   // nv: the length a row's segments are cut from: n, or on the ragged path n + V - 1 (the widest a row gets once its
-  // first element moves back to an aligned vector's start). phase: on the ragged path, x's (and y's) element address
-  // modulo V; mask_phase likewise for each mask.
+  // first element moves back to an aligned vector's start) rounded up to whole vectors. phase: on the ragged path, x's
+  // (and y's) element address modulo V; mask_phase likewise for each mask.
   int64_t rows, n, nv, seg;
   int phase;
   int mask_phase[k_n_masks > 0 ? k_n_masks : 1];
@@ -1169,7 +1170,9 @@ int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cudaStream_
   if constexpr (k_ragged && k_topk == 0) {
     a.phase = element_phase(a.x, sizeof(in_t));
     ragged = !vec_ok && a.phase == element_phase(a.y, sizeof(out_t));
-    if (ragged) a.nv = a.n + k_vec - 1;
+    // The widest a row's columns get (n + vec - 1), rounded up to whole vectors: a warp's teams cut their shared
+    // memory rows at multiples of nv, which must stay vector-aligned.
+    if (ragged) a.nv = (a.n + 2 * k_vec - 2) / k_vec * k_vec;
   }
   return dispatch < k_strategy == s_warp ? k_team : 32 > (a, vec_ok, ragged, s);
 }
