@@ -165,6 +165,9 @@ class row_softmax_cuda final : public family {
     const auto s = summarize(spec, *g);
     const int64_t per_vec = std::max(vec, 1);
     const int64_t out_vec = std::max<int64_t>(1, 16 / dtype_size(g->out_type));  // 16 bytes of output
+    // A ragged row's columns run up to 2 vec - 2 past its length (row_softmax_cuda.cuh): the register cache holds
+    // that many more, so a row just under a cache's size is not streamed for it.
+    const int64_t held_n = s.max_n + (ragged_rows(spec, *g, per_vec) ? 2 * per_vec - 2 : 0);
     auto fit_chunks = [&](int64_t elems, int threads) {
       return std::to_string(pow2_at_least((elems + threads * per_vec - 1) / (threads * per_vec), 16));
     };
@@ -177,7 +180,7 @@ class row_softmax_cuda final : public family {
       v["strategy"] = "warp";
       v["threads"] = std::to_string(threads);
       v["team"] = g->topk > 0 ? "32" : "auto";
-      v["chunks"] = fit_chunks(s.max_n, 32);
+      v["chunks"] = fit_chunks(held_n, 32);
       if (g->topk == 0) {
         // Up to 4 vectors a thread keep rows in flight where there are many; where rows are few and short, 4 leave
         // most SMs idle (T5's 768 rows of 64 at B=1: 12 CTAs of 128 threads). Fewer vectors a thread, then, until
@@ -198,7 +201,7 @@ class row_softmax_cuda final : public family {
       const int64_t team = std::max<int64_t>(1, resident / std::max<int64_t>(1, s.min_rows));
       v["strategy"] = "grid";
       v["threads"] = "256";
-      v["chunks"] = fit_chunks((s.max_n + team - 1) / team, 256);
+      v["chunks"] = fit_chunks((held_n + team - 1) / team, 256);
       v["online"] = "1";  // one barrier of the team instead of two
       // Vectors of at most 16 bytes of output (the chunks kept: half the registers where that halves the vector, so
       // more CTAs are resident and split=auto gives each row more of them), and evict-first stores of a result
@@ -219,7 +222,7 @@ class row_softmax_cuda final : public family {
       v["strategy"] = "cluster";
       v["threads"] = std::to_string(threads);
       v["chunks"] = std::to_string(std::max<int64_t>(1, k_thread_floats / per_vec));
-      v["cluster"] = std::to_string(std::max(2, pow2_at_least((s.max_n + per_cta - 1) / per_cta, 8)));
+      v["cluster"] = std::to_string(std::max(2, pow2_at_least((held_n + per_cta - 1) / per_cta, 8)));
       v["online"] = "1";
       if (s.max_n > 8 * per_cta) {
         v["unroll"] = "2";
@@ -242,7 +245,7 @@ class row_softmax_cuda final : public family {
     } else {
       const int threads = std::clamp(pow2_at_least(s.max_n / (per_vec * 2), 1024), 64, 1024);
       v["threads"] = std::to_string(threads);
-      v["chunks"] = fit_chunks(s.max_n, threads);
+      v["chunks"] = fit_chunks(held_n, threads);
     }
     if (std::stoi(v["chunks"]) * std::stoi(v["vec"]) > 64) v["chunks"] = std::to_string(64 / std::stoi(v["vec"]));
     // tanh stays exp-based (~1e-7): tanh.approx measured 15% faster on softcapped attention rows (H200) and
