@@ -383,25 +383,37 @@ TEST(families_cuda, row_softmax_head_only_matters_for_rows_longer_than_the_cache
   EXPECT_NE(with.find("constexpr bool k_head = true;"), std::string::npos);
 }
 
-// Rows that are not a whole number of vectors (any case's, gated or not) get the ragged path compiled in; a spec
-// whose rows all are, an element a vector (vec=1) and top-k (columns in order) do not.
+// ragged=1 compiles the ragged path in where some case (gated or not) has rows that are not a whole number of
+// vectors; the default takes it where a gated case has them. Where no case has them, at vec=1 and under top-k the
+// knob is canonically 0 (the same kernel). A stored winner recorded before the knob re-emits with 0 (`before`).
 TEST(families_cuda, row_softmax_ragged_path_only_where_a_case_has_ragged_rows) {
   const family& sm = cuda_family("row_softmax_cuda");
-  auto ragged = [&](const workload_spec& s, knob_values changes = {}) {
+  auto with = [&](const workload_spec& s, knob_values changes) {
     knob_values v = sm.default_variant(s);
     for (auto& [k, val] : changes) v[k] = val;
-    return sm.emit(s, v).find("constexpr bool k_ragged = true;") != std::string::npos;
+    return v;
+  };
+  auto emits_ragged = [&](const workload_spec& s, knob_values changes = {}) {
+    return sm.emit(s, with(s, changes)).find("constexpr bool k_ragged = true;") != std::string::npos;
   };
   auto s = test::softmax_spec();  // rows of 64 (gated) and 37
-  EXPECT_TRUE(ragged(s));
-  EXPECT_FALSE(ragged(s, {{"vec", "1"}}));
+  EXPECT_EQ(sm.default_variant(s).at("ragged"), "0");
+  EXPECT_FALSE(emits_ragged(s));
+  EXPECT_TRUE(emits_ragged(s, {{"ragged", "1"}}));
+  EXPECT_FALSE(emits_ragged(s, {{"ragged", "1"}, {"vec", "1"}}));
   s.cases.pop_back();  // rows of 64 only
-  EXPECT_FALSE(ragged(s));
+  EXPECT_FALSE(emits_ragged(s, {{"ragged", "1"}}));
+  EXPECT_EQ(sm.canonical_knobs(s, with(s, {{"ragged", "1"}})).at("ragged"), "0");
   auto vocab = test::softmax_spec(false, true);
   vocab.inputs[0].shape = {test::sym("T"), test::lit(50257)};
   vocab.cases = {test::make_case({{"T", 4}}, true)};
-  EXPECT_TRUE(ragged(vocab));
-  EXPECT_FALSE(ragged(test::softmax_spec(false, false, 4)));
+  EXPECT_EQ(sm.default_variant(vocab).at("ragged"), "1");
+  EXPECT_TRUE(emits_ragged(vocab));
+  EXPECT_FALSE(emits_ragged(test::softmax_spec(false, false, 4), {{"ragged", "1"}}));
+  const auto ks = sm.knobs();
+  auto k = std::find_if(ks.begin(), ks.end(), [](const knob& x) { return x.name == "ragged"; });
+  ASSERT_NE(k, ks.end());
+  EXPECT_EQ(k->before, "0");
 }
 
 // cache=smem keeps a row in the narrowest type that holds the prologue's values exactly: a 16-bit input through

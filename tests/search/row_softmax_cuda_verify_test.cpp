@@ -23,7 +23,7 @@ using variants = std::vector<std::pair<workload_spec, knob_values>>;
 
 workload_spec suite(const char* name) { return load_spec((fs::path(KFORGE_SOURCE_DIR) / "workloads" / name).string()); }
 
-constexpr int k_per_spec = 18;
+constexpr int k_per_spec = 20;
 
 void add_teams(variants& out, const workload_spec& s) {
   out.push_back({s, {}});
@@ -52,6 +52,11 @@ void add_teams(variants& out, const workload_spec& s) {
   // the vocabulary log-softmax below).
   out.push_back({s, {{"strategy", "cluster"}, {"cluster", "4"}, {"threads", "128"}, {"cache", "smem"}, {"online", "1"}}});
   out.push_back({s, {{"strategy", "block"}, {"threads", "64"}, {"cache", "smem"}, {"unroll", "2"}}});
+  // The ragged path (rows of 37, 77, 5 and 5003 here; where every row is a whole number of vectors, the same kernel
+  // as ragged=0): teams sized at launch, and a cluster keeping its segments' heads in registers.
+  out.push_back({s, {{"strategy", "warp"}, {"team", "auto"}, {"chunks", "2"}, {"ragged", "1"}}});
+  out.push_back({s, {{"strategy", "cluster"}, {"cluster", "2"}, {"threads", "128"}, {"chunks", "1"}, {"head", "1"},
+                     {"ragged", "1"}}});
 }
 
 // log_softmax(x, dtype=float32) of a bfloat16 x, as a vocabulary projection's: the row cache holds bfloat16.

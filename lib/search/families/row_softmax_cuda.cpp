@@ -35,18 +35,21 @@ shape_summary summarize(const workload_spec& spec, const softmax_graph& g) {
   return s;
 }
 
-// Whether any case's rows (the gated ones and the others: the verifier runs them all) are not a whole number of
-// `vec`-element vectors: a vocabulary of 50257 or 51865, CLIP's 77 tokens. Such rows take the ragged path (aligned
-// vectors with the row's ends masked, row_softmax_cuda.cuh) instead of one element a thread; a kernel whose spec has
-// none is emitted without it (fewer instantiations to compile) and still runs any row, then one element at a time.
-// Top-k keeps the per-element path (its lists take columns in order).
-bool ragged_rows(const workload_spec& spec, const softmax_graph& g, int64_t vec) {
+// Whether rows of the spec's cases are not a whole number of `vec`-element vectors: a vocabulary of 50257 or
+// 51865, CLIP's 77 tokens. Every case (the verifier runs them all), or the gated ones (what the defaults are tuned
+// for). With `ragged=1` such rows take the ragged path (aligned vectors with the row's ends masked,
+// row_softmax_cuda.cuh) instead of one element a thread; a spec without them emits no ragged path (fewer
+// instantiations to compile; any row still runs, then an element at a time). Top-k keeps the element path (its
+// lists take columns in order).
+bool ragged_rows(const workload_spec& spec, const softmax_graph& g, int64_t vec, bool gated_only = false) {
   const input_spec* x = spec.find_input(g.input);
   if (g.topk > 0 || vec <= 1 || !x) return false;
-  for (auto& c : spec.cases) {
-    const auto shape = concrete_shape(*x, c);
+  std::vector<std::vector<int64_t>> shapes;
+  if (gated_only) shapes = tuning_shapes(spec, *x);
+  else
+    for (auto& c : spec.cases) shapes.push_back(concrete_shape(*x, c));
+  for (auto& shape : shapes)
     if (!shape.empty() && shape.back() % vec != 0) return true;
-  }
   return false;
 }
 
@@ -84,7 +87,7 @@ class row_softmax_cuda final : public family {
   // for the first part of a row longer than it). 8: cache=smem holds 16-bit values where the prologue's are
   // (half the shared memory a CTA: more CTAs an SM), in 16-byte accesses. 9: masks' leading dims divided by magic
   // numbers (a multiply-high and a shift) where rows < 2^31.
-  int version() const override { return 10; }
+  int version() const override { return 11; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_softmax(spec, why_not);
@@ -133,6 +136,11 @@ class row_softmax_cuda final : public family {
          "rows longer than the register cache: 1 keeps their first chunks x threads x vec values in registers "
          "between the passes, so only the rest is read twice; 0 reads the whole row twice",
          "0"},
+        {"ragged",
+         {"0", "1"},
+         "rows that are not a whole number of vectors (or views that start between two): 1 runs them on aligned "
+         "vectors with each row's end vectors masked, 0 an element a thread",
+         "0"},
         {"tanh",
          {"exp", "approx"},
          "softcap's tanh: one exp and one reciprocal (~1e-7) or tanh.approx.f32 (~5e-4 relative)"},
@@ -157,7 +165,7 @@ class row_softmax_cuda final : public family {
         {"strategy", "block"}, {"threads", "256"}, {"vec", "8"},    {"chunks", "1"},       {"cluster", "8"},
         {"cache", "regs"},     {"online", "0"},    {"unroll", "1"}, {"stream_store", "0"}, {"tanh", "exp"},
         {"fit", "1"},          {"team", "32"},     {"waves", "0"},  {"pdl", "1"},         {"split", "auto"},
-        {"head", "0"}};
+        {"head", "0"},         {"ragged", "0"}};
     auto g = match_softmax(spec, nullptr);
     if (!g) return v;
     const int vec = std::min<int>(8, static_cast<int>(16 / dtype_size(g->in_type)));
@@ -167,7 +175,10 @@ class row_softmax_cuda final : public family {
     const int64_t out_vec = std::max<int64_t>(1, 16 / dtype_size(g->out_type));  // 16 bytes of output
     // A ragged row's columns run up to 2 vec - 2 past its length (row_softmax_cuda.cuh): the register cache holds
     // that many more, so a row just under a cache's size is not streamed for it.
-    const int64_t held_n = s.max_n + (ragged_rows(spec, *g, per_vec) ? 2 * per_vec - 2 : 0);
+    // The ragged path where a gated case has such rows (a stored winner recorded before the knob keeps the element
+    // path for its odd edge cases: `before`).
+    const bool ragged = ragged_rows(spec, *g, per_vec, true);
+    const int64_t held_n = s.max_n + (ragged ? 2 * per_vec - 2 : 0);
     auto fit_chunks = [&](int64_t elems, int threads) {
       return std::to_string(pow2_at_least((elems + threads * per_vec - 1) / (threads * per_vec), 16));
     };
@@ -248,6 +259,7 @@ class row_softmax_cuda final : public family {
       v["chunks"] = fit_chunks(held_n, threads);
     }
     if (std::stoi(v["chunks"]) * std::stoi(v["vec"]) > 64) v["chunks"] = std::to_string(64 / std::stoi(v["vec"]));
+    if (ragged_rows(spec, *g, std::stoi(v["vec"]), true)) v["ragged"] = "1";
     // tanh stays exp-based (~1e-7): tanh.approx measured 15% faster on softcapped attention rows (H200) and
     // passed on the seed's N(0, 3) inputs, but its ~5e-4 relative error becomes up to 2.4% of a softmax value
     // for logits near the cap (verify's large_magnitude inputs): a knob for the search, not a default.
@@ -293,6 +305,7 @@ class row_softmax_cuda final : public family {
                                               : 0;
       if (holds > 0 && summarize(spec, *g).max_n <= holds) k["head"] = "0";
     }
+    if (!g || !ragged_rows(spec, *g, knob_int(v, "vec"))) k["ragged"] = "0";  // no such rows: the same kernel
     if (!softcap) k["tanh"] = "exp";
     return k;
   }
@@ -340,7 +353,7 @@ class row_softmax_cuda final : public family {
         v.at("stream_store") == "1" ? "true" : "false", g.log ? "true" : "false", g.topk,
         v.at("fit") == "1" ? "true" : "false", v.at("pdl") == "1" ? "true" : "false",
         v.at("team") == "auto" ? "0" : v.at("team"), v.at("head") == "1" ? "true" : "false",
-        ragged_rows(spec, g, knob_int(v, "vec")) ? "true" : "false", v.at("waves"),
+        v.at("ragged") == "1" ? "true" : "false", v.at("waves"),
         spec.inputs.size(), input_index(spec, g.input), nm);
     s += fmt::format("constexpr int k_mask_input[] = {{{}}};\n", nm ? mask_idx : "-1");
     s += fmt::format("constexpr int k_mask_dtype[] = {{{}}};\n", nm ? mask_codes : "-1");

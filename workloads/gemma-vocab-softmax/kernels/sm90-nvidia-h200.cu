@@ -1,5 +1,5 @@
-// kforge kernel: family row_softmax_cuda, version 10
-// knobs: cache=regs chunks=4 cluster=8 fit=0 head=0 online=1 pdl=1 split=auto strategy=grid stream_store=1 tanh=exp team=32 threads=256 unroll=1 vec=4 waves=0
+// kforge kernel: family row_softmax_cuda, version 11
+// knobs: cache=regs chunks=4 cluster=8 fit=0 head=0 online=1 pdl=1 ragged=0 split=auto strategy=grid stream_store=1 tanh=exp team=32 threads=256 unroll=1 vec=4 waves=0
 // computes: x[bfloat16] -> cast(float32) -> softcap(30) -> softmax(float32)
 // kforge winner: gemma-vocab-softmax on sm90-nvidia-h200
 // found: by `kforge search` (template proposer) on 2026-12-06T00:45:22Z
@@ -13,6 +13,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T15:05:29Z, row_softmax_cuda version 9 from version 8; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T00:54:57Z, row_softmax_cuda version 10 from version 9; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T01:33:44Z, row_softmax_cuda version 10 from version 10; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T01:48:56Z, row_softmax_cuda version 11 from version 10; knobs filled: ragged=0 (the code before the knob); measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -357,7 +358,7 @@ constexpr bool k_fit = false;
 constexpr bool k_pdl = true;
 constexpr int k_team = 32;  // 0: auto
 constexpr bool k_head = false;
-constexpr bool k_ragged = true;
+constexpr bool k_ragged = false;
 constexpr int k_waves = 0;
 constexpr size_t k_smem_limit = 227 * 1024;
 constexpr int k_n_inputs = 1;

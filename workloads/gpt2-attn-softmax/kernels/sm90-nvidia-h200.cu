@@ -1,5 +1,5 @@
 // kforge kernel: family dispatch, version 1
-// knobs: p0=row_softmax_cuda@10/cache:regs/chunks:2/cluster:8/fit:0/head:0/online:0/pdl:1/split:auto/strategy:warp/stream_store:0/tanh:exp/team:auto/threads:128/unroll:1/vec:8/waves:0 p1=row_softmax_cuda@10/cache:regs/chunks:4/cluster:8/fit:0/head:0/online:0/pdl:1/split:auto/strategy:warp/stream_store:0/tanh:exp/team:auto/threads:64/unroll:1/vec:8/waves:0 parts=2 upto0=6616215
+// knobs: p0=row_softmax_cuda@11/cache:regs/chunks:2/cluster:8/fit:0/head:0/online:0/pdl:1/ragged:0/split:auto/strategy:warp/stream_store:0/tanh:exp/team:auto/threads:128/unroll:1/vec:8/waves:0 p1=row_softmax_cuda@11/cache:regs/chunks:4/cluster:8/fit:0/head:0/online:0/pdl:1/ragged:0/split:auto/strategy:warp/stream_store:0/tanh:exp/team:auto/threads:64/unroll:1/vec:8/waves:0 parts=2 upto0=6616215
 // computes: x[float16] -> scale(0.125) -> add_mask(mask) -> softmax(float16)
 // kforge winner: gpt2-attn-softmax on sm90-nvidia-h200
 // found: by `kforge search` (template proposer) on 2026-12-03T06:58:08Z
@@ -15,6 +15,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T15:05:29Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T00:54:57Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T01:33:44Z, dispatch version 1 from version 1; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T01:48:56Z, dispatch version 1 from version 1; knobs filled: p0.ragged=0 (the code before the knob), p1.ragged=0 (the code before the knob); measured above is the earlier kernel's
 
 // dispatch: each part below is a whole candidate of its family, its names in a namespace of its own and its kf_launch renamed;
 // the kf_launch at the end picks a part by the bytes of the inputs it receives.
@@ -27,8 +28,8 @@
 // ---- part 0 ----
 #define kf_launch kf_launch_part0
 namespace kf_part0 {
-// kforge kernel: family row_softmax_cuda, version 10
-// knobs: cache=regs chunks=2 cluster=8 fit=0 head=0 online=0 pdl=1 split=auto strategy=warp stream_store=0 tanh=exp team=auto threads=128 unroll=1 vec=8 waves=0
+// kforge kernel: family row_softmax_cuda, version 11
+// knobs: cache=regs chunks=2 cluster=8 fit=0 head=0 online=0 pdl=1 ragged=0 split=auto strategy=warp stream_store=0 tanh=exp team=auto threads=128 unroll=1 vec=8 waves=0
 // computes: x[float16] -> scale(0.125) -> add_mask(mask) -> softmax(float16)
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
@@ -375,7 +376,7 @@ constexpr bool k_fit = false;
 constexpr bool k_pdl = true;
 constexpr int k_team = 0;  // 0: auto
 constexpr bool k_head = false;
-constexpr bool k_ragged = true;
+constexpr bool k_ragged = false;
 constexpr int k_waves = 0;
 constexpr size_t k_smem_limit = 227 * 1024;
 constexpr int k_n_inputs = 2;
@@ -1215,8 +1216,8 @@ extern "C" int kf_launch(const kf_tensor* inputs, int n_inputs, kf_tensor* outpu
 // ---- part 1 ----
 #define kf_launch kf_launch_part1
 namespace kf_part1 {
-// kforge kernel: family row_softmax_cuda, version 10
-// knobs: cache=regs chunks=4 cluster=8 fit=0 head=0 online=0 pdl=1 split=auto strategy=warp stream_store=0 tanh=exp team=auto threads=64 unroll=1 vec=8 waves=0
+// kforge kernel: family row_softmax_cuda, version 11
+// knobs: cache=regs chunks=4 cluster=8 fit=0 head=0 online=0 pdl=1 ragged=0 split=auto strategy=warp stream_store=0 tanh=exp team=auto threads=64 unroll=1 vec=8 waves=0
 // computes: x[float16] -> scale(0.125) -> add_mask(mask) -> softmax(float16)
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
@@ -1563,7 +1564,7 @@ constexpr bool k_fit = false;
 constexpr bool k_pdl = true;
 constexpr int k_team = 0;  // 0: auto
 constexpr bool k_head = false;
-constexpr bool k_ragged = true;
+constexpr bool k_ragged = false;
 constexpr int k_waves = 0;
 constexpr size_t k_smem_limit = 227 * 1024;
 constexpr int k_n_inputs = 2;

@@ -1,5 +1,5 @@
 // kforge kernel: family dispatch, version 1
-// knobs: p0=row_softmax_cuda@10/cache:regs/chunks:1/cluster:8/fit:0/head:0/online:1/pdl:1/split:auto/strategy:grid/stream_store:0/tanh:exp/team:32/threads:256/unroll:1/vec:8/waves:0 p1=row_softmax_cuda@10/cache:smem/chunks:4/cluster:8/fit:0/head:0/online:1/pdl:1/split:auto/strategy:cluster/stream_store:1/tanh:exp/team:32/threads:256/unroll:2/vec:4/waves:0 parts=2 upto0=5804203
+// knobs: p0=row_softmax_cuda@11/cache:regs/chunks:1/cluster:8/fit:0/head:0/online:1/pdl:1/ragged:0/split:auto/strategy:grid/stream_store:0/tanh:exp/team:32/threads:256/unroll:1/vec:8/waves:0 p1=row_softmax_cuda@11/cache:smem/chunks:4/cluster:8/fit:0/head:0/online:1/pdl:1/ragged:0/split:auto/strategy:cluster/stream_store:1/tanh:exp/team:32/threads:256/unroll:2/vec:4/waves:0 parts=2 upto0=5804203
 // computes: x[bfloat16] -> log_softmax(float32)
 // kforge winner: llama3-vocab-logsoftmax on sm90-nvidia-h100-80gb-hbm3
 // found: by `kforge search` (template proposer) on 2026-12-06T09:22:59Z
@@ -8,6 +8,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T15:05:29Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T00:54:57Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T01:33:44Z, dispatch version 1 from version 1; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T01:48:56Z, dispatch version 1 from version 1; knobs filled: p0.ragged=0 (the code before the knob), p1.ragged=0 (the code before the knob); measured above is the earlier kernel's
 
 // dispatch: each part below is a whole candidate of its family, its names in a namespace of its own and its kf_launch renamed;
 // the kf_launch at the end picks a part by the bytes of the inputs it receives.
@@ -20,8 +21,8 @@
 // ---- part 0 ----
 #define kf_launch kf_launch_part0
 namespace kf_part0 {
-// kforge kernel: family row_softmax_cuda, version 10
-// knobs: cache=regs chunks=1 cluster=8 fit=0 head=0 online=1 pdl=1 split=auto strategy=grid stream_store=0 tanh=exp team=32 threads=256 unroll=1 vec=8 waves=0
+// kforge kernel: family row_softmax_cuda, version 11
+// knobs: cache=regs chunks=1 cluster=8 fit=0 head=0 online=1 pdl=1 ragged=0 split=auto strategy=grid stream_store=0 tanh=exp team=32 threads=256 unroll=1 vec=8 waves=0
 // computes: x[bfloat16] -> log_softmax(float32)
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
@@ -1197,8 +1198,8 @@ extern "C" int kf_launch(const kf_tensor* inputs, int n_inputs, kf_tensor* outpu
 // ---- part 1 ----
 #define kf_launch kf_launch_part1
 namespace kf_part1 {
-// kforge kernel: family row_softmax_cuda, version 10
-// knobs: cache=smem chunks=4 cluster=8 fit=0 head=0 online=1 pdl=1 split=auto strategy=cluster stream_store=1 tanh=exp team=32 threads=256 unroll=2 vec=4 waves=0
+// kforge kernel: family row_softmax_cuda, version 11
+// knobs: cache=smem chunks=4 cluster=8 fit=0 head=0 online=1 pdl=1 ragged=0 split=auto strategy=cluster stream_store=1 tanh=exp team=32 threads=256 unroll=2 vec=4 waves=0
 // computes: x[bfloat16] -> log_softmax(float32)
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header

@@ -1,5 +1,5 @@
-// kforge kernel: family row_softmax_cuda, version 10
-// knobs: cache=regs chunks=4 cluster=8 fit=1 head=0 online=0 pdl=1 split=auto strategy=block stream_store=0 tanh=exp team=32 threads=128 unroll=1 vec=8 waves=0
+// kforge kernel: family row_softmax_cuda, version 11
+// knobs: cache=regs chunks=4 cluster=8 fit=1 head=0 online=0 pdl=1 ragged=0 split=auto strategy=block stream_store=0 tanh=exp team=32 threads=128 unroll=1 vec=8 waves=0
 // computes: x[bfloat16] -> scale(0.08838834764831843) -> add_mask(mask) -> softmax(float32) -> cast(bfloat16)
 // kforge winner: llama3-decoder-scale-mask-softmax-cast on sm90-nvidia-h200
 // found: by `kforge search` (template proposer) on 2026-12-02T10:13:36Z
@@ -16,6 +16,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T15:05:29Z, row_softmax_cuda version 9 from version 8; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T00:54:57Z, row_softmax_cuda version 10 from version 9; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T01:33:45Z, row_softmax_cuda version 10 from version 10; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T01:48:56Z, row_softmax_cuda version 11 from version 10; knobs filled: ragged=0 (the code before the knob); measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
