@@ -173,10 +173,10 @@ class row_softmax_cuda final : public family {
     const auto s = summarize(spec, *g);
     const int64_t per_vec = std::max(vec, 1);
     const int64_t out_vec = std::max<int64_t>(1, 16 / dtype_size(g->out_type));  // 16 bytes of output
-    // A ragged row's columns run up to 2 vec - 2 past its length (row_softmax_cuda.cuh): the register cache holds
-    // that many more, so a row just under a cache's size is not streamed for it.
-    // The ragged path where a gated case has such rows (a stored winner recorded before the knob keeps the element
-    // path for its odd edge cases: `before`).
+    // The ragged path where a gated case has such rows (set below, at the final vector width; a stored winner
+    // recorded before the knob keeps the element path for its odd edge cases: `before`). A ragged row's columns
+    // run up to 2 vec - 2 past its length (row_softmax_cuda.cuh): the register cache holds that many more, so a row
+    // just under a cache's size is not streamed for it.
     const bool ragged = ragged_rows(spec, *g, per_vec, true);
     const int64_t held_n = s.max_n + (ragged ? 2 * per_vec - 2 : 0);
     auto fit_chunks = [&](int64_t elems, int threads) {
@@ -328,12 +328,13 @@ class row_softmax_cuda final : public family {
     std::string s = fmt::format("using in_t = {};\nusing out_t = {};\nusing cache_t = {};\n",
                                 cuda_emit::c_type(g.in_type), cuda_emit::c_type(g.out_type),
                                 cuda_emit::c_type(cached_type(g)));
-    std::string mask_idx, mask_codes;
+    std::string mask_idx, mask_codes, mask_bytes;
     for (int k = 0; k < nm; ++k) {
       const input_spec* m = spec.find_input(masks[k]);
       s += fmt::format("using mask{}_t = {};\n", k, cuda_emit::c_type(m->type));
       mask_idx += fmt::format("{}{}", k ? ", " : "", input_index(spec, masks[k]));
       mask_codes += fmt::format("{}dtype_code<mask{}_t>::value", k ? ", " : "", k);
+      mask_bytes += fmt::format("{}(int)sizeof(mask{}_t)", k ? ", " : "", k);
     }
     const auto& st = v.at("strategy");
     s += fmt::format(
@@ -357,6 +358,7 @@ class row_softmax_cuda final : public family {
         spec.inputs.size(), input_index(spec, g.input), nm);
     s += fmt::format("constexpr int k_mask_input[] = {{{}}};\n", nm ? mask_idx : "-1");
     s += fmt::format("constexpr int k_mask_dtype[] = {{{}}};\n", nm ? mask_codes : "-1");
+    s += fmt::format("constexpr int k_mask_bytes[] = {{{}}};\n", nm ? mask_bytes : "1");
     // The fused prologue, in graph order, and the vector loader that applies it (to row_args `a`, defined in
     // row_softmax_cuda.cuh after this part).
     std::string params, loads, args;

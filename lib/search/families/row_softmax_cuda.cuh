@@ -117,13 +117,6 @@ inline void merge_mask_dims(row_args& a) {
     for (int d = 0; d < a.lead_nd; ++d) a.lead_div[d] = make_fast_div((uint32_t)a.lead_shape[d]);
 }
 
-inline int dtype_bytes(int code) {
-  return code == KF_FLOAT64 || code == KF_INT64   ? 8
-         : code == KF_FLOAT32 || code == KF_INT32 ? 4
-         : code == KF_UINT8                       ? 1
-                                                  : 2;
-}
-
 // An element address modulo k_vec: equal for two tensors, their vectors line up.
 inline int element_phase(const void* p, int bytes) { return (int)(((uintptr_t)p / (uintptr_t)bytes) % k_vec); }
 
@@ -133,7 +126,7 @@ inline bool bind_masks(const kf_tensor* in, const kf_tensor& x, row_args& a, boo
     const kf_tensor& m = in[k_mask_input[k]];
     if (m.dtype != k_mask_dtype[k] || m.ndim > x.ndim) return false;
     a.mask[k] = m.data;
-    a.mask_phase[k] = element_phase(m.data, dtype_bytes(m.dtype));
+    a.mask_phase[k] = element_phase(m.data, k_mask_bytes[k]);
     for (int d = 0; d < x.ndim; ++d) {
       const int md = d - (x.ndim - m.ndim);
       int64_t st = 0;

@@ -36,6 +36,7 @@ constexpr int k_x_input = 0;
 constexpr int k_n_masks = 1;
 constexpr int k_mask_input[] = {1};
 constexpr int k_mask_dtype[] = {dtype_code<mask0_t>::value};
+constexpr int k_mask_bytes[] = {(int)sizeof(mask0_t)};
 
 __device__ __forceinline__ float prologue(float x, float m0) {
   x = softcap_exp(x, 0.0577078016f, 50.0f);

@@ -16,6 +16,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-07T00:54:57Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T01:33:44Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T01:48:56Z, dispatch version 1 from version 1; knobs filled: p0.ragged=0 (the code before the knob), p1.ragged=0 (the code before the knob); measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T02:24:37Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 
 // dispatch: each part below is a whole candidate of its family, its names in a namespace of its own and its kf_launch renamed;
 // the kf_launch at the end picks a part by the bytes of the inputs it receives.
@@ -384,6 +385,7 @@ constexpr int k_x_input = 0;
 constexpr int k_n_masks = 1;
 constexpr int k_mask_input[] = {1};
 constexpr int k_mask_dtype[] = {dtype_code<mask0_t>::value};
+constexpr int k_mask_bytes[] = {(int)sizeof(mask0_t)};
 
 __device__ __forceinline__ float prologue(float x, float m0) {
   x = x * 0.125f;
@@ -528,13 +530,6 @@ inline void merge_mask_dims(row_args& a) {
     for (int d = 0; d < a.lead_nd; ++d) a.lead_div[d] = make_fast_div((uint32_t)a.lead_shape[d]);
 }
 
-inline int dtype_bytes(int code) {
-  return code == KF_FLOAT64 || code == KF_INT64   ? 8
-         : code == KF_FLOAT32 || code == KF_INT32 ? 4
-         : code == KF_UINT8                       ? 1
-                                                  : 2;
-}
-
 // An element address modulo k_vec: equal for two tensors, their vectors line up.
 inline int element_phase(const void* p, int bytes) { return (int)(((uintptr_t)p / (uintptr_t)bytes) % k_vec); }
 
@@ -544,7 +539,7 @@ inline bool bind_masks(const kf_tensor* in, const kf_tensor& x, row_args& a, boo
     const kf_tensor& m = in[k_mask_input[k]];
     if (m.dtype != k_mask_dtype[k] || m.ndim > x.ndim) return false;
     a.mask[k] = m.data;
-    a.mask_phase[k] = element_phase(m.data, dtype_bytes(m.dtype));
+    a.mask_phase[k] = element_phase(m.data, k_mask_bytes[k]);
     for (int d = 0; d < x.ndim; ++d) {
       const int md = d - (x.ndim - m.ndim);
       int64_t st = 0;
@@ -1572,6 +1567,7 @@ constexpr int k_x_input = 0;
 constexpr int k_n_masks = 1;
 constexpr int k_mask_input[] = {1};
 constexpr int k_mask_dtype[] = {dtype_code<mask0_t>::value};
+constexpr int k_mask_bytes[] = {(int)sizeof(mask0_t)};
 
 __device__ __forceinline__ float prologue(float x, float m0) {
   x = x * 0.125f;
@@ -1716,13 +1712,6 @@ inline void merge_mask_dims(row_args& a) {
     for (int d = 0; d < a.lead_nd; ++d) a.lead_div[d] = make_fast_div((uint32_t)a.lead_shape[d]);
 }
 
-inline int dtype_bytes(int code) {
-  return code == KF_FLOAT64 || code == KF_INT64   ? 8
-         : code == KF_FLOAT32 || code == KF_INT32 ? 4
-         : code == KF_UINT8                       ? 1
-                                                  : 2;
-}
-
 // An element address modulo k_vec: equal for two tensors, their vectors line up.
 inline int element_phase(const void* p, int bytes) { return (int)(((uintptr_t)p / (uintptr_t)bytes) % k_vec); }
 
@@ -1732,7 +1721,7 @@ inline bool bind_masks(const kf_tensor* in, const kf_tensor& x, row_args& a, boo
     const kf_tensor& m = in[k_mask_input[k]];
     if (m.dtype != k_mask_dtype[k] || m.ndim > x.ndim) return false;
     a.mask[k] = m.data;
-    a.mask_phase[k] = element_phase(m.data, dtype_bytes(m.dtype));
+    a.mask_phase[k] = element_phase(m.data, k_mask_bytes[k]);
     for (int d = 0; d < x.ndim; ++d) {
       const int md = d - (x.ndim - m.ndim);
       int64_t st = 0;

@@ -17,6 +17,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-07T00:54:57Z, row_softmax_cuda version 10 from version 9; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T01:33:45Z, row_softmax_cuda version 10 from version 10; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T01:48:56Z, row_softmax_cuda version 11 from version 10; knobs filled: ragged=0 (the code before the knob); measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T02:24:37Z, row_softmax_cuda version 11 from version 11; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -369,6 +370,7 @@ constexpr int k_x_input = 0;
 constexpr int k_n_masks = 0;
 constexpr int k_mask_input[] = {-1};
 constexpr int k_mask_dtype[] = {-1};
+constexpr int k_mask_bytes[] = {1};
 
 __device__ __forceinline__ float prologue(float x) {
   return x;
@@ -503,13 +505,6 @@ inline void merge_mask_dims(row_args& a) {
     for (int d = 0; d < a.lead_nd; ++d) a.lead_div[d] = make_fast_div((uint32_t)a.lead_shape[d]);
 }
 
-inline int dtype_bytes(int code) {
-  return code == KF_FLOAT64 || code == KF_INT64   ? 8
-         : code == KF_FLOAT32 || code == KF_INT32 ? 4
-         : code == KF_UINT8                       ? 1
-                                                  : 2;
-}
-
 // An element address modulo k_vec: equal for two tensors, their vectors line up.
 inline int element_phase(const void* p, int bytes) { return (int)(((uintptr_t)p / (uintptr_t)bytes) % k_vec); }
 
@@ -519,7 +514,7 @@ inline bool bind_masks(const kf_tensor* in, const kf_tensor& x, row_args& a, boo
     const kf_tensor& m = in[k_mask_input[k]];
     if (m.dtype != k_mask_dtype[k] || m.ndim > x.ndim) return false;
     a.mask[k] = m.data;
-    a.mask_phase[k] = element_phase(m.data, dtype_bytes(m.dtype));
+    a.mask_phase[k] = element_phase(m.data, k_mask_bytes[k]);
     for (int d = 0; d < x.ndim; ++d) {
       const int md = d - (x.ndim - m.ndim);
       int64_t st = 0;
