@@ -24,6 +24,8 @@ std::unique_ptr<family> make_pointwise_cuda();
 std::unique_ptr<family> make_row_norm_cuda();
 std::unique_ptr<family> make_pointwise_cpu();
 std::unique_ptr<family> make_row_norm_cpu();
+std::unique_ptr<family> make_col_softmax_cuda();
+std::unique_ptr<family> make_col_softmax_cpu();
 std::unique_ptr<family> make_generic_cpu();
 std::unique_ptr<family> make_generic_cuda();
 
@@ -40,6 +42,8 @@ const std::vector<std::unique_ptr<family>>& families() {
     t.push_back(make_row_norm_cuda());
     t.push_back(make_pointwise_cpu());
     t.push_back(make_row_norm_cpu());
+    t.push_back(make_col_softmax_cuda());
+    t.push_back(make_col_softmax_cpu());
     t.push_back(make_generic_cpu());
     t.push_back(make_generic_cuda());
     return t;

@@ -131,13 +131,27 @@ std::string softmax_graph::describe() const {
       case elementwise_step::kind::cast: s += fmt::format(" -> cast({})", dtype_name(p.to)); break;
     }
   }
-  s += fmt::format(" -> {}({})", log ? "log_softmax" : "softmax", dtype_name(softmax_type));
+  if (dim != rank - 1) s += fmt::format(" -> {}(dim={}, {})", log ? "log_softmax" : "softmax", dim, dtype_name(softmax_type));
+  else s += fmt::format(" -> {}({})", log ? "log_softmax" : "softmax", dtype_name(softmax_type));
   s += casts_text(epilogue_casts);
   if (topk) s += fmt::format(" -> topk({})", topk);
   return s;
 }
 
-std::optional<softmax_graph> match_softmax(const workload_spec& spec, std::string* why_not) {
+namespace {
+
+// The reduced dim of a softmax op (its `dim`, wrapped), or nullopt where it names none in range.
+std::optional<int> reduced_dim(const nlohmann::json& args, int rank) {
+  auto d = number_arg(args, "dim");
+  if (!d) return rank - 1;
+  const int v = static_cast<int>(*d);
+  if (rank == 0) return v == 0 || v == -1 ? std::optional(-1) : std::nullopt;  // a scalar: its one "row"
+  if (v < -rank || v >= rank) return std::nullopt;
+  return v < 0 ? v + rank : v;
+}
+
+// match_softmax (last = true) and match_col_softmax (last = false): one walk, two shapes of reduction.
+std::optional<softmax_graph> match_softmax_over(const workload_spec& spec, std::string* why_not, bool last) {
   walker w{spec, why_not};
   softmax_graph g;
   if (!start(w, &g.input, &g.in_type, &g.rank)) return std::nullopt;
@@ -190,10 +204,23 @@ std::optional<softmax_graph> match_softmax(const workload_spec& spec, std::strin
   }
   if (w.done()) { w.fail("no softmax or log_softmax in the graph"); return std::nullopt; }
   g.log = w.is("log_softmax");
-  if (!last_dim(w.peek()->args, g.rank)) { w.fail(fmt::format("{}: only the last dim is reduced", w.where())); return std::nullopt; }
+  const auto dim = reduced_dim(w.peek()->args, g.rank);
+  if (!dim) { w.fail(fmt::format("{}: dim is not a dim of x (rank {})", w.where(), g.rank)); return std::nullopt; }
+  g.dim = *dim;
+  if (last && g.dim != g.rank - 1) {
+    w.fail(fmt::format("{}: only the last dim is reduced here (dim {} is col_softmax's)", w.where(), g.dim));
+    return std::nullopt;
+  }
+  if (!last && g.dim == g.rank - 1) {
+    w.fail(fmt::format("{}: the last dim is reduced (row_softmax's); col_softmax reduces an earlier one", w.where()));
+    return std::nullopt;
+  }
+  if (!last && !g.mask_inputs().empty()) {
+    w.fail(fmt::format("{}: masks are fused only into a softmax over the last dim", w.where()));
+    return std::nullopt;
+  }
   if (const input_spec* x = spec.find_input(g.input); x && x->memory_format != "contiguous") {
-    w.fail(fmt::format("input {} is {}: its last dim is strided in memory, and the softmax kernels read each row "
-                       "as one contiguous run", x->name, x->memory_format));
+    w.fail(fmt::format("input {} is {}: the softmax kernels read x in its contiguous layout", x->name, x->memory_format));
     return std::nullopt;
   }
   if (auto t = dtype_arg(w.peek()->args, "dtype")) w.type = *t;
@@ -201,6 +228,7 @@ std::optional<softmax_graph> match_softmax(const workload_spec& spec, std::strin
   g.softmax_type = w.type;
   ++w.at;
   if (!casts(w, &g.epilogue_casts)) return std::nullopt;
+  if (w.is("topk") && !last) { w.fail(fmt::format("{}: top-k is fused only after a softmax over the last dim", w.where())); return std::nullopt; }
   if (w.is("topk")) {
     auto& a = w.peek()->args;
     auto k = number_arg(a, "k");
@@ -216,6 +244,16 @@ std::optional<softmax_graph> match_softmax(const workload_spec& spec, std::strin
   if (!w.done()) { w.fail(fmt::format("{}: nothing may follow the softmax epilogue", w.where())); return std::nullopt; }
   g.out_type = w.type;
   return g;
+}
+
+}  // namespace
+
+std::optional<softmax_graph> match_softmax(const workload_spec& spec, std::string* why_not) {
+  return match_softmax_over(spec, why_not, true);
+}
+
+std::optional<softmax_graph> match_col_softmax(const workload_spec& spec, std::string* why_not) {
+  return match_softmax_over(spec, why_not, false);
 }
 
 std::string_view norm_kind_name(norm_graph::kind k) {

@@ -24,7 +24,8 @@ struct elementwise_step {
 struct softmax_graph {
   std::string input;                       // the input holding x
   dtype in_type = dtype::float32;
-  int rank = 0;                            // x's rank (the reduction is over dim rank-1)
+  int rank = 0;                            // x's rank
+  int dim = 0;                             // the reduced dim: rank - 1 (match_softmax) or an earlier one
   std::vector<elementwise_step> prologue;  // applied to every element before the reduction
   bool log = false;                        // log_softmax
   dtype softmax_type = dtype::float32;     // the softmax's result type (its dtype argument, or its input's)
@@ -110,6 +111,10 @@ struct pointwise_graph {
 // Each returns the match, or nullopt with `why_not` saying which op (by index and name) did not fit.
 std::optional<pointwise_graph> match_pointwise(const workload_spec& spec, std::string* why_not);
 std::optional<softmax_graph> match_softmax(const workload_spec& spec, std::string* why_not);
+// softmax / log_softmax over a dim before the last (a segmentation head's classes, dim 1 of [B, C, H, W]): x is read
+// as [outer, n, inner] with inner > 1, so a row's values lie `inner` elements apart. Scale, softcap and casts
+// before it, casts after; no masks, no top-k. A softmax_graph whose dim < rank - 1.
+std::optional<softmax_graph> match_col_softmax(const workload_spec& spec, std::string* why_not);
 std::optional<norm_graph> match_norm(const workload_spec& spec, std::string* why_not);
 std::optional<pool_graph> match_pool(const workload_spec& spec, std::string* why_not);
 std::optional<row_norm_graph> match_row_norm(const workload_spec& spec, std::string* why_not);

@@ -54,6 +54,8 @@ std::vector<named_spec> variants() {
       {"pool_cl_bf16", pool_spec("channels_last", dtype::bfloat16), "pool_cpu"},
       {"swiglu", swiglu_spec(), "pointwise_cpu"},
       {"bias_gelu", bias_gelu_spec(), "pointwise_cpu"},
+      {"col_softmax", col_softmax_spec(), "col_softmax_cpu"},
+      {"col_log_softmax_bf16", col_softmax_spec(0, true, dtype::bfloat16, dtype::bfloat16), "col_softmax_cpu"},
       {"matmul", matmul_spec(), "generic_cpu"},  // no other family covers it: the fallback
   };
 }
@@ -119,6 +121,7 @@ TEST(families_cpu, f16_load_is_read_only_where_the_spec_has_float16) {
       {"group_norm_cpu", group_norm_spec(true, dtype::float16), group_norm_spec(), "bits"},
       {"row_norm_cpu", row_norm_spec(true, dtype::float16), row_norm_spec(true, dtype::bfloat16), "bits"},
       {"pointwise_cpu", swiglu_spec(dtype::float16), swiglu_spec(), "bits"},
+      {"col_softmax_cpu", col_softmax_spec(), col_softmax_spec(1, false, dtype::bfloat16), "hw"},
   };
   std::set<std::string> with_knob;
   for (auto& f : families())
@@ -352,6 +355,38 @@ TEST(graph_match, softmax_over_a_strided_last_dim_is_not_covered) {
   EXPECT_NE(why.find("channels_last"), std::string::npos) << why;
   EXPECT_FALSE(find_family("row_softmax_cpu", device_kind::cpu)->covers(spec, &why));
   EXPECT_FALSE(find_family("row_softmax_cuda", device_kind::cuda)->covers(spec, &why));
+}
+
+// A softmax over an earlier dim is a column softmax: x as [outer, n, inner], its dim recorded; scale and casts fuse,
+// masks and top-k do not, and each matcher names the other for the dim it leaves.
+TEST(graph_match, softmax_over_an_earlier_dim_is_a_column_softmax) {
+  std::string why;
+  auto g = match_col_softmax(test::col_softmax_spec(1, true, dtype::float16, dtype::bfloat16), &why);
+  ASSERT_TRUE(g.has_value()) << why;
+  EXPECT_EQ(g->dim, 1);
+  EXPECT_TRUE(g->log);
+  EXPECT_EQ(g->prologue.size(), 1u);
+  EXPECT_EQ(g->out_type, dtype::bfloat16);
+  EXPECT_NE(g->describe().find("log_softmax(dim=1, float32)"), std::string::npos) << g->describe();
+  auto neg = match_col_softmax(test::col_softmax_spec(-3), &why);  // dim -3 of a 4-d x is dim 1
+  ASSERT_TRUE(neg.has_value()) << why;
+  EXPECT_EQ(neg->dim, 1);
+  EXPECT_FALSE(match_softmax(test::col_softmax_spec(), &why).has_value());
+  EXPECT_NE(why.find("col_softmax"), std::string::npos) << why;
+  EXPECT_FALSE(match_col_softmax(test::col_softmax_spec(-1), &why).has_value());
+  EXPECT_NE(why.find("row_softmax"), std::string::npos) << why;
+  EXPECT_FALSE(match_col_softmax(test::col_softmax_spec(4), &why).has_value());
+  EXPECT_NE(why.find("not a dim of x"), std::string::npos) << why;
+  auto masked = test::col_softmax_spec();
+  masked.inputs.push_back(test::tensor_input("m", {test::sym("H"), test::sym("W")}, dtype::float32));
+  masked.graph.insert(masked.graph.begin() + 1, op_call{"add_mask", {{"mask", "m"}}, {}});
+  EXPECT_FALSE(match_col_softmax(masked, &why).has_value());
+  EXPECT_NE(why.find("masks"), std::string::npos) << why;
+  // The last dim's matcher still takes its softmax and describes it as before (stored winners' headers).
+  auto row = match_softmax(test::softmax_spec(), &why);
+  ASSERT_TRUE(row.has_value()) << why;
+  EXPECT_EQ(row->dim, 3);
+  EXPECT_EQ(row->describe().find("dim="), std::string::npos) << row->describe();
 }
 
 TEST(graph_match, family_names_select_by_base_name) {

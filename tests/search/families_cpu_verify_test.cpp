@@ -7,7 +7,7 @@
 // column, a channel, a scalar) that its vectorized loops read, a channels_last input that its general path reads, and
 // every other elementwise op. row_softmax_cpu's few long rows split across a team of threads (more threads than CI's
 // cores, so that segments are short and some empty): odd lengths, a broadcast mask, 3 rows, top-k merged from the
-// segments' lists, and rows shorter than the team.
+// segments' lists, and rows shorter than the team. col_softmax_cpu's softmax over an earlier dim.
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -81,6 +81,16 @@ TEST(families_cpu_verify, row_softmax_split_rows_topk_merges_the_segments_lists)
 TEST(families_cpu_verify, row_softmax_split_rows_rescale_the_kept_exponentials) {
   expect_family_passes("vocab-softcap-softmax-bf16.yaml", "row_softmax_cpu",
                        {{{"split", "within"}}, {{"split", "within"}, {"cache_row", "0"}, {"exp_once", "0"}}}, 4);
+}
+
+// col_softmax_cpu over dim 1 (tiles wider and narrower than an image's H x W, a class dim of one) and over dim -3 in
+// bfloat16 with a softcap: both passes' forms, both exps, every tile size, one thread and a team.
+TEST(families_cpu_verify, col_softmax_passes_over_an_earlier_dim) {
+  expect_family_passes("col-softmax-f16.yaml", "col_softmax_cpu",
+                       {{{"passes", "online"}}, {{"tile", "16"}, {"math", "libm"}}, {{"tile", "1024"}, {"threads", "1"}},
+                        {{"f16_load", "bits"}, {"schedule", "dynamic"}}});
+  expect_family_passes("col-log-softmax-bf16.yaml", "col_softmax_cpu",
+                       {{{"passes", "online"}, {"tile", "64"}}, {{"math", "libm"}, {"threads", "2"}}}, 3);
 }
 
 TEST(families_cpu_verify, float16_rms_norm_without_eps_takes_aten_s_epsilon) {

@@ -102,6 +102,12 @@ std::vector<family_case> cases() {
   out.back().extra.push_back({row_norm_spec(false), {{"strategy", "team"}, {"team", "8"}, {"onepass", "1"}, {"waves", "2"}, {"wregs", "1"}}});
   out.back().extra.push_back({row_norm_spec(false, dtype::bfloat16), {{"strategy", "cluster"}, {"cluster", "4"}, {"block", "256"}}});
   out.back().extra.push_back({residual_rms_norm_spec(), {{"strategy", "block"}, {"block", "1024"}, {"waves", "1"}, {"wregs", "1"}}});
+  // The column softmax: dim 1 of NCHW (register-cached by default), log_softmax over dim 0 in bfloat16, dim -2 cast
+  // to bfloat16; streamed in one pass and in three, and a column a thread.
+  out.push_back({"col_softmax_cuda", col_softmax_spec(), {col_softmax_spec(0, true, dtype::bfloat16),
+                                                          col_softmax_spec(-2, false, dtype::float32, dtype::bfloat16)}});
+  out.back().extra.push_back({col_softmax_spec(1, true), {{"cache", "stream"}, {"online", "1"}, {"ty", "1"}}});
+  out.back().extra.push_back({col_softmax_spec(2, false, dtype::float64), {{"cache", "stream"}, {"online", "0"}, {"vec", "1"}}});
   // The generic code generator: an elementwise pass, and each op's loop (softmax with a mask, top-k, norms, pooling).
   out.push_back({"generic_cuda", matmul_spec(), {swiglu_spec(), softmax_spec(true, true), softmax_spec(false, false, 4, dtype::float16),
                                                  pool_spec("channels_last", dtype::float64)}});
@@ -154,6 +160,7 @@ TEST(families_cuda, each_graph_is_covered_by_its_family) {
       {residual_rms_norm_spec(), "row_norm_cuda"},
       {pool_spec(), "pool_cuda"},                    {pool_spec("channels_last", dtype::bfloat16), "pool_cuda"},
       {swiglu_spec(), "pointwise_cuda"},  {bias_gelu_spec(), "pointwise_cuda"},
+      {col_softmax_spec(), "col_softmax_cuda"},    {col_softmax_spec(-3, true, dtype::bfloat16), "col_softmax_cuda"},
       {matmul_spec(), "generic_cuda"},  // no other family covers it: the fallback
   };
   std::set<std::string> named;
@@ -169,6 +176,44 @@ TEST(families_cuda, each_graph_is_covered_by_its_family) {
   EXPECT_NE(why.find("channels_last"), std::string::npos) << why;
   EXPECT_FALSE(cuda_family("row_softmax_cuda").covers(softmax_spec(false, false, 64), &why));
   EXPECT_NE(why.find("32"), std::string::npos) << why;
+  // A softmax over an earlier dim is col_softmax's, over the last row_softmax's: each says so.
+  EXPECT_FALSE(cuda_family("row_softmax_cuda").covers(col_softmax_spec(), &why));
+  EXPECT_NE(why.find("col_softmax"), std::string::npos) << why;
+  EXPECT_FALSE(cuda_family("col_softmax_cuda").covers(col_softmax_spec(3), &why));
+  EXPECT_NE(why.find("row_softmax"), std::string::npos) << why;
+}
+
+// A column softmax's defaults: the widest vector every timed case's inner dim holds whole, enough rows of threads
+// along the dim to fill the chip and to cache a thread's share in registers, streamed where it cannot be.
+TEST(families_cuda, col_softmax_defaults_follow_the_shape) {
+  const family& f = cuda_family("col_softmax_cuda");
+  auto spec_of = [](std::vector<int64_t> shape, int dim, dtype in = dtype::float16) {
+    auto spec = test::col_softmax_spec(dim, false, in);
+    spec.inputs[0].shape.clear();
+    for (auto d : shape) spec.inputs[0].shape.push_back(test::lit(d));
+    spec.cases = {test::make_case({}, true)};
+    return spec;
+  };
+  std::string why;
+  // ADE20K's 150 classes over 128 x 128 maps, 8 images: 16-byte vectors, every value of a column in registers.
+  auto seg = spec_of({8, 150, 128, 128}, 1);
+  auto v = f.default_variant(seg);
+  EXPECT_TRUE(f.valid(v, seg, &why)) << why;
+  EXPECT_EQ(v.at("vec"), "8");
+  EXPECT_EQ(v.at("cache"), "regs");
+  EXPECT_LE(std::stoi(v.at("chunks")) * std::stoi(v.at("ty")) / 150, 1) << "cache no larger than the dim needs";
+  EXPECT_GE(std::stoi(v.at("chunks")) * std::stoi(v.at("ty")), 150);
+  // An inner dim of 7 x 7: no vector divides it.
+  EXPECT_EQ(f.default_variant(spec_of({2, 19, 7, 7}, 1)).at("vec"), "1");
+  // 4096 values along the dim do not fit 32 rows of threads' registers: streamed, in one pass.
+  auto tall = spec_of({1, 4096, 64, 64}, 1, dtype::float32);
+  v = f.default_variant(tall);
+  EXPECT_TRUE(f.valid(v, tall, &why)) << why;
+  EXPECT_EQ(v.at("vec"), "4");
+  EXPECT_EQ(v.at("cache"), "stream");
+  EXPECT_EQ(v.at("online"), "1");
+  // A dim of 3 never gets more rows of threads than values.
+  EXPECT_LE(std::stoi(f.default_variant(spec_of({1, 3, 8, 8}, 1)).at("ty")), 4);
 }
 
 // Short rows take teams with up to 4 vectors a thread, fewer where the rows are too few to give every other SM a CTA

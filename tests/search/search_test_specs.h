@@ -47,6 +47,22 @@ inline workload_spec softmax_spec(bool mask = false, bool log = false, int64_t t
   return s;
 }
 
+// (log_)softmax over dim `dim` of [B, C, H, W] (a segmentation head's classes at dim 1), a scale before it and a
+// cast of the float32 result to `out` after; cases with inner dims that are and are not a whole number of vectors.
+inline workload_spec col_softmax_spec(int dim = 1, bool log = false, dtype in = dtype::float16,
+                                      dtype out = dtype::float32) {
+  workload_spec s;
+  s.name = "test-col-softmax";
+  s.inputs.push_back(tensor_input("x", {sym("B"), sym("C"), sym("H"), sym("W")}, in));
+  s.graph.push_back({"scale", {{"input", "x"}, {"factor", 0.5}}, {}});
+  s.graph.push_back({log ? "log_softmax" : "softmax", {{"dim", dim}, {"dtype", "float32"}}, {}});
+  if (out != dtype::float32) s.graph.push_back({"cast", {{"dtype", dtype_name(out)}}, {}});
+  s.cases = {make_case({{"B", 2}, {"C", 19}, {"H", 16}, {"W", 16}}, true),
+             make_case({{"B", 1}, {"C", 150}, {"H", 5}, {"W", 7}}, false)};
+  s.search.families = {"col_softmax"};
+  return s;
+}
+
 // group_norm(groups, weight, bias) [-> silu] on [N, C, H, W].
 inline workload_spec group_norm_spec(bool silu = true, dtype in = dtype::bfloat16, std::string format = "contiguous") {
   workload_spec s;

@@ -92,6 +92,21 @@ std::string float_literal(double v) {
   return s + "f";
 }
 
+std::string prologue_statements(const elementwise_step& st, const std::string& mask_value) {
+  std::string line;
+  switch (st.what) {
+    case elementwise_step::kind::scale: line = fmt::format("v = v * {};", float_literal(st.value)); break;
+    case elementwise_step::kind::softcap:
+      line = fmt::format("v = KF_TANH(v * {}) * {};", float_literal(1.0 / st.value), float_literal(st.value));
+      break;
+    case elementwise_step::kind::cast: break;
+    case elementwise_step::kind::add_mask: line = fmt::format("v = v + {};", mask_value); break;
+  }
+  std::string out = line.empty() ? "" : "  " + line + "\n";
+  if (st.to == dtype::float16 || st.to == dtype::bfloat16) out += "  v = " + round_through(st.to, "v") + ";\n";
+  return out;
+}
+
 std::string math_macros(const std::string& math) {
   if (math == "poly") return "#define KF_EXP kf_exp_poly\n#define KF_TANH kf_tanh_poly\n";
   return "#define KF_EXP expf\n#define KF_TANH tanhf\n";

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "search/family.h"
+#include "search/graph_match.h"
 #include "spec/spec.h"
 
 namespace kf::cpu_emit {
@@ -35,6 +36,10 @@ std::string round_through(dtype t, const std::string& expr);
 // kf_st_f16 keeps the loop scalar.
 std::string store_vec(dtype t, const std::string& expr);
 
+// The statements applying one softmax prologue step to `float v`, each indented two spaces: a scale, a softcap
+// (KF_TANH), an add of `mask_value` (add_mask: the caller writes where its mask's value lives), nothing for a cast;
+// then the rounding through the step's type where that is 16-bit.
+std::string prologue_statements(const elementwise_step& st, const std::string& mask_value = "");
 // A C++ float literal for v ("50.0f", "1e-06f", "INFINITY").
 std::string float_literal(double v);
 

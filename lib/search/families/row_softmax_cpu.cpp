@@ -136,30 +136,18 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
   std::string mask_types, mask_inputs, mask_dtypes, mask_bytes, prologue;
   int nm = 0;
   for (auto& st : g->prologue) {
-    std::string line;
-    switch (st.what) {
-      case elementwise_step::kind::scale: line = fmt::format("v = v * {};", cpu_emit::float_literal(st.value)); break;
-      case elementwise_step::kind::softcap:
-        line = fmt::format("v = KF_TANH(v * {}) * {};", cpu_emit::float_literal(1.0 / st.value),
-                           cpu_emit::float_literal(st.value));
-        break;
-      case elementwise_step::kind::cast: break;
-      case elementwise_step::kind::add_mask: {
-        auto mt = spec.find_input(st.mask)->type;
-        const char* sep = nm ? ", " : "";
-        mask_types += fmt::format("typedef {} kf_m{}_t;\n", cpu_emit::storage_type(mt), nm);
-        mask_inputs += fmt::format("{}{}", sep, input_index(spec, st.mask));
-        mask_dtypes += sep + ew::abi_code(mt);
-        mask_bytes += fmt::format("{}sizeof(kf_m{}_t)", sep, nm);
-        line = fmt::format("v = v + {};",
-                           cpu_emit::load(mt, fmt::format("((const kf_m{0}_t*)mrow[{0}])[j * mstep[{0}]]", nm)));
-        ++nm;
-        break;
-      }
+    std::string mask_value;
+    if (st.what == elementwise_step::kind::add_mask) {
+      auto mt = spec.find_input(st.mask)->type;
+      const char* sep = nm ? ", " : "";
+      mask_types += fmt::format("typedef {} kf_m{}_t;\n", cpu_emit::storage_type(mt), nm);
+      mask_inputs += fmt::format("{}{}", sep, input_index(spec, st.mask));
+      mask_dtypes += sep + ew::abi_code(mt);
+      mask_bytes += fmt::format("{}sizeof(kf_m{}_t)", sep, nm);
+      mask_value = cpu_emit::load(mt, fmt::format("((const kf_m{0}_t*)mrow[{0}])[j * mstep[{0}]]", nm));
+      ++nm;
     }
-    if (!line.empty()) prologue += "  " + line + "\n";
-    if (st.to == dtype::float16 || st.to == dtype::bfloat16)
-      prologue += "  v = " + cpu_emit::round_through(st.to, "v") + ";\n";
+    prologue += cpu_emit::prologue_statements(st, mask_value);
   }
   std::string epi = cpu_emit::round_through(g->softmax_type, "v");
   for (auto t : g->epilogue_casts) epi = cpu_emit::round_through(t, epi);
