@@ -121,7 +121,7 @@ TEST(families_cpu, f16_load_is_read_only_where_the_spec_has_float16) {
       {"group_norm_cpu", group_norm_spec(true, dtype::float16), group_norm_spec(), "bits"},
       {"row_norm_cpu", row_norm_spec(true, dtype::float16), row_norm_spec(true, dtype::bfloat16), "bits"},
       {"pointwise_cpu", swiglu_spec(dtype::float16), swiglu_spec(), "bits"},
-      {"col_softmax_cpu", col_softmax_spec(), col_softmax_spec(1, false, dtype::bfloat16), "hw"},
+      {"col_softmax_cpu", col_softmax_spec(), col_softmax_spec(1, false, dtype::bfloat16), "bits"},
   };
   std::set<std::string> with_knob;
   for (auto& f : families())

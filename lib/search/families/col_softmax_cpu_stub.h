@@ -14,6 +14,7 @@ typedef uint16_t kf_in_t;
 typedef float kf_out_t;
 constexpr int kf_tile = 256;  // columns a task
 constexpr bool kf_online = false, kf_log = false;
+constexpr bool kf_stage = true;  // the tile's values staged as floats where n x tile fits kf_stage_floats
 constexpr int kf_n_inputs = 1, kf_x_input = 0, kf_rank = 4, kf_dim = 1;
 constexpr int kf_x_dtype = KF_FLOAT16, kf_out_dtype = KF_FLOAT32;
 

@@ -149,13 +149,14 @@ __global__ void __launch_bounds__(NT) col_kernel(cs_args a) {
       }
     }
   }
-  // log_softmax: x - (max + log sum); softmax: exp(x - max) / sum.
-  float shift[V];
+  // log_softmax: (x - max) - log sum, in that order (x - (max + log sum) rounds max + log sum to max's ulp: 0 where
+  // torch gives -6e-5, for a column's largest of values around 1000); softmax: exp(x - max) / sum.
+  if constexpr (k_log)
 #pragma unroll
-  for (int k = 0; k < V; ++k) shift[k] = k_log ? m[k] + logf(s[k]) : m[k];
+    for (int k = 0; k < V; ++k) s[k] = logf(s[k]);
   auto result = [&](float v, int k, bool scaled) {
-    if constexpr (k_log) return finalize(v - shift[k]);
-    return finalize((scaled ? v : __expf(v - shift[k])) / s[k]);
+    if constexpr (k_log) return finalize((v - m[k]) - s[k]);
+    return finalize((scaled ? v : __expf(v - m[k])) / s[k]);
   };
   if constexpr (CACHE) {
 #pragma unroll
