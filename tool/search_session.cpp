@@ -71,7 +71,7 @@ std::string why_not_covered(const workload_spec& spec, device_kind kind, bool wi
   for (auto& f : families()) {
     if (f->device() != kind || (f->fallback() && !with_fallbacks)) continue;
     std::string w;
-    if (!family_selected(spec, f->name())) w = "not in the spec's search.families";
+    if (!selects(spec, *f)) w = "not in the spec's search.families";
     else if (f->covers(spec, &w)) continue;
     why += fmt::format("\n  {}: {}", f->name(), w);
   }

@@ -26,6 +26,7 @@ std::unique_ptr<family> make_pointwise_cpu();
 std::unique_ptr<family> make_row_norm_cpu();
 std::unique_ptr<family> make_col_softmax_cuda();
 std::unique_ptr<family> make_col_softmax_cpu();
+std::unique_ptr<family> make_group_norm_nhwc_cuda();
 std::unique_ptr<family> make_generic_cpu();
 std::unique_ptr<family> make_generic_cuda();
 
@@ -44,6 +45,7 @@ const std::vector<std::unique_ptr<family>>& families() {
     t.push_back(make_row_norm_cpu());
     t.push_back(make_col_softmax_cuda());
     t.push_back(make_col_softmax_cpu());
+    t.push_back(make_group_norm_nhwc_cuda());
     t.push_back(make_generic_cpu());
     t.push_back(make_generic_cuda());
     return t;
@@ -81,10 +83,18 @@ const family* find_family(std::string_view name, device_kind device) {
   return nullptr;
 }
 
+bool selects(const workload_spec& spec, const family& f) {
+  if (family_selected(spec, f.name())) return true;
+  for (auto& alias : f.selected_by())
+    if (std::find(spec.search.families.begin(), spec.search.families.end(), alias) != spec.search.families.end())
+      return true;
+  return false;
+}
+
 std::vector<const family*> covering_families(const workload_spec& spec, device_kind device) {
   std::vector<const family*> out, fallbacks;
   for (auto& f : families())
-    if (f->device() == device && family_selected(spec, f->name()) && f->covers(spec, nullptr))
+    if (f->device() == device && selects(spec, *f) && f->covers(spec, nullptr))
       (f->fallback() ? fallbacks : out).push_back(f.get());
   // With a search.families list, a selected fallback was named there.
   if (out.empty() || !spec.search.families.empty()) out.insert(out.end(), fallbacks.begin(), fallbacks.end());

@@ -36,6 +36,9 @@ class family {
   // A fallback family (the generic code generator) covers what no other family does: covering_families offers it
   // only when no other family of the device covers the spec, or when the spec's search.families names it.
   virtual bool fallback() const { return false; }
+  // Further names in a spec's search.families that select this family besides its own and its base name (one family
+  // of a kind split by layout: `group_norm` selects group_norm_nhwc_cuda too).
+  virtual std::vector<std::string> selected_by() const { return {}; }
   // Whether this family implements the spec's graph; when not, `why_not` says what it lacks.
   virtual bool covers(const workload_spec& spec, std::string* why_not) const = 0;
   virtual std::vector<knob> knobs() const = 0;
@@ -58,6 +61,9 @@ const family* find_family(std::string_view name, device_kind device);
 // Every family of a device that covers the spec and that the spec's `search.families` selects; the fallback
 // families (generic) only when none of the others does, or when search.families names them.
 std::vector<const family*> covering_families(const workload_spec& spec, device_kind device);
+// Whether the spec's search.families selects `f`: by its full or base name (family_selected), or a name of its
+// selected_by().
+bool selects(const workload_spec& spec, const family& f);
 
 // Whether the code emitted for `v` reads `name`: false when canonical_knobs fixes it (every value of the knob gives
 // one source).

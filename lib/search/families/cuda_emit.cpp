@@ -34,6 +34,18 @@ std::string round_to(const std::string& x, dtype t) {
   return "";
 }
 
+std::string norm_activation_code(norm_graph::activation a) {
+  switch (a) {
+    case norm_graph::activation::none: return "";
+    case norm_graph::activation::silu: return "  x = x * rcp_ftz(1.f + exp_ftz(-x));\n";
+    case norm_graph::activation::gelu: return "  x = 0.5f * x * (1.f + erff(x * 0.70710678118654752f));\n";
+    case norm_graph::activation::gelu_tanh:
+      // 0.5 x (1 + tanh(u)) = x sigmoid(2u): no cancellation in 1 + tanh(u) on the negative tail.
+      return "  x = x * rcp_ftz(1.f + exp_ftz(-1.5957691216057308f * (x + 0.044715f * x * x * x)));\n";
+  }
+  return "";
+}
+
 std::string rounding_code(std::vector<dtype> chain, std::optional<dtype> stored_as) {
   if (stored_as && !chain.empty() && chain.back() == *stored_as) chain.pop_back();
   std::string s;

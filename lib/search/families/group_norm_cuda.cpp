@@ -257,19 +257,6 @@ class group_norm_cuda final : public family {
   }
 
  private:
-  // exp and reciprocal are one multi-function instruction each (cuda_emit's exp_ftz / rcp_ftz).
-  static std::string activation_code(norm_graph::activation a) {
-    switch (a) {
-      case norm_graph::activation::none: return "";
-      case norm_graph::activation::silu: return "  x = x * rcp_ftz(1.f + exp_ftz(-x));\n";
-      case norm_graph::activation::gelu: return "  x = 0.5f * x * (1.f + erff(x * 0.70710678118654752f));\n";
-      case norm_graph::activation::gelu_tanh:
-        // 0.5 x (1 + tanh(u)) = x sigmoid(2u): no cancellation in 1 + tanh(u) on the negative tail.
-        return "  x = x * rcp_ftz(1.f + exp_ftz(-1.5957691216057308f * (x + 0.044715f * x * x * x)));\n";
-    }
-    return "";
-  }
-
   // Rows held in registers take the two-pass statistics (the mean, then the squared deviations from it) with
   // stats=twopass, and also where x is float32 whatever `stats` says: float32's tolerance is about two ulps of each
   // output, and a sum of squares around a shift (shifted, sumsq) loses 1 + (shift - mean)^2 / var of rstd's
@@ -323,7 +310,7 @@ class group_norm_cuda final : public family {
     const std::string post = cuda_emit::rounding_code(g.epilogue_casts, g.out_type);
     s += fmt::format("\n// The fused activation and casts after the norm.\n"
                      "__device__ __forceinline__ float finalize(float x) {{\n{}{}  return x;\n}}\n",
-                     activation_code(g.act), post);
+                     cuda_emit::norm_activation_code(g.act), post);
     return s;
   }
 };

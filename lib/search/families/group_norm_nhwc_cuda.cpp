@@ -1,0 +1,118 @@
+// group_norm_nhwc_cuda: GroupNorm of a channels_last [N, C, H, W] input (UNets and VAEs run in channels_last for
+// their convolutions), with the casts before it, the affine, an activation and casts after, emitted as one CUDA
+// translation unit. group_norm_cuda reads a group as a contiguous run, which a channels_last input never gives (a
+// group is C / G channels at every position): here a stats kernel sums a tile of positions per block (each thread
+// a 16-byte vector of channels, the block's totals per group in shared memory, one partial per image, group and tile
+// in global memory), and an apply kernel turns its image's partials into every group's mean and rstd and normalizes
+// its tile. stats=twopass adds a kernel that sums the squared deviations from the mean (float32's tolerance). This
+// file emits the variant's constants, types, casts and activation; the fixed code is group_norm_nhwc_cuda.cuh.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "search/families/cuda_emit.h"
+#include "search/family.h"
+#include "search/graph_match.h"
+
+namespace kf {
+namespace {
+
+class group_norm_nhwc_cuda final : public family {
+ public:
+  std::string name() const override { return "group_norm_nhwc_cuda"; }
+  device_kind device() const override { return device_kind::cuda; }
+  int version() const override { return 1; }
+  // A spec that names group_norm gets this layout's kernel too (group_norm_cuda reads contiguous inputs only).
+  std::vector<std::string> selected_by() const override { return {"group_norm"}; }
+
+  bool covers(const workload_spec& spec, std::string* why_not) const override {
+    auto g = match_norm(spec, why_not);
+    if (!g) return false;
+    auto fail = [&](std::string m) {
+      if (why_not) *why_not = std::move(m);
+      return false;
+    };
+    if (g->what != norm_graph::kind::group_norm) return fail("group_norm_nhwc_cuda runs GroupNorm only");
+    if (spec.find_input(g->input)->memory_format != "channels_last" || g->rank != 4)
+      return fail("group_norm_nhwc_cuda reads a channels_last [N, C, H, W] input (group_norm_cuda reads contiguous ones)");
+    if (!cuda_emit::storable(g->in_type) || !cuda_emit::storable(g->out_type) ||
+        (!g->weight.empty() && !cuda_emit::storable(g->weight_type)) ||
+        (!g->bias.empty() && !cuda_emit::storable(g->bias_type)))
+      return fail("group_norm_nhwc_cuda handles float32/float16/bfloat16/float64 tensors only");
+    return true;
+  }
+
+  std::vector<knob> knobs() const override {
+    return {
+        {"threads", {"128", "256", "512", "1024"}, "threads per block"},
+        {"vec", {"1", "2", "4", "8"}, "neighbouring channels a thread owns (16-byte loads at 8 x 16-bit)"},
+        {"blocks", {"1", "2", "4", "8", "16"}, "blocks an SM over the batch: each image's positions cut into that many tiles"},
+        {"stats",
+         {"shifted", "twopass"},
+         "shifted: sums of x - (the group's first value) and of its square, one read; twopass: the mean, then the "
+         "squared deviations from it (a third read, float32's precision)"},
+        {"pdl",
+         {"0", "1"},
+         "1: launched with programmatic dependent launch, the blocks scheduled while the previous kernel on the "
+         "stream finishes and waiting (griddepcontrol.wait) for its results before touching memory"},
+    };
+  }
+
+  knob_values default_variant(const workload_spec& spec) const override {
+    knob_values v{{"threads", "256"}, {"vec", "8"}, {"blocks", "4"}, {"stats", "shifted"}, {"pdl", "1"}};
+    auto g = match_norm(spec, nullptr);
+    if (!g) return v;
+    // The widest vector (16 bytes of x) that every timed case's channels are a whole number of.
+    int vec = std::max(1, std::min(8, static_cast<int>(16 / dtype_size(g->in_type))));
+    for (auto& shape : tuning_shapes(spec, *spec.find_input(g->input)))
+      while (vec > 1 && shape.size() == 4 && shape[1] % vec != 0) vec /= 2;
+    v["vec"] = std::to_string(vec);
+    // float32: sums around a shift lose up to 1 + (shift - mean)^2 / var of rstd's precision, which float32's
+    // tolerance (about two ulps) does not leave room for (group_norm_cuda's held rows, stop 30).
+    if (g->in_type == dtype::float32 || g->in_type == dtype::float64) v["stats"] = "twopass";
+    return v;
+  }
+
+  bool valid(const knob_values& v, const workload_spec& spec, std::string* why_not) const override {
+    (void)spec;
+    return knobs_in_range(*this, v, why_not);
+  }
+
+  std::string emit(const workload_spec& spec, const knob_values& v) const override {
+    std::string why;
+    auto g = match_norm(spec, &why);
+    KF_ASSERT(g.has_value(), "emit called for a spec the family does not cover: {}", why);
+    const bool has_w = !g->weight.empty(), has_b = !g->bias.empty();
+    std::string s = fmt::format("using in_t = {};\nusing out_t = {};\nusing w_t = {};\nusing b_t = {};\n",
+                                cuda_emit::c_type(g->in_type), cuda_emit::c_type(g->out_type),
+                                has_w ? cuda_emit::c_type(g->weight_type) : "float",
+                                has_b ? cuda_emit::c_type(g->bias_type) : "float");
+    s += fmt::format(
+        "constexpr int NT = {};\nconstexpr int k_vec = {};\nconstexpr int k_blocks = {};\n"
+        "constexpr bool k_twopass = {};\nconstexpr bool k_pdl = {};\nconstexpr int k_num_groups = {};\n"
+        "constexpr float k_eps = {};\nconstexpr bool k_has_w = {};\nconstexpr bool k_has_b = {};\n"
+        "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\nconstexpr int k_w_input = {};\n"
+        "constexpr int k_b_input = {};\n",
+        v.at("threads"), v.at("vec"), v.at("blocks"), v.at("stats") == "twopass", v.at("pdl") == "1", g->num_groups,
+        cuda_emit::float_literal(g->eps), has_w, has_b, spec.inputs.size(), input_index(spec, g->input),
+        has_w ? input_index(spec, g->weight) : -1, has_b ? input_index(spec, g->bias) : -1);
+    std::string pre;
+    for (auto t : g->prologue_casts)
+      if (auto e = cuda_emit::round_to("x[v]", t); !e.empty()) pre += fmt::format("    x[v] = {};\n", e);
+    s += fmt::format(
+        "\n// The casts before the norm, on values as loaded.\n"
+        "template <int V>\n__device__ __forceinline__ void prologue_x(float* x) {{\n{}}}\n",
+        pre.empty() ? "" : "#pragma unroll\n  for (int v = 0; v < V; ++v) {\n" + pre + "  }\n");
+    s += fmt::format("\n// The fused activation and casts after the norm.\n"
+                     "__device__ __forceinline__ float finalize(float x) {{\n{}{}  return x;\n}}\n",
+                     cuda_emit::norm_activation_code(g->act), cuda_emit::rounding_code(g->epilogue_casts, g->out_type));
+    return cuda_emit::prelude(*this, spec, v, g->describe()) + cuda_emit::variant(s) +
+           cuda_emit::fixed_file("search/families/group_norm_nhwc_cuda.cuh") + cuda_emit::epilogue();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<family> make_group_norm_nhwc_cuda() { return std::make_unique<group_norm_nhwc_cuda>(); }
+
+}  // namespace kf
