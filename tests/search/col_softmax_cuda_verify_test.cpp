@@ -11,7 +11,7 @@
 namespace kf {
 namespace {
 
-using variants = std::vector<std::pair<workload_spec, knob_values>>;
+using variants = test::family_variants;
 
 void add_variants(variants& out, const workload_spec& s) {
   out.push_back({s, {}});
@@ -19,7 +19,8 @@ void add_variants(variants& out, const workload_spec& s) {
   out.push_back({s, {{"cache", "regs"}, {"ty", "4"}, {"chunks", "64"}, {"vec", "1"}, {"online", "1"}}});
   out.push_back({s, {{"cache", "stream"}, {"ty", "1"}, {"online", "1"}, {"threads", "64"}}});
   out.push_back({s, {{"cache", "stream"}, {"ty", "16"}, {"online", "0"}, {"threads", "512"}, {"pdl", "0"}}});
-  out.push_back({s, {{"cache", "regs"}, {"ty", "2"}, {"chunks", "4"}, {"threads", "1024"}, {"vec", "4"}}});  // mostly streamed
+  // Mostly streamed: 2 x 4 values of the dim held.
+  out.push_back({s, {{"cache", "regs"}, {"ty", "2"}, {"chunks", "4"}, {"threads", "1024"}, {"vec", "4"}}});
 }
 
 variants all_variants() {
@@ -41,23 +42,12 @@ cases: [{B: 3, C: 1000, gate: true}, {B: 1, C: 1}]
 
 TEST(col_softmax_cuda_verify, every_path_on_every_graph_kind) {
   KF_REQUIRE_GPU();
-  const variants v = all_variants();
-  test::warm("col_softmax_cuda", device_kind::cuda, v);
-  for (size_t i = 0; i < v.size(); ++i)
-    test::expect_passes(v[i].first, v[i].first.name + " variant " + std::to_string(i % 6), "col_softmax_cuda",
-                        device_kind::cuda, v[i].second);
+  test::expect_all_pass("col_softmax_cuda", device_kind::cuda, all_variants(), 6);
 }
 
 // Without a GPU, the same variants are still valid and emit (what the GPU run compiles).
 TEST(col_softmax_cuda_verify, every_variant_is_valid) {
-  const family* f = find_family("col_softmax_cuda", device_kind::cuda);
-  ASSERT_NE(f, nullptr);
-  for (auto& [s, changes] : all_variants()) {
-    std::string why;
-    ASSERT_TRUE(f->covers(s, &why)) << s.name << ": " << why;
-    EXPECT_TRUE(f->valid(test::variant_of(*f, s, changes), s, &why)) << s.name << ": " << why;
-    EXPECT_NE(f->emit(s, test::variant_of(*f, s, changes)).find("kf_launch"), std::string::npos);
-  }
+  test::expect_all_valid("col_softmax_cuda", device_kind::cuda, all_variants());
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 namespace kf {
 namespace {
 
-using variants = std::vector<std::pair<workload_spec, knob_values>>;
+using variants = test::family_variants;
 
 void add_variants(variants& out, const workload_spec& s) {
   out.push_back({s, {}});
@@ -53,23 +53,12 @@ cases: [{N: 1, H: 8, W: 8, gate: true}, {N: 2, H: 3, W: 5}]
 
 TEST(group_norm_nhwc_cuda_verify, every_path_on_every_graph_kind) {
   KF_REQUIRE_GPU();
-  const variants v = all_variants();
-  test::warm("group_norm_nhwc_cuda", device_kind::cuda, v);
-  for (size_t i = 0; i < v.size(); ++i)
-    test::expect_passes(v[i].first, v[i].first.name + " variant " + std::to_string(i % 5), "group_norm_nhwc_cuda",
-                        device_kind::cuda, v[i].second);
+  test::expect_all_pass("group_norm_nhwc_cuda", device_kind::cuda, all_variants(), 5);
 }
 
 // Without a GPU, the same variants are still valid and emit (what the GPU run compiles).
 TEST(group_norm_nhwc_cuda_verify, every_variant_is_valid) {
-  const family* f = find_family("group_norm_nhwc_cuda", device_kind::cuda);
-  ASSERT_NE(f, nullptr);
-  for (auto& [s, changes] : all_variants()) {
-    std::string why;
-    ASSERT_TRUE(f->covers(s, &why)) << s.name << ": " << why;
-    EXPECT_TRUE(f->valid(test::variant_of(*f, s, changes), s, &why)) << s.name << ": " << why;
-    EXPECT_NE(f->emit(s, test::variant_of(*f, s, changes)).find("kf_launch"), std::string::npos);
-  }
+  test::expect_all_valid("group_norm_nhwc_cuda", device_kind::cuda, all_variants());
 }
 
 }  // namespace

@@ -79,4 +79,29 @@ inline void warm(const std::string& family_name, device_kind device,
   shared_compiler().compile_batch(reqs);
 }
 
+using family_variants = std::vector<std::pair<workload_spec, knob_values>>;
+
+// Every variant through the whole verifier on `device`, compiled in one batch first; each labelled with its spec's
+// name and its place among the `per_spec` variants of that spec.
+inline void expect_all_pass(const std::string& family_name, device_kind device, const family_variants& v,
+                            size_t per_spec) {
+  warm(family_name, device, v);
+  for (size_t i = 0; i < v.size(); ++i)
+    expect_passes(v[i].first, v[i].first.name + " variant " + std::to_string(i % per_spec), family_name, device,
+                  v[i].second);
+}
+
+// Without a device: every variant's spec is covered, its knobs valid, and it emits a kernel (what the device run
+// compiles).
+inline void expect_all_valid(const std::string& family_name, device_kind device, const family_variants& v) {
+  const family* f = find_family(family_name, device);
+  ASSERT_NE(f, nullptr);
+  for (auto& [s, changes] : v) {
+    std::string why;
+    ASSERT_TRUE(f->covers(s, &why)) << s.name << ": " << why;
+    EXPECT_TRUE(f->valid(variant_of(*f, s, changes), s, &why)) << s.name << ": " << why;
+    EXPECT_NE(f->emit(s, variant_of(*f, s, changes)).find("kf_launch"), std::string::npos) << s.name;
+  }
+}
+
 }  // namespace kf::test
