@@ -1,7 +1,7 @@
 // col_softmax_cuda through the whole verifier on the GPU (skipped without one): softmax and log_softmax over dim 0,
-// 1 and -2 of 4-d inputs, float16, bfloat16 and float32, register-cached and streamed (one pass and three), one row
-// of threads along the dim and many, vectors of columns and a column a thread (an inner dim of 7 x 7), with the
-// verifier's adversarial inputs (a column's -inf entries, columns of one value).
+// 1 and -2 of 4-d inputs, float16, bfloat16 and float32, cached in registers or shared memory and streamed (one pass
+// and three), one row of threads along the dim and many, vectors of columns and a column a thread (an inner dim of
+// 7 x 7), with the verifier's adversarial inputs (a column's -inf entries, columns of one value).
 #include <gtest/gtest.h>
 
 #include "../support/family_verify.h"
@@ -19,6 +19,8 @@ void add_variants(variants& out, const workload_spec& s) {
   out.push_back({s, {{"cache", "regs"}, {"ty", "4"}, {"chunks", "64"}, {"vec", "1"}, {"online", "1"}}});
   out.push_back({s, {{"cache", "stream"}, {"ty", "1"}, {"online", "1"}, {"threads", "64"}}});
   out.push_back({s, {{"cache", "stream"}, {"ty", "16"}, {"online", "0"}, {"threads", "512"}, {"pdl", "0"}}});
+  out.push_back({s, {{"cache", "smem"}, {"ty", "8"}, {"threads", "256"}, {"vec", "4"}}});
+  out.push_back({s, {{"cache", "smem"}, {"ty", "1"}, {"online", "1"}, {"threads", "128"}}});
   // Mostly streamed: 2 x 4 values of the dim held.
   out.push_back({s, {{"cache", "regs"}, {"ty", "2"}, {"chunks", "4"}, {"threads", "1024"}, {"vec", "4"}}});
 }
@@ -42,7 +44,7 @@ cases: [{B: 3, C: 1000, gate: true}, {B: 1, C: 1}]
 
 TEST(col_softmax_cuda_verify, every_path_on_every_graph_kind) {
   KF_REQUIRE_GPU();
-  test::expect_all_pass("col_softmax_cuda", device_kind::cuda, all_variants(), 6);
+  test::expect_all_pass("col_softmax_cuda", device_kind::cuda, all_variants(), 8);
 }
 
 // Without a GPU, the same variants are still valid and emit (what the GPU run compiles).

@@ -112,6 +112,7 @@ std::vector<family_case> cases() {
                                                           col_softmax_spec(-2, false, dtype::float32, dtype::bfloat16)}});
   out.back().extra.push_back({col_softmax_spec(1, true), {{"cache", "stream"}, {"online", "1"}, {"ty", "1"}}});
   out.back().extra.push_back({col_softmax_spec(2, false, dtype::float64), {{"cache", "stream"}, {"online", "0"}, {"vec", "1"}}});
+  out.back().extra.push_back({col_softmax_spec(1, true, dtype::bfloat16), {{"cache", "smem"}, {"ty", "4"}}});
   // The generic code generator: an elementwise pass, and each op's loop (softmax with a mask, top-k, norms, pooling).
   out.push_back({"generic_cuda", matmul_spec(), {swiglu_spec(), softmax_spec(true, true), softmax_spec(false, false, 4, dtype::float16),
                                                  pool_spec("channels_last", dtype::float64)}});

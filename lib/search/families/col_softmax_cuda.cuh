@@ -2,9 +2,10 @@
 // and finalize (col_softmax_cuda.cpp): softmax / log_softmax over a dim before the last, x read as [outer, n, inner]
 // (a row's n values lie `inner` elements apart). A thread owns V neighbouring columns (inner positions: one 16-byte
 // load of the contiguous inner dim, the block's TX threads side by side) and every TY-th value of the reduced dim;
-// the TY partial statistics of a column meet in shared memory. With k_cache a thread keeps its values in registers
-// between the statistics and the write (x read once) where n fits TY x k_chunks; otherwise the write pass reads x
-// again (from L2 where the columns in flight fit it).
+// the TY partial statistics of a column meet in shared memory. The values stay in registers between the statistics
+// and the write where n fits TY x k_chunks (cache=regs), or in shared memory as floats, the block's n x TX x V of
+// them (cache=smem: longer dims, each exp taken once); otherwise each pass reads x again (from L2 where the columns
+// in flight fit it).
 #ifndef KF_EMITTED
 // Read on its own (an editor, clang-format, tests/search/family_sources_test.cpp), this file sees
 // typical values of what the family emits before it; kforge emits it without these lines.
@@ -48,9 +49,17 @@ struct partials {
   float s[TY][PV][PX];
 };
 
-template <int V, bool CACHE>
+// MODE: m_stream (x read in every pass), m_regs (each thread's values in registers: n <= TY x k_chunks) or m_smem
+// (the block's n x TX x V values in shared memory as floats, dynamic: read from DRAM once, each exp taken once).
+constexpr int m_stream = 0, m_regs = 1, m_smem = 2;
+
+template <int V, int MODE>
 __global__ void __launch_bounds__(NT) col_kernel(cs_args a) {
+  constexpr bool CACHE = MODE == m_regs;
   __shared__ partials<V> sh;
+  extern __shared__ float4 cs_dyn[];                                                  // m_smem: [n][TX x V] floats
+  float* const buf = reinterpret_cast<float*>(cs_dyn) + ((int)threadIdx.x % TX) * V;  // this thread's columns, row 0
+  auto at = [&](int64_t j) { return buf + j * (TX * V); };
   wait_prior_grid<k_pdl>();
   const int tx = (int)threadIdx.x % TX, ty = (int)threadIdx.x / TX;
   const int64_t c = (int64_t)blockIdx.x * TX + tx;
@@ -96,6 +105,9 @@ __global__ void __launch_bounds__(NT) col_kernel(cs_args a) {
     for (int64_t j = ty; j < n; j += TY) {
       float v[V];
       load(j, v);
+      if constexpr (MODE == m_smem)
+#pragma unroll
+        for (int k = 0; k < V; ++k) at(j)[k] = v[k];  // only this thread reads it back: no barrier
 #pragma unroll
       for (int k = 0; k < V; ++k) {
         if constexpr (k_online) online_add(m[k], s[k], v[k]);
@@ -129,6 +141,15 @@ __global__ void __launch_bounds__(NT) col_kernel(cs_args a) {
           const float e = __expf(r[ch][k] - m[k]);
           if constexpr (!k_log) r[ch][k] = e;
           s[k] += ty + (int64_t)ch * TY < n ? e : 0.f;
+        }
+    } else if constexpr (MODE == m_smem) {
+#pragma unroll 4
+      for (int64_t j = ty; j < n; j += TY)
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+          const float e = __expf(at(j)[k] - m[k]);
+          if constexpr (!k_log) at(j)[k] = e;
+          s[k] += e;
         }
     } else {
 #pragma unroll 4
@@ -171,28 +192,42 @@ __global__ void __launch_bounds__(NT) col_kernel(cs_args a) {
 #pragma unroll 4
     for (int64_t j = ty; j < n; j += TY) {
       float v[V];
-      load(j, v);
+      if constexpr (MODE == m_smem) {
 #pragma unroll
-      for (int k = 0; k < V; ++k) v[k] = result(v[k], k, false);
+        for (int k = 0; k < V; ++k) v[k] = result(at(j)[k], k, !k_online);
+      } else {
+        load(j, v);
+#pragma unroll
+        for (int k = 0; k < V; ++k) v[k] = result(v[k], k, false);
+      }
       store_vec<out_t, V, false>(y + j * a.inner, v);
     }
   }
 }
 
-template <int V, bool CACHE>
-inline int cs_launch(const cs_args& a, cudaStream_t s) {
+template <int V, int MODE>
+inline int cs_launch(const cs_args& a, cudaStream_t s, size_t smem = 0) {
   const int64_t blocks = (a.cols + TX - 1) / TX;
   if (blocks > 0x7fffffff) return 1;
-  return launch_kernel<k_pdl>(col_kernel<V, CACHE>, dim3((unsigned)blocks), NT, 0, s, a);
+  auto kernel = col_kernel<V, MODE>;
+  if (smem > 48 * 1024 &&
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
+    return 3;
+  return launch_kernel<k_pdl>(kernel, dim3((unsigned)blocks), NT, smem, s, a);
 }
 
 template <int V>
 inline int cs_launch_at(cs_args a, cudaStream_t s) {
   a.inner_v = a.inner / V;
   a.cols = a.outer * a.inner_v;
-  if constexpr (k_cache)
-    if (a.n <= (int64_t)TY * k_chunks) return cs_launch<V, true>(a, s);
-  return cs_launch<V, false>(a, s);
+  if constexpr (k_cache == m_regs)
+    if (a.n <= (int64_t)TY * k_chunks) return cs_launch<V, m_regs>(a, s);
+  if constexpr (k_cache == m_smem) {
+    // The block's values and its partial statistics within an SM's shared memory (else streamed).
+    const size_t smem = (size_t)a.n * TX * V * sizeof(float);
+    if (smem + sizeof(partials<V>) <= k_smem_limit) return cs_launch<V, m_smem>(a, s, smem);
+  }
+  return cs_launch<V, m_stream>(a, s);
 }
 
 template <int = 0>
