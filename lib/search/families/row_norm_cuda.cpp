@@ -65,8 +65,9 @@ class row_norm_cuda final : public family {
   device_kind device() const override { return device_kind::cuda; }
   // 2: wload (1 read the weights with the row); 3: fit; 4: g_rn_sms; 5: unguarded loads, packed late weights;
   // 6: the scalar path holds what its registers take (k_scalar_chunks); 7: LayerNorm's statistics around the row's
-  // first element (row_shift: rows of one value exact in float32)
-  int version() const override { return 7; }
+  // first element (row_shift: rows of one value exact in float32); 8: RMSNorm's held-row sums written as before 7
+  // (the same PTX as version 6 gave)
+  int version() const override { return 8; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_row_norm(spec, why_not);

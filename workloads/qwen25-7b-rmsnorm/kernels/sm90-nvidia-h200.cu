@@ -1,4 +1,4 @@
-// kforge kernel: family row_norm_cuda, version 7
+// kforge kernel: family row_norm_cuda, version 8
 // knobs: block=128 chunks=4 cluster=2 fit=1 math=precise onepass=0 pdl=1 store=streaming strategy=block team=32 vec=8 waves=1 wload=auto wregs=0
 // computes: rms_norm (one pass over each row)
 // kforge winner: qwen25-7b-rmsnorm on sm90-nvidia-h200
@@ -9,6 +9,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T06:24:09Z, row_norm_cuda version 6 from version 5; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T21:46:06Z, row_norm_cuda version 7 from version 6; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T21:50:31Z, row_norm_cuda version 7 from version 7; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T04:40:10Z, row_norm_cuda version 8 from version 7; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -587,7 +588,7 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
       const bool in = active && col < a.n;
       kf_pro<VV>(a, in ? row : 0, in ? col : 0, x[c]);
 #pragma unroll
-      for (int e = 0; e < VV; ++e) x[c][e] = in ? x[c][e] : shift;
+      for (int e = 0; e < VV; ++e) x[c][e] = in ? x[c][e] : (k_layer ? shift : 0.f);
     }
     if constexpr (hold)
       if (!WREGS && active) load_weights();
@@ -598,10 +599,17 @@ __global__ void __launch_bounds__(BLOCK) rn_kernel(rn_args a) {
       if constexpr (k_write_h)
         if (active && col < a.n) store_vec<h_t, VV, false>(a.h + row * a.n + col, x[c]);
 #pragma unroll
-      for (int e = 0; e < VV; ++e) {  // chunks outside the row are the shift
-        const float d = x[c][e] - shift;
-        s.a += d;
-        s.b += d * d;
+      for (int e = 0; e < VV; ++e) {  // chunks outside the row are the shift (RMSNorm: zeros)
+        // RMSNorm's sums as written before the shift (its shift is 0): written as x - 0, the same sums compiled to
+        // other code (the PTX of Qwen3's add + RMSNorm winner changed; its T=1 case timed 1.72 -> 2.15 us on H100s).
+        if constexpr (k_layer) {
+          const float d = x[c][e] - shift;
+          s.a += d;
+          s.b += d * d;
+        } else {
+          s.a += x[c][e];
+          s.b += x[c][e] * x[c][e];
+        }
       }
     }
     float mean = 0.f, rstd;
