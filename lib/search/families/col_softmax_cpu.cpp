@@ -98,7 +98,8 @@ class col_softmax_cpu final : public family {
         "constexpr bool kf_stage = {};  // the tile's values staged as floats where n x tile fits kf_stage_floats\n"
         "constexpr int kf_n_inputs = {}, kf_x_input = {}, kf_rank = {}, kf_dim = {};\n"
         "constexpr int kf_x_dtype = {}, kf_out_dtype = {};\n",
-        v.at("tile"), v.at("passes") == "online", g->log, v.at("stage") == "1", spec.inputs.size(), input_index(spec, g->input), g->rank,
+        v.at("tile"), v.at("passes") == "online", g->log, v.at("stage") == "1", spec.inputs.size(),
+        input_index(spec, g->input), g->rank,
         g->dim, ew::abi_code(g->in_type), ew::abi_code(g->out_type));
     code += fmt::format(
         "\n// A stored x value after the fused prologue: what the reduction sees.\n"

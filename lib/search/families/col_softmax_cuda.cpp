@@ -172,7 +172,8 @@ class col_softmax_cuda final : public family {
         "constexpr size_t k_smem_limit = 227 * 1024;\nconstexpr bool k_online = {};\nconstexpr bool k_log = {};\n"
         "constexpr bool k_pdl = {};\nconstexpr int k_rank = {};\nconstexpr int k_dim = {};\n"
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\n",
-        k.at("threads"), k.at("ty"), k.at("vec"), k.at("chunks"), k.at("cache") == "regs" ? 1 : k.at("cache") == "smem" ? 2 : 0, k.at("online") == "1",
+        k.at("threads"), k.at("ty"), k.at("vec"), k.at("chunks"),
+        k.at("cache") == "regs" ? 1 : k.at("cache") == "smem" ? 2 : 0, k.at("online") == "1",
         g->log, k.at("pdl") == "1", g->rank, g->dim, spec.inputs.size(), input_index(spec, g->input));
     s += fmt::format("\n__device__ __forceinline__ float prologue(float x) {{\n{}  return x;\n}}\n",
                      cuda_emit::prologue_code(g->prologue));

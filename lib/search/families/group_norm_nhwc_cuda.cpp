@@ -2,10 +2,11 @@
 // their convolutions), with the casts before it, the affine, an activation and casts after, emitted as one CUDA
 // translation unit. group_norm_cuda reads a group as a contiguous run, which a channels_last input never gives (a
 // group is C / G channels at every position): here a stats kernel sums a tile of positions per block (each thread
-// a 16-byte vector of channels, the block's totals per group in shared memory, one partial per image, group and tile
-// in global memory), and an apply kernel turns its image's partials into every group's mean and rstd and normalizes
-// its tile. stats=twopass adds a kernel that sums the squared deviations from the mean (float32's tolerance). This
-// file emits the variant's constants, types, casts and activation; the fixed code is group_norm_nhwc_cuda.cuh.
+// a 16-byte vector of channels, the block's totals per group added in shared memory in a fixed order, one partial
+// per image, group and tile in global memory), and an apply kernel turns its image's partials into every group's
+// mean and rstd and normalizes its tile. stats=twopass adds a kernel that sums the squared deviations from the mean
+// (float32's tolerance). This file emits the variant's constants, types, casts and activation; the fixed code is
+// group_norm_nhwc_cuda.cuh.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -34,7 +35,8 @@ class group_norm_nhwc_cuda final : public family {
     };
     if (g->what != norm_graph::kind::group_norm) return fail("group_norm_nhwc_cuda runs GroupNorm only");
     if (spec.find_input(g->input)->memory_format != "channels_last" || g->rank != 4)
-      return fail("group_norm_nhwc_cuda reads a channels_last [N, C, H, W] input (group_norm_cuda reads contiguous ones)");
+      return fail(
+          "group_norm_nhwc_cuda reads a channels_last [N, C, H, W] input (group_norm_cuda reads contiguous ones)");
     if (!cuda_emit::storable(g->in_type) || !cuda_emit::storable(g->out_type) ||
         (!g->weight.empty() && !cuda_emit::storable(g->weight_type)) ||
         (!g->bias.empty() && !cuda_emit::storable(g->bias_type)))
@@ -46,7 +48,9 @@ class group_norm_nhwc_cuda final : public family {
     return {
         {"threads", {"128", "256", "512", "1024"}, "threads per block"},
         {"vec", {"1", "2", "4", "8"}, "neighbouring channels a thread owns (16-byte loads at 8 x 16-bit)"},
-        {"blocks", {"1", "2", "4", "8", "16"}, "blocks an SM over the batch: each image's positions cut into that many tiles"},
+        {"blocks",
+         {"1", "2", "4", "8", "16"},
+         "blocks an SM over the batch: each image's positions cut into that many tiles"},
         {"stats",
          {"shifted", "twopass"},
          "shifted: sums of x - (the group's first value) and of its square, one read; twopass: the mean, then the "
@@ -92,7 +96,7 @@ class group_norm_nhwc_cuda final : public family {
         "constexpr bool k_twopass = {};\nconstexpr bool k_pdl = {};\nconstexpr int k_num_groups = {};\n"
         "constexpr float k_eps = {};\nconstexpr bool k_has_w = {};\nconstexpr bool k_has_b = {};\n"
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\nconstexpr int k_w_input = {};\n"
-        "constexpr int k_b_input = {};\n",
+        "constexpr int k_b_input = {};\nconstexpr size_t k_smem_limit = 227 * 1024;\n",
         v.at("threads"), v.at("vec"), v.at("blocks"), v.at("stats") == "twopass", v.at("pdl") == "1", g->num_groups,
         cuda_emit::float_literal(g->eps), has_w, has_b, spec.inputs.size(), input_index(spec, g->input),
         has_w ? input_index(spec, g->weight) : -1, has_b ? input_index(spec, g->bias) : -1);

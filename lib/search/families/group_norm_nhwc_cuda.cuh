@@ -2,8 +2,9 @@
 // casts and activation (group_norm_nhwc_cuda.cpp): GroupNorm of a channels_last [N, C, H, W] x, read as [N, HW, C]
 // (a group is a run of C / G channels at every position, never contiguous). Two kernels, or three:
 //  - stats: a block takes a tile of one image's positions; each thread owns V neighbouring channels (a 16-byte
-//    load) at every `rows`-th position of the tile and sums them in registers, then adds its sums into the block's
-//    per-group totals (shared memory), which go to a partial of (image, group, tile) in global memory;
+//    load) at every `rows`-th position of the tile and sums them in registers, then leaves its sums in shared
+//    memory, where one thread a group adds them up in a fixed order (reruns give the same bits) into a partial of
+//    (image, group, tile) in global memory;
 //  - with stats=twopass a second stats kernel sums the squared deviations from the mean the first one gave
 //    (float32: a sum of squares around a shift loses precision to cancellation where the shift is far from the
 //    mean, in units of float32's tolerance);
@@ -18,7 +19,7 @@
 namespace kfk {
 
 constexpr int k_part_cap = 1 << 17;  // partials (image, group, tile) in the workspace
-constexpr int k_group_cap = 1024;    // groups a block keeps totals for in shared memory
+constexpr int k_group_cap = 1024;    // groups a block keeps statistics for in shared memory
 constexpr int k_slot_cap = 4;        // channel vectors a thread owns at most (C up to 4 x threads x vec)
 
 __device__ float2 g_gn_part[k_part_cap];   // (sum, sum of squares) of x - shift, or of x - mean (twopass)
@@ -81,12 +82,11 @@ __device__ void gn_group_stats(const gn_args& a, int n, const in_t* x0, float* s
 // channel vectors a thread owns at most (1 where they are no more than the threads).
 template <int V, int S, bool SECOND>
 __global__ void __launch_bounds__(NT) gn_stats_kernel(gn_args a) {
-  __shared__ float s_sum[k_group_cap], s_sq[k_group_cap], s_mean[SECOND ? k_group_cap : 1],
-      s_rstd[SECOND ? k_group_cap : 1];
+  __shared__ float s_mean[SECOND ? k_group_cap : 1], s_rstd[SECOND ? k_group_cap : 1];
+  extern __shared__ float gn_dyn[];  // per row of threads and channel: sums, then sums of squares (gn_stats_smem)
   wait_prior_grid<k_pdl>();
   const int tile = blockIdx.x, n = blockIdx.y;
   const in_t* x = a.x + (int64_t)n * a.hw * a.c;
-  for (int g = threadIdx.x; g < a.groups; g += NT) s_sum[g] = 0.f, s_sq[g] = 0.f;
   if constexpr (SECOND) gn_group_stats(a, n, x, s_mean, s_rstd, false);
   __syncthreads();
   const gn_lane<V> l(a);
@@ -119,30 +119,37 @@ __global__ void __launch_bounds__(NT) gn_stats_kernel(gn_args a) {
       }
     }
   }
-  // Into the block's per-group totals: runs of a vector's values in one group added together first.
+  // Each thread's sums in its row's slot of each of its channels; then one thread a group adds its channels' slots
+  // in a fixed order (the verifier's reruns must give the same bits: atomics would add in any order).
+  float* rs = gn_dyn;                          // [rows][c]
+  float* rq = gn_dyn + (int64_t)l.rows * a.c;  // [rows][c]
 #pragma unroll
   for (int k = 0; k < S; ++k) {
     if (!l.has(k)) continue;
-    int g = (int)(l.channel(k) / a.cpg);
-    float rs = 0.f, rq = 0.f;
 #pragma unroll
     for (int v = 0; v < V; ++v) {
-      const int gv = (int)((l.channel(k) + v) / a.cpg);
-      if (gv != g) {
-        atomicAdd(&s_sum[g], rs);
-        atomicAdd(&s_sq[g], rq);
-        g = gv, rs = 0.f, rq = 0.f;
-      }
-      rs += sum[k][v];
-      rq += sq[k][v];
+      rs[(int64_t)l.row * a.c + l.channel(k) + v] = sum[k][v];
+      rq[(int64_t)l.row * a.c + l.channel(k) + v] = sq[k][v];
     }
-    atomicAdd(&s_sum[g], rs);
-    atomicAdd(&s_sq[g], rq);
   }
   __syncthreads();
   float2* part = SECOND ? g_gn_part2 : g_gn_part;
-  for (int g = threadIdx.x; g < a.groups; g += NT)
-    part[((int64_t)n * a.groups + g) * a.tiles + tile] = make_float2(s_sum[g], s_sq[g]);
+  for (int g = threadIdx.x; g < a.groups; g += NT) {
+    float ts = 0.f, tq = 0.f;
+    for (int r = 0; r < l.rows; ++r)
+      for (int64_t ch = (int64_t)g * a.cpg; ch < (int64_t)(g + 1) * a.cpg; ++ch) {
+        ts += rs[(int64_t)r * a.c + ch];
+        tq += rq[(int64_t)r * a.c + ch];
+      }
+    part[((int64_t)n * a.groups + g) * a.tiles + tile] = make_float2(ts, tq);
+  }
+}
+
+// The stats kernel's dynamic shared memory: a sum and a sum of squares for every row of threads and channel.
+template <int V>
+inline size_t gn_stats_smem(const gn_args& a) {
+  const int64_t cv = a.c / V, cvt = cv < NT ? cv : NT;
+  return (size_t)2 * (size_t)(NT / cvt) * (size_t)a.c * sizeof(float);
 }
 
 template <int V, int S>
@@ -196,11 +203,23 @@ inline int gn_sms() {
   return sms;
 }
 
+// The stats kernel with `smem` bytes of dynamic shared memory (opted in above 48 KB).
+template <int V, int S, bool SECOND>
+inline int gn_stats_launch(const gn_args& a, dim3 grid, size_t smem, cudaStream_t s) {
+  auto kernel = gn_stats_kernel<V, S, SECOND>;
+  if (smem > 48 * 1024 &&
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
+    return 3;
+  return launch_kernel<k_pdl>(kernel, grid, NT, smem, s, a);
+}
+
 template <int V, int S>
 inline int gn_launch_as(const gn_args& a, dim3 grid, cudaStream_t s) {
-  if (int rc = launch_kernel<k_pdl>(gn_stats_kernel<V, S, false>, grid, NT, 0, s, a)) return rc;
+  const size_t smem = gn_stats_smem<V>(a);
+  if (smem + 2 * k_group_cap * sizeof(float) > k_smem_limit) return 1;  // channels beyond a block's shared memory
+  if (int rc = gn_stats_launch<V, S, false>(a, grid, smem, s)) return rc;
   if constexpr (k_twopass)
-    if (int rc = launch_kernel<k_pdl>(gn_stats_kernel<V, S, true>, grid, NT, 0, s, a)) return rc;
+    if (int rc = gn_stats_launch<V, S, true>(a, grid, smem, s)) return rc;
   return launch_kernel<k_pdl>(gn_apply_kernel<V, S>, grid, NT, 0, s, a);
 }
 

@@ -24,6 +24,7 @@ constexpr int k_n_inputs = 3;
 constexpr int k_x_input = 0;
 constexpr int k_w_input = 1;
 constexpr int k_b_input = 2;
+constexpr size_t k_smem_limit = 227 * 1024;
 
 // The casts before the norm, on values as loaded.
 template <int V>
