@@ -34,6 +34,8 @@ std::string round_to(const std::string& x, dtype t) {
   return "";
 }
 
+namespace {
+
 std::string norm_activation_code(norm_graph::activation a) {
   switch (a) {
     case norm_graph::activation::none: return "";
@@ -44,6 +46,22 @@ std::string norm_activation_code(norm_graph::activation a) {
       return "  x = x * rcp_ftz(1.f + exp_ftz(-1.5957691216057308f * (x + 0.044715f * x * x * x)));\n";
   }
   return "";
+}
+
+}  // namespace
+
+std::string norm_pre_and_finalize(const norm_graph& g) {
+  std::string pre;
+  for (auto t : g.prologue_casts)
+    if (auto e = round_to("x[v]", t); !e.empty()) pre += fmt::format("    x[v] = {};\n", e);
+  std::string s = fmt::format(
+      "\n// The casts before the norm, on values as loaded.\n"
+      "template <int V>\n__device__ __forceinline__ void prologue_x(float* x) {{\n{}}}\n",
+      pre.empty() ? "" : "#pragma unroll\n  for (int v = 0; v < V; ++v) {\n" + pre + "  }\n");
+  s += fmt::format("\n// The fused activation and casts after the norm.\n"
+                   "__device__ __forceinline__ float finalize(float x) {{\n{}{}  return x;\n}}\n",
+                   norm_activation_code(g.act), rounding_code(g.epilogue_casts, g.out_type));
+  return s;
 }
 
 std::string rounding_code(std::vector<dtype> chain, std::optional<dtype> stored_as) {

@@ -46,9 +46,10 @@ std::string float_literal(double v);
 // `tanh_fn` computes softcap's tanh: "tanh_exp" (one exp + one reciprocal, ~1e-7 absolute error, the cap
 // folded into the constants) or "tanh_approx" (the tanh.approx.f32 instruction, ~5e-4 relative error).
 std::string prologue_code(const std::vector<elementwise_step>& steps, const std::string& tanh_fn = "tanh_exp");
-// The statement applying a norm's fused activation to `float x` (empty for none): exp and reciprocal one
-// multi-function instruction each (exp_ftz / rcp_ftz), the tanh GELU as x sigmoid(2u).
-std::string norm_activation_code(norm_graph::activation a);
+// A GroupNorm kernel's two generated functions: prologue_x<V>(float* x), the casts before the norm on values as
+// loaded, and finalize(float x), the fused activation (exp and reciprocal one multi-function instruction each, the
+// tanh GELU as x sigmoid(2u)) and the casts after the norm. group_norm_cuda and group_norm_nhwc_cuda emit both.
+std::string norm_pre_and_finalize(const norm_graph& g);
 // A C expression rounding the float `x` to `t` and back (empty when `t` is float32 / float64).
 std::string round_to(const std::string& x, dtype t);
 // Statements rounding `float x` through each type of `chain` in order. `stored_as`: the type the store rounds

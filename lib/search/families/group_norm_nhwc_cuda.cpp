@@ -101,16 +101,7 @@ class group_norm_nhwc_cuda final : public family {
         v.at("threads"), v.at("vec"), v.at("blocks"), v.at("stats") == "twopass", v.at("pdl") == "1", g->num_groups,
         cuda_emit::float_literal(g->eps), has_w, has_b, spec.inputs.size(), input_index(spec, g->input),
         has_w ? input_index(spec, g->weight) : -1, has_b ? input_index(spec, g->bias) : -1);
-    std::string pre;
-    for (auto t : g->prologue_casts)
-      if (auto e = cuda_emit::round_to("x[v]", t); !e.empty()) pre += fmt::format("    x[v] = {};\n", e);
-    s += fmt::format(
-        "\n// The casts before the norm, on values as loaded.\n"
-        "template <int V>\n__device__ __forceinline__ void prologue_x(float* x) {{\n{}}}\n",
-        pre.empty() ? "" : "#pragma unroll\n  for (int v = 0; v < V; ++v) {\n" + pre + "  }\n");
-    s += fmt::format("\n// The fused activation and casts after the norm.\n"
-                     "__device__ __forceinline__ float finalize(float x) {{\n{}{}  return x;\n}}\n",
-                     cuda_emit::norm_activation_code(g->act), cuda_emit::rounding_code(g->epilogue_casts, g->out_type));
+    s += cuda_emit::norm_pre_and_finalize(*g);
     return cuda_emit::prelude(*this, spec, v, g->describe()) + cuda_emit::variant(s) +
            cuda_emit::fixed_file("search/families/group_norm_nhwc_cuda.cuh") + cuda_emit::epilogue();
   }
