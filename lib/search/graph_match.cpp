@@ -408,8 +408,25 @@ std::optional<pointwise_graph> match_pointwise(const workload_spec& spec, std::s
 std::string row_norm_graph::describe() const {
   return fmt::format("{} prologue op(s) -> {}(dims={}, eps={}){} -> {} epilogue op(s){}", norm_op, norm_kind_name(what),
                      normalized_dims, eps, weight.empty() ? "" : bias.empty() ? " * w" : " * w + b",
-                     step_types.size() - norm_op - 1, writes_input ? ", returns the norm's input too" : "");
+                     step_types.size() - norm_op - 1,
+                     !writes_input ? "" : h_type == norm_in ? ", returns the norm's input too"
+                                                            : fmt::format(", returns the norm's input too (as {})", dtype_name(h_type)));
 }
+
+namespace {
+
+// Whether the steps after `step` up to (not including) `until` are casts that each hold their input exactly (to the
+// same type, or float16 / bfloat16 to float32): the value at `until`'s input is then step's value, widened.
+bool widened_exactly(const workload_spec& spec, const graph_shapes& g, size_t step, size_t until) {
+  for (size_t i = step + 1; i < until; ++i) {
+    const dtype from = g.steps[i - 1].front().type, to = g.steps[i].front().type;
+    const bool exact = from == to || (to == dtype::float32 && (from == dtype::float16 || from == dtype::bfloat16));
+    if (spec.graph[i].op != "cast" || !exact) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 std::optional<row_norm_graph> match_row_norm(const workload_spec& spec, std::string* why_not) {
   auto fail = [&](std::string m) -> std::optional<row_norm_graph> {
@@ -450,12 +467,17 @@ std::optional<row_norm_graph> match_row_norm(const workload_spec& spec, std::str
   // What the kernel writes: the result, and perhaps the norm's input.
   const auto refs = output_refs(spec);
   const size_t last = spec.graph.size() - 1;
+  size_t h_step = 0;
   for (size_t k = 0; k < refs.size(); ++k) {
     if (refs[k].step == last) continue;
-    if (r.norm_op == 0 || refs[k].step != r.norm_op - 1 || r.writes_input)
-      return fail(fmt::format("output '{}' is neither the result nor the norm's input", refs[k].name));
+    if (r.norm_op == 0 || refs[k].step >= r.norm_op || !widened_exactly(spec, g, refs[k].step, r.norm_op) ||
+        r.writes_input)
+      return fail(fmt::format("output '{}' is neither the result nor the norm's input (or a step only widening casts "
+                              "separate from it)",
+                              refs[k].name));
     r.writes_input = true;
     r.input_output = static_cast<int>(k);
+    h_step = refs[k].step;
   }
   if (refs.size() != (r.writes_input ? 2u : 1u)) return fail("row_norm writes the result and at most the norm's input");
 
@@ -474,6 +496,7 @@ std::optional<row_norm_graph> match_row_norm(const workload_spec& spec, std::str
                                      : g.steps[r.norm_op - 1].front();
   r.rank = static_cast<int>(value.shape.size());
   r.norm_in = value.type;
+  r.h_type = r.writes_input ? g.steps[h_step].front().type : r.norm_in;
   auto ns = a.contains("normalized_shape") ? a["normalized_shape"] : nlohmann::json();
   r.normalized_dims = ns.is_array() ? static_cast<int>(ns.size()) : ns.is_number() ? 1 : 0;
   if (r.normalized_dims < 1 || r.normalized_dims > r.rank)

@@ -75,9 +75,13 @@ struct row_norm_graph {
   std::string weight, bias;           // input names; empty when absent
   dtype weight_type = dtype::float32, bias_type = dtype::float32;
   double eps = 1e-5;
-  dtype norm_in = dtype::float32;     // the norm's input type (what writes_input stores)
+  dtype norm_in = dtype::float32;     // the norm's input type
+  // The type the returned input is stored (and the prologue's value rounded) in: norm_in, or where the spec returns a
+  // prologue step that only widening casts separate from the norm (HF's `h = x + r; h.to(float32)`), that step's type,
+  // which holds the norm's input exactly.
+  dtype h_type = dtype::float32;
   dtype out = dtype::float32;         // the result's stored type
-  bool writes_input = false;          // the spec returns the norm's input too
+  bool writes_input = false;          // the spec returns the norm's input (or that step) too
   bool transcendental = false;        // some op of the prologue or epilogue calls exp, tanh or erf
   int input_output = 1;               // its index among the outputs (the result is the other)
   std::string describe() const;

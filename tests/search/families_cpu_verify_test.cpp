@@ -106,6 +106,11 @@ TEST(families_cpu_verify, float32_layer_norm_rows_of_one_value_are_exact) {
   expect_family_passes("layer-norm-gelu-f32.yaml", "row_norm_cpu", {{{"math", "libm"}, {"cache_row", "1"}}});
 }
 
+// HF's residual RMSNorm: the float16 sum returned, the norm on its float32 widening, the result cast back.
+TEST(families_cpu_verify, residual_sum_returned_before_its_widening_cast_passes) {
+  expect_family_passes("add-rms-norm-widened-f16.yaml", "row_norm_cpu", {{{"cache_row", "1"}}, {{"cache_row", "0"}}});
+}
+
 TEST(families_cpu_verify, float32_group_norm_of_uneven_groups_passes) {
   expect_family_passes("group-norm-c40-silu-f32.yaml", "group_norm_cpu",
                        {{{"stats", "one_pass"}}, {{"vector_width", "1"}, {"cache_unit", "0"}}});

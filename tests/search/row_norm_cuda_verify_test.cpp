@@ -1,8 +1,8 @@
 // row_norm_cuda through the whole verifier on the GPU (skipped without one): each strategy (teams of a few threads,
 // a block, a cluster of blocks per row), rows held in registers and rows streamed through them, persistent grids with
 // the weights held in registers, the scalar path for rows whose length or alignment rules out vectors, prologues
-// with full and row-broadcast operands, a residual sum returned beside the norm in either output order, epilogues
-// with an operand and a cast.
+// with full and row-broadcast operands, a residual sum returned beside the norm in either output order (also before a
+// widening cast, as float16), epilogues with an operand and a cast.
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -42,6 +42,8 @@ variants all_variants() {
     add_strategies(v, suite(w));
   add_strategies(v, test::residual_rms_norm_spec(true, true));  // h first, then silu(y)
   add_strategies(v, test::row_norm_spec(false));                  // layer norm -> gelu(tanh), rows of 100
+  // HF's residual RMSNorm: the float16 sum returned, the norm on its float32 widening, the result cast back.
+  add_strategies(v, load_spec((fs::path(KFORGE_SOURCE_DIR) / "tests/data/specs/families/add-rms-norm-widened-f16.yaml").string()));
   // A row-broadcast operand in the prologue, an epilogue with a full operand and a cast, rows of 96.
   add_strategies(v, test::parse(R"(version: 1
 name: gated-rmsnorm

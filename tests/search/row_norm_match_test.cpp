@@ -121,6 +121,44 @@ TEST(row_norm_match, an_extra_output_that_is_not_the_norms_input_is_declined) {
   EXPECT_NE(why.find("output 'n' is neither the result nor the norm's input"), std::string::npos) << why;
 }
 
+// HF's RMSNorm widens the residual sum to float32 inside the norm module: the sum (before the cast) is returned in
+// its own type, which holds the norm's input exactly. A step that changes the value on the way (an op, a narrowing
+// cast) is not returned.
+TEST(row_norm_match, a_sum_returned_before_a_widening_cast) {
+  // LlamaRMSNorm: y = w * rms_norm(h.float()).to(bfloat16).
+  auto spec = spec_with(
+      "  - add: {input: x, other: r, as: h}\n"
+      "  - cast: {dtype: float32}\n"
+      "  - rms_norm: {normalized_shape: [64]}\n"
+      "  - cast: {dtype: bfloat16}\n"
+      "  - mul: {other: w, as: y}\n",
+      "[y, h]");
+  std::string why;
+  auto g = match_row_norm(spec, &why);
+  ASSERT_TRUE(g.has_value()) << why;
+  EXPECT_EQ(g->norm_op, 2u);
+  EXPECT_TRUE(g->writes_input);
+  EXPECT_EQ(g->input_output, 1);
+  EXPECT_EQ(g->norm_in, dtype::float32);
+  EXPECT_EQ(g->h_type, dtype::bfloat16);
+  EXPECT_NE(g->describe().find("returns the norm's input too (as bfloat16)"), std::string::npos) << g->describe();
+
+  const std::string scaled = declined(spec_with(
+      "  - add: {input: x, other: r, as: h}\n"
+      "  - scale: {factor: 2.0}\n"
+      "  - rms_norm: {normalized_shape: [64], weight: w, as: y}\n",
+      "[y, h]"));
+  EXPECT_NE(scaled.find("output 'h' is neither the result nor the norm's input"), std::string::npos) << scaled;
+  const std::string narrowed = declined(spec_with(
+      "  - mul: {input: x, other: w}\n"
+      "  - cast: {dtype: float32}\n"
+      "  - add: {other: r, as: h}\n"
+      "  - cast: {dtype: bfloat16}\n"
+      "  - rms_norm: {normalized_shape: [64], as: y}\n",
+      "[y, h]"));
+  EXPECT_NE(narrowed.find("output 'h' is neither the result nor the norm's input"), std::string::npos) << narrowed;
+}
+
 // The suite's LayerNorm / RMSNorm workloads: on the cpu, row_norm_cpu covers them and group_norm_cpu declines them,
 // saying whose they are.
 TEST(row_norm_match, suite_norm_workloads_go_to_row_norm_on_the_cpu) {

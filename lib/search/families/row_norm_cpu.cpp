@@ -116,7 +116,7 @@ std::string row_norm_cpu::emit(const workload_spec& spec, const knob_values& giv
       "constexpr int kf_opnd_dtype[kf_n_opnd] = {{{}}};\n",
       flag(v.at("math") == "poly"), flag(v.at("threads") != "1"), v.at("lanes"), v.at("rows_per_task"),
       flag(v.at("cache_row") == "1"), flag(g.what == norm_graph::kind::layer_norm), g.eps, spec.inputs.size(), g.rank,
-      g.normalized_dims, g.writes_input ? 2 : 1, y_output, h_output, ew::abi_code(g.norm_in), ew::abi_code(g.out),
+      g.normalized_dims, g.writes_input ? 2 : 1, y_output, h_output, ew::abi_code(g.h_type), ew::abi_code(g.out),
       has_w ? input_index(spec, g.weight) : -1, ew::abi_code(has_w ? g.weight_type : dtype::float32),
       has_b ? input_index(spec, g.bias) : -1, ew::abi_code(has_b ? g.bias_type : dtype::float32), flag(g.norm_op > 0),
       g.inputs.size(), g.prologue_operands, fmt::join(idx, ", "), fmt::join(codes, ", "));

@@ -197,7 +197,7 @@ class row_norm_cuda final : public family {
     const int vec = knob_int(v, "vec");
     auto ctype = [](dtype t) { return cuda_emit::c_type(t); };
     std::string vars = fmt::format("using out_t = {};\nusing h_t = {};\nusing w_t = {};\nusing b_t = {};\n", ctype(g.out),
-                                   ctype(g.norm_in), ctype(g.weight.empty() ? dtype::float32 : g.weight_type),
+                                   ctype(g.h_type), ctype(g.weight.empty() ? dtype::float32 : g.weight_type),
                                    ctype(g.bias.empty() ? dtype::float32 : g.bias_type));
     std::vector<std::string> idx, codes, aligns;
     for (size_t k = 0; k < g.inputs.size(); ++k) {
