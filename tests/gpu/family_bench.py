@@ -46,17 +46,17 @@ def topk(x):
     r = torch.topk(torch.softmax(x, dim=-1, dtype=f32), 8, dim=-1)
     return [r.values, r.indices]
 
-def gn_case(c, hw, silu, big_odd=False, n=1, dtype=bf, eps=1e-6):
+def gn_case(c, hw, silu, big_odd=False, n=1, dtype=bf, eps=1e-6, cl=False):
     def make(c=c, hw=hw):
-        return [randn(n, c, hw, hw, dtype=dtype), randn(c, dtype=dtype), randn(c, dtype=dtype)]
+        return [randn(n, c, hw, hw, dtype=dtype, cl=cl), randn(c, dtype=dtype), randn(c, dtype=dtype)]
     def eager(x, w, b):
         y = F.group_norm(x, 32, w, b, eps)
         return F.silu(y) if silu else y
     def ref(x, w, b):
         y = F.group_norm(x.double(), 32, w.double(), b.double(), eps)
         return F.silu(y) if silu else y
-    odd = [lambda: [randn(2, 64, 9, 7, dtype=dtype), randn(64, dtype=dtype), randn(64, dtype=dtype)],
-           lambda: [randn(3, 96, 5, 5, dtype=dtype), randn(96, dtype=dtype), randn(96, dtype=dtype)]]
+    odd = [lambda: [randn(2, 64, 9, 7, dtype=dtype, cl=cl), randn(64, dtype=dtype), randn(64, dtype=dtype)],
+           lambda: [randn(3, 96, 5, 5, dtype=dtype, cl=cl), randn(96, dtype=dtype), randn(96, dtype=dtype)]]
     if big_odd:  # 32 MiB groups: more than all SMs' shared memory holds (strategy=team re-reads the rest)
         odd.append(lambda: [randn(1, 32, 4096, 4096, dtype=dtype), randn(32, dtype=dtype), randn(32, dtype=dtype)])
     return dict(make=make, eager=eager, ref=ref, odd=odd)
@@ -75,6 +75,20 @@ def gpt2_case(b, s):  # torch.softmax(x * 0.125 + causal mask, -1), fp16 (gpt2-a
     return dict(make=make, eager=lambda x, m: torch.softmax(x * 0.125 + m, -1),
                 ref=lambda x, m: torch.softmax(x.double() * 0.125 + m.double(), -1),
                 odd=[lambda: [randn(1, 3, 77, 77, dtype=f16, std=4.0), causal(77)]])
+
+def t5_case(b, s):  # torch.softmax(x + relative-position bias, -1, dtype=float32), bf16 scores (T5-base, 12 heads)
+    make = lambda b=b, s=s: [randn(b, 12, s, s, std=3.0), randn(1, 12, s, s, std=2.0)]
+    return dict(make=make, eager=lambda x, m: torch.softmax(x + m, -1, dtype=f32),
+                ref=lambda x, m: torch.softmax(x.double() + m.double(), -1),
+                odd=[lambda: [randn(2, 12, 33, 33, std=3.0), randn(1, 12, 33, 33, std=2.0)]])
+
+def ln_case(b, t, h, dtype=f16, eps=1e-12):  # F.layer_norm over the hidden dim (BERT-base: 768, eps 1e-12)
+    def make():
+        return [randn(b, t, h, dtype=dtype), (1 + 0.1 * torch.randn(h, device="cuda")).to(dtype),
+                randn(h, dtype=dtype, std=0.1)]
+    odd = lambda: [randn(3, 5, h, dtype=dtype), randn(h, dtype=dtype), randn(h, dtype=dtype)]  # 15 rows
+    return dict(make=make, eager=lambda x, w, bb: F.layer_norm(x, [h], w, bb, eps),
+                ref=lambda x, w, bb: F.layer_norm(x.double(), [h], w.double(), bb.double(), eps), odd=[odd])
 
 def glu_case(t, n, act):  # act(gate) * up, bf16 (llama3-8b-swiglu, gemma2-2b-geglu)
     f = (lambda g: F.silu(g)) if act == "silu" else (lambda g: F.gelu(g, approximate="tanh"))
@@ -107,6 +121,10 @@ CASES = {
     "avgpool_resnet50_n1": pool_case(1, False),
     "avgpool_resnet50_n1_cl": pool_case(1, True),
     "softmax_gpt2_b1_s128": gpt2_case(1, 128),
+    "softmax_t5_bias_b16": t5_case(16, 512),
+    "layernorm_bert_b32": ln_case(32, 512, 768),
+    # SD-UNet mid-resolution GroupNorm + SiLU on channels_last fp16 (group_norm_nhwc_cuda)
+    "groupnorm_silu_unet_cl_640x64": gn_case(640, 64, True, n=2, dtype=f16, eps=1e-5, cl=True),
     "softmax_gpt2_b4_s1024": gpt2_case(4, 1024),
     "swiglu_llama3_t1": glu_case(1, 14336, "silu"),
     "swiglu_llama3_t64": glu_case(64, 14336, "silu"),
