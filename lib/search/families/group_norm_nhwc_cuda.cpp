@@ -23,7 +23,7 @@ class group_norm_nhwc_cuda final : public family {
   std::string name() const override { return "group_norm_nhwc_cuda"; }
   device_kind device() const override { return device_kind::cuda; }
   // 2: the block's per-group totals added in a fixed order (not float atomics: reruns give the same bits).
-  int version() const override { return 2; }
+  int version() const override { return 3; }
   // A spec that names group_norm gets this layout's kernel too (group_norm_cuda reads contiguous inputs only).
   std::vector<std::string> selected_by() const override { return {"group_norm"}; }
 
