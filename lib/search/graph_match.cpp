@@ -408,9 +408,13 @@ std::optional<pointwise_graph> match_pointwise(const workload_spec& spec, std::s
 std::string row_norm_graph::describe() const {
   return fmt::format("{} prologue op(s) -> {}(dims={}, eps={}){} -> {} epilogue op(s){}", norm_op, norm_kind_name(what),
                      normalized_dims, eps, weight.empty() ? "" : bias.empty() ? " * w" : " * w + b",
-                     step_types.size() - norm_op - 1,
-                     !writes_input ? "" : h_type == norm_in ? ", returns the norm's input too"
-                                                            : fmt::format(", returns the norm's input too (as {})", dtype_name(h_type)));
+                     step_types.size() - norm_op - 1, returned_input());
+}
+
+std::string row_norm_graph::returned_input() const {
+  if (!writes_input) return "";
+  if (h_type == norm_in) return ", returns the norm's input too";
+  return fmt::format(", returns the norm's input too (as {})", dtype_name(h_type));
 }
 
 namespace {

@@ -85,6 +85,7 @@ struct row_norm_graph {
   bool transcendental = false;        // some op of the prologue or epilogue calls exp, tanh or erf
   int input_output = 1;               // its index among the outputs (the result is the other)
   std::string describe() const;
+  std::string returned_input() const;  // describe()'s note on the returned input, "" when there is none
 };
 
 // adaptive_avg_pool2d to 1x1 (global average pooling) [flatten(start_dim=1)] [cast]*, NCHW or channels_last.
