@@ -22,8 +22,10 @@ class group_norm_nhwc_cuda final : public family {
  public:
   std::string name() const override { return "group_norm_nhwc_cuda"; }
   device_kind device() const override { return device_kind::cuda; }
-  // 2: the block's per-group totals added in a fixed order (not float atomics: reruns give the same bits).
-  int version() const override { return 3; }
+  // 2: the block's per-group totals added in a fixed order (not float atomics: reruns give the same bits). 3: a
+  // contiguous y through shared memory; the partials reduced by a warp a group. 4: the kernels' three position
+  // walks are one (gn_walk).
+  int version() const override { return 4; }
   // A spec that names group_norm gets this layout's kernel too (group_norm_cuda reads contiguous inputs only).
   std::vector<std::string> selected_by() const override { return {"group_norm"}; }
 

@@ -60,6 +60,24 @@ struct gn_lane {
   __device__ int64_t channel(int k) const { return (int64_t)(cv0 + k * cvt) * V; }
 };
 
+// The one walk over positions [p0, p1) that every kernel makes: this thread's positions (every `rows`-th from `row`)
+// and its channel vectors, each loaded with the prologue applied and handed to f(p, k, xv).
+template <int V, int S, typename F>
+__device__ __forceinline__ void gn_walk(const gn_args& a, const gn_lane<V>& l, const in_t* x, int64_t p0, int64_t p1,
+                                        F&& f) {
+#pragma unroll 4
+  for (int64_t p = p0 + l.row; l.slots > 0 && p < p1; p += l.rows) {
+#pragma unroll
+    for (int k = 0; k < S; ++k) {
+      if (!l.has(k)) continue;
+      float xv[V];
+      load_vec<in_t, V>(x + p * a.c + l.channel(k), xv);
+      prologue_x<V>(xv);
+      f(p, k, xv);
+    }
+  }
+}
+
 // Every group's (mean, rstd) of image `n` from the partials, into shared memory; with stats=twopass the variance
 // from the second pass's partials once it has run (`second_done`). A warp a group: its lanes add every 32nd tile's
 // partial, then a butterfly over the lanes (a fixed order: lane 0 gets the same bits on every run). A thread a group
@@ -117,22 +135,14 @@ __global__ void __launch_bounds__(NT) gn_stats_kernel(gn_args a) {
     }
   const int64_t p0 = (int64_t)tile * a.per_tile;
   const int64_t p1 = p0 + a.per_tile < a.hw ? p0 + a.per_tile : a.hw;
-#pragma unroll 4
-  for (int64_t p = p0 + l.row; l.slots > 0 && p < p1; p += l.rows) {
+  gn_walk<V, S>(a, l, x, p0, p1, [&](int64_t, int k, const float* xv) {
 #pragma unroll
-    for (int k = 0; k < S; ++k) {
-      if (!l.has(k)) continue;
-      float xv[V];
-      load_vec<in_t, V>(x + p * a.c + l.channel(k), xv);
-      prologue_x<V>(xv);
-#pragma unroll
-      for (int v = 0; v < V; ++v) {
-        const float d = xv[v] - ref[k][v];
-        sum[k][v] += d;
-        sq[k][v] += d * d;
-      }
+    for (int v = 0; v < V; ++v) {
+      const float d = xv[v] - ref[k][v];
+      sum[k][v] += d;
+      sq[k][v] += d * d;
     }
-  }
+  });
   // Each thread's sums in its row's slot of each of its channels; then one thread a group adds its channels' slots
   // in a fixed order (the verifier's reruns must give the same bits: atomics would add in any order).
   float* rs = gn_dyn;                          // [rows][c]
@@ -195,20 +205,17 @@ __global__ void __launch_bounds__(NT) gn_apply_kernel(gn_args a) {
     }
   const int64_t p0 = (int64_t)tile * a.per_tile;
   const int64_t p1 = p0 + a.per_tile < a.hw ? p0 + a.per_tile : a.hw;
+  // x's vector k normalized, with the affine, the activation and the casts.
+  auto apply = [&](int k, const float* xv, float* o) {
+#pragma unroll
+    for (int v = 0; v < V; ++v) o[v] = finalize((xv[v] - mean[k][v]) * scale[k][v] + bias[k][v]);
+  };
   if (!a.y_nchw) {
-#pragma unroll 4
-    for (int64_t p = p0 + l.row; l.slots > 0 && p < p1; p += l.rows) {
-#pragma unroll
-      for (int k = 0; k < S; ++k) {
-        if (!l.has(k)) continue;
-        float xv[V];
-        load_vec<in_t, V>(x + p * a.c + l.channel(k), xv);
-        prologue_x<V>(xv);
-#pragma unroll
-        for (int v = 0; v < V; ++v) xv[v] = finalize((xv[v] - mean[k][v]) * scale[k][v] + bias[k][v]);
-        store_vec<out_t, V, false>(y + p * a.c + l.channel(k), xv);
-      }
-    }
+    gn_walk<V, S>(a, l, x, p0, p1, [&](int64_t p, int k, const float* xv) {
+      float o[V];
+      apply(k, xv, o);
+      store_vec<out_t, V, false>(y + p * a.c + l.channel(k), o);
+    });
     return;
   }
   // Contiguous y: q positions at a time into shared memory as [q][ld] floats (ld odd, so that a channel's
@@ -217,19 +224,12 @@ __global__ void __launch_bounds__(NT) gn_apply_kernel(gn_args a) {
   const int64_t ld = a.c | 1;
   for (int64_t pb = p0; pb < p1; pb += a.q) {
     const int q = (int)(pb + a.q < p1 ? a.q : p1 - pb);
-#pragma unroll 4
-    for (int j = l.row; l.slots > 0 && j < q; j += l.rows) {
+    gn_walk<V, S>(a, l, x, pb, pb + q, [&](int64_t p, int k, const float* xv) {
+      float o[V];
+      apply(k, xv, o);
 #pragma unroll
-      for (int k = 0; k < S; ++k) {
-        if (!l.has(k)) continue;
-        float xv[V];
-        load_vec<in_t, V>(x + (pb + j) * a.c + l.channel(k), xv);
-        prologue_x<V>(xv);
-#pragma unroll
-        for (int v = 0; v < V; ++v)
-          gn_dyn[j * ld + l.channel(k) + v] = finalize((xv[v] - mean[k][v]) * scale[k][v] + bias[k][v]);
-      }
-    }
+      for (int v = 0; v < V; ++v) gn_dyn[(p - pb) * ld + l.channel(k) + v] = o[v];
+    });
     __syncthreads();
     for (int64_t i = threadIdx.x; i < a.c * q; i += NT) {
       const int64_t ch = i / q;
