@@ -63,7 +63,7 @@ def serialize_benchmarks(lock_path):
 
 def _dtype(torch, name):
     return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64,
-            "int32": torch.int32, "int64": torch.int64, "uint8": torch.uint8}[name]
+            "int32": torch.int32, "int64": torch.int64, "uint8": torch.uint8, "bool": torch.bool}[name]
 
 
 def make_ops(torch):
@@ -87,6 +87,7 @@ def make_ops(torch):
         "softcap": lambda x, a, t: (torch.tanh(x / a["cap"]) * a["cap"],),
         "scale": lambda x, a, t: (x * a["factor"],),
         "add_mask": lambda x, a, t: (x + t["mask"],),
+        "masked_fill": lambda x, a, t: (x.masked_fill(t["mask"], float(a["value"])),),
         "softmax": softmax_like(torch.softmax),
         "log_softmax": softmax_like(torch.log_softmax),
         "topk": lambda x, a, t: tuple(torch.topk(x, a["k"], dim=a.get("dim", -1), largest=a.get("largest", True),
@@ -116,7 +117,7 @@ def make_ops(torch):
 
 
 # Argument names that name inputs (tensor arguments), per op.
-TENSOR_ARGS = {"add_mask": ["mask"], "group_norm": ["weight", "bias"], "layer_norm": ["weight", "bias"],
+TENSOR_ARGS = {"add_mask": ["mask"], "masked_fill": ["mask"], "group_norm": ["weight", "bias"], "layer_norm": ["weight", "bias"],
                "rms_norm": ["weight"], "linear": ["weight", "bias"], "matmul": ["other"],
                "add": ["other"], "sub": ["other"], "mul": ["other"], "div": ["other"]}
 

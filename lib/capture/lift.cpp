@@ -187,6 +187,24 @@ std::optional<lifted_op> topk(const trace& t, const traced_op& op) {
   return l;
 }
 
+// x.masked_fill(mask, value): a bool mask and a number (an infinity arrives as {"float": "-inf"}, trace.py's
+// encoding, and is held as the spec holds it: "-inf").
+std::optional<lifted_op> masked_fill(const trace& t, const traced_op& op) {
+  auto l = floating(t, start(t, op, "masked_fill", op.arg(0, "self")));
+  auto mask = spec_tensor(t, op.arg(1, "mask"));
+  const json& value = op.arg(2, "value");
+  if (!l || !mask || t.meta(*mask).spec_dtype() != dtype::boolean) return std::nullopt;
+  if (auto v = number_arg(value)) {
+    l->args["value"] = *v;
+  } else if (value.is_object() && (value.value("float", "") == "-inf" || value.value("float", "") == "inf")) {
+    l->args["value"] = value["float"];
+  } else {
+    return std::nullopt;  // NaN, or a tensor value
+  }
+  l->tensors.emplace_back("mask", *mask);
+  return l;
+}
+
 // A view that merges one run of dims of a contiguous tensor into one: torch.flatten(x, start_dim, end_dim).
 std::optional<lifted_op> flatten(const trace& t, const traced_op& op) {
   auto l = start(t, op, "flatten", op.arg(0, "self"));
@@ -239,6 +257,8 @@ const std::map<std::string, rule>& lift_rules() {
         {"aten.mean.dim", pool_mean},
         {"aten._adaptive_avg_pool2d.default", adaptive_pool},
         {"aten.topk.default", topk},
+        {"aten.masked_fill.Scalar", masked_fill},
+        {"aten.masked_fill_.Scalar", masked_fill},
         {"aten.view.default", flatten},
         {"aten._unsafe_view.default", flatten},
         {"aten.reshape.default", flatten},

@@ -13,12 +13,11 @@ namespace {
 
 using json = nlohmann::json;
 
-// The dtypes a spec holds, under torch's names (spec's parse_dtype also reads "bool" as uint8, which is not the
-// same tensor).
+// The dtypes a spec holds, under torch's names.
 const std::map<std::string, kf::dtype> k_spec_dtypes = {
     {"float32", kf::dtype::float32}, {"float16", kf::dtype::float16}, {"bfloat16", kf::dtype::bfloat16},
     {"float64", kf::dtype::float64}, {"int32", kf::dtype::int32},     {"int64", kf::dtype::int64},
-    {"uint8", kf::dtype::uint8},
+    {"uint8", kf::dtype::uint8},     {"bool", kf::dtype::boolean},
 };
 
 [[noreturn]] void bad(const std::string& source, const std::string& what) {

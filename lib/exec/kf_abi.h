@@ -17,7 +17,8 @@ enum kf_dtype {
   KF_FLOAT64 = 3,
   KF_INT32 = 4,
   KF_INT64 = 5,
-  KF_UINT8 = 6 /* also bool */
+  KF_UINT8 = 6,
+  KF_BOOL = 7 /* one byte: 0 or 1 */
 };
 
 typedef struct kf_tensor {

@@ -262,7 +262,7 @@ static inline int64_t kf_dispatch_bytes(const kf_tensor* t, int n) {
     const int dtype = t[i].dtype;
     const int64_t size = dtype == KF_FLOAT64 || dtype == KF_INT64 ? 8
                          : dtype == KF_FLOAT32 || dtype == KF_INT32 ? 4
-                         : dtype == KF_UINT8 ? 1 : 2;
+                         : dtype == KF_UINT8 || dtype == KF_BOOL ? 1 : 2;
     total += count * size;
   }
   return total;

@@ -117,7 +117,7 @@ std::optional<dtype> dtype_arg(const nlohmann::json& args, const char* key) {
 std::vector<std::string> softmax_graph::mask_inputs() const {
   std::vector<std::string> v;
   for (auto& s : prologue)
-    if (s.what == elementwise_step::kind::add_mask) v.push_back(s.mask);
+    if (s.what == elementwise_step::kind::add_mask || s.what == elementwise_step::kind::masked_fill) v.push_back(s.mask);
   return v;
 }
 
@@ -128,6 +128,7 @@ std::string softmax_graph::describe() const {
       case elementwise_step::kind::scale: s += fmt::format(" -> scale({})", p.value); break;
       case elementwise_step::kind::softcap: s += fmt::format(" -> softcap({})", p.value); break;
       case elementwise_step::kind::add_mask: s += fmt::format(" -> add_mask({})", p.mask); break;
+      case elementwise_step::kind::masked_fill: s += fmt::format(" -> masked_fill({}, {})", p.mask, p.value); break;
       case elementwise_step::kind::cast: s += fmt::format(" -> cast({})", dtype_name(p.to)); break;
     }
   }
@@ -190,13 +191,26 @@ std::optional<softmax_graph> match_softmax_over(const workload_spec& spec, std::
         return std::nullopt;
       }
       w.type = promote(w.type, m->type);
+    } else if (op == "masked_fill") {
+      st.what = elementwise_step::kind::masked_fill;
+      const input_spec* m = a.contains("mask") && a["mask"].is_string() ? spec.find_input(a["mask"].get<std::string>()) : nullptr;
+      if (!m || m->type != dtype::boolean || !a.contains("value")) {
+        w.fail(fmt::format("{}: masked_fill needs a bool input as its mask and a value", w.where()));
+        return std::nullopt;
+      }
+      if (static_cast<int>(m->shape.size()) > g.rank) {
+        w.fail(fmt::format("{}: the mask has more dims than x", w.where()));
+        return std::nullopt;
+      }
+      st.mask = m->name;
+      st.value = number_value(a["value"]);
     } else if (op == "cast") {
       st.what = elementwise_step::kind::cast;
       auto t = dtype_arg(a, "dtype");
       if (!t || !is_floating(*t)) { w.fail(fmt::format("{}: only floating casts are fused", w.where())); return std::nullopt; }
       w.type = *t;
     } else {
-      w.fail(fmt::format("{}: not a fusable softmax prologue op (scale, softcap, add_mask or an add of a mask, cast)", w.where()));
+      w.fail(fmt::format("{}: not a fusable softmax prologue op (scale, softcap, add_mask or an add of a mask, masked_fill, cast)", w.where()));
       return std::nullopt;
     }
     st.to = w.type;

@@ -12,15 +12,15 @@ namespace kf {
 
 // One elementwise step on the way into a reduction (or out of it), in the graph's order.
 struct elementwise_step {
-  enum class kind { scale, softcap, add_mask, cast };
+  enum class kind { scale, softcap, add_mask, masked_fill, cast };
   kind what = kind::scale;
-  double value = 0;       // scale: factor; softcap: cap
-  std::string mask;       // add_mask: the input that holds the mask
+  double value = 0;       // scale: factor; softcap: cap; masked_fill: the value (may be infinite)
+  std::string mask;       // add_mask, masked_fill: the input that holds the mask (masked_fill: bool)
   dtype to = dtype::float32;  // cast: the type the value is rounded to (every step's result type, for the others)
 };
 
 // softmax / log_softmax over the last dim, with a fused prologue and a cast / top-k epilogue:
-//   [scale | softcap | add_mask | cast]*  (log_)softmax(dim=-1, dtype?)  [cast]*  [topk(k, dim=-1)]
+//   [scale | softcap | add_mask | masked_fill | cast]*  (log_)softmax(dim=-1, dtype?)  [cast]*  [topk(k, dim=-1)]
 struct softmax_graph {
   std::string input;                       // the input holding x
   dtype in_type = dtype::float32;
@@ -32,7 +32,7 @@ struct softmax_graph {
   std::vector<dtype> epilogue_casts;       // casts after the softmax, in order
   dtype out_type = dtype::float32;         // the stored values' type
   int64_t topk = 0;                        // 0: no top-k; else outputs are values [.., k] and int64 indices
-  std::vector<std::string> mask_inputs() const;
+  std::vector<std::string> mask_inputs() const;  // the add_mask and masked_fill masks, in prologue order
   std::string describe() const;            // "softcap(50) -> softmax(float32) -> cast(bfloat16)"
 };
 

@@ -111,16 +111,38 @@ std::vector<tensor_desc> softcap(const op_context& c) {
   return elementwise_float(c);
 }
 
+// A mask (add_mask's, masked_fill's) broadcasts into x without growing it.
+void need_mask_shape(const op_context& c, const tensor_desc& m) {
+  std::vector<int64_t> shape;
+  if (!broadcast_shapes(c.input.shape, m.shape, &shape))
+    c.fail("mask", fmt::format("mask {} does not broadcast against the input {}", m.str(), c.input.str()));
+  if (shape != c.input.shape)
+    c.fail("mask", fmt::format("mask {} would grow the input {} by broadcasting (expected it to broadcast to the input's shape)", m.str(), c.input.str()));
+}
+
 std::vector<tensor_desc> add_mask(const op_context& c) {
   need_floating(c);
   const tensor_desc& m = c.tensors.at("mask");
   if (!is_floating(m.type)) c.fail("mask", fmt::format("expected a floating-point mask (0 / -inf), got {}", dtype_name(m.type)));
-  tensor_desc out{{}, promote_types(c.input.type, m.type)};
-  if (!broadcast_shapes(c.input.shape, m.shape, &out.shape))
-    c.fail("mask", fmt::format("mask {} does not broadcast against the input {}", m.str(), c.input.str()));
-  if (out.shape != c.input.shape)
-    c.fail("mask", fmt::format("mask {} would grow the input {} by broadcasting (expected it to broadcast to the input's shape)", m.str(), c.input.str()));
-  return {out};
+  need_mask_shape(c, m);
+  return {tensor_desc{c.input.shape, promote_types(c.input.type, m.type)}};
+}
+
+// x.masked_fill(mask, value): value where the bool mask is true (a mask that broadcasts into x without growing it,
+// as add_mask's), x elsewhere; x's type.
+std::vector<tensor_desc> masked_fill(const op_context& c) {
+  need_floating(c);
+  const tensor_desc& m = c.tensors.at("mask");
+  if (m.type != dtype::boolean)
+    c.fail("mask", fmt::format("expected a bool mask (true where the value goes), got {}", dtype_name(m.type)));
+  need_mask_shape(c, m);
+  // torch refuses a finite value beyond x's type (-1e9 into float16); -inf and the type's lowest are what models use.
+  const double v = c.get_number("value"), top = c.input.type == dtype::float16 ? 65504.0
+                                              : c.input.type == dtype::bfloat16 ? 3.3895313892515355e38
+                                              : c.input.type == dtype::float32 ? 3.4028234663852886e38 : INFINITY;
+  if (std::isfinite(v) && std::abs(v) > top)
+    c.fail("value", fmt::format("{} does not fit the input's {} (largest {}): expected -inf, inf or a value within it", v, dtype_name(c.input.type), top));
+  return same(c);
 }
 
 // add / sub / mul / div: x op other, with broadcasting and type promotion as torch does them. Both operands are
@@ -210,6 +232,7 @@ std::vector<op_def> make_table() {
       {"softcap", "tanh(x / cap) * cap", {req("cap", k::number)}, false, {}, softcap},
       {"scale", "x * factor", {req("factor", k::number)}, false, {}, elementwise_float},
       {"add_mask", "x + mask", {req("mask", k::tensor)}, false, {}, add_mask},
+      {"masked_fill", "x.masked_fill(mask, value)", {req("mask", k::tensor), req("value", k::fill)}, false, {}, masked_fill},
       {"softmax", "torch.softmax(x, dim, dtype)", {req("dim", k::integer), arg("dtype", k::dtype)}, false, {}, softmax_like},
       {"log_softmax", "torch.log_softmax(x, dim, dtype)", {req("dim", k::integer), arg("dtype", k::dtype)}, false, {}, softmax_like},
       {"topk", "torch.topk(x, k, dim, largest, sorted)",
@@ -257,6 +280,7 @@ std::string_view arg_kind_name(arg_kind k) {
     case arg_kind::dtype: return "a dtype";
     case arg_kind::tensor: return "the name of an input";
     case arg_kind::int_list: return "an integer or a list of integers";
+    case arg_kind::fill: return "a number, -inf or inf";
   }
   return "?";
 }
@@ -284,6 +308,15 @@ std::vector<std::string> op_names() {
   return v;
 }
 
+double number_value(const json& v) {
+  if (v.is_string()) {
+    if (v == "inf") return INFINITY;
+    if (v == "-inf") return -INFINITY;
+    KF_ASSERT(false, "not a number argument: {}", v.dump());
+  }
+  return v.get<double>();
+}
+
 // ---- op_context ----
 
 const nlohmann::json& op_context::value(const std::string& name) const {
@@ -294,7 +327,7 @@ const nlohmann::json& op_context::value(const std::string& name) const {
 }
 bool op_context::has(const std::string& name) const { return !value(name).is_null(); }
 int64_t op_context::get_int(const std::string& name) const { return value(name).get<int64_t>(); }
-double op_context::get_number(const std::string& name) const { return value(name).get<double>(); }
+double op_context::get_number(const std::string& name) const { return number_value(value(name)); }
 std::string op_context::get_string(const std::string& name) const { return value(name).get<std::string>(); }
 std::vector<int64_t> op_context::get_int_list(const std::string& name) const {
   const json& v = value(name);

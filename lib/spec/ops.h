@@ -15,8 +15,11 @@
 
 namespace kf {
 
-enum class arg_kind { integer, number, boolean, string, dtype, tensor, int_list };
+// fill: a number that may be infinite (masked_fill's value), held in JSON as a number or "inf" / "-inf".
+enum class arg_kind { integer, number, boolean, string, dtype, tensor, int_list, fill };
 std::string_view arg_kind_name(arg_kind k);  // "an integer", "a number", ... (for messages)
+// A number argument's value: a JSON number, or "inf" / "-inf" (a `fill` argument's infinities).
+double number_value(const nlohmann::json& v);
 
 struct arg_def {
   std::string name;

@@ -22,6 +22,9 @@ std::vector<torch_op> make_table() {
        }},
       {"scale", [](const at::Tensor& x, const torch_op_args& a) -> tensors { return {x * a.value("factor").get<double>()}; }},
       {"add_mask", [](const at::Tensor& x, const torch_op_args& a) -> tensors { return {x + *a.tensor("mask")}; }},
+      {"masked_fill", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
+         return {x.masked_fill(*a.tensor("mask"), number_value(a.value("value")))};
+       }},
       {"softmax", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
          return {at::softmax(x, a.value("dim").get<int64_t>(), a.dtype_arg("dtype"))};
        }},
@@ -85,6 +88,7 @@ at::ScalarType to_scalar_type(dtype t) {
     case dtype::int32: return at::kInt;
     case dtype::int64: return at::kLong;
     case dtype::uint8: return at::kByte;
+    case dtype::boolean: return at::kBool;
   }
   KF_ASSERT(false, "unknown dtype {}", static_cast<int>(t));
 }
@@ -97,7 +101,8 @@ dtype from_scalar_type(at::ScalarType t) {
     case at::kDouble: return dtype::float64;
     case at::kInt: return dtype::int32;
     case at::kLong: return dtype::int64;
-    case at::kByte: case at::kBool: return dtype::uint8;
+    case at::kByte: return dtype::uint8;
+    case at::kBool: return dtype::boolean;
     default: throw infra_error(fmt::format("tensor type {} has no kforge dtype", c10::toString(t)));
   }
 }

@@ -17,13 +17,12 @@ constexpr dtype_entry k_dtypes[] = {
     {dtype::float32, "float32", 4, true}, {dtype::float16, "float16", 2, true},
     {dtype::bfloat16, "bfloat16", 2, true}, {dtype::float64, "float64", 8, true},
     {dtype::int32, "int32", 4, false},     {dtype::int64, "int64", 8, false},
-    {dtype::uint8, "uint8", 1, false},
+    {dtype::uint8, "uint8", 1, false},     {dtype::boolean, "bool", 1, false},
 };
 // torch spellings that name the same types
 const std::map<std::string_view, dtype> k_aliases = {
     {"float", dtype::float32}, {"half", dtype::float16},  {"bf16", dtype::bfloat16}, {"fp16", dtype::float16},
     {"fp32", dtype::float32},  {"double", dtype::float64}, {"int", dtype::int32},     {"long", dtype::int64},
-    {"bool", dtype::uint8},
 };
 
 const dtype_entry& entry(dtype t) {

@@ -15,7 +15,7 @@
 namespace kf {
 
 // Codes are the candidate ABI's (kf_abi.h); bool shares uint8's code.
-enum class dtype : int32_t { float32 = 0, float16 = 1, bfloat16 = 2, float64 = 3, int32 = 4, int64 = 5, uint8 = 6 };
+enum class dtype : int32_t { float32 = 0, float16 = 1, bfloat16 = 2, float64 = 3, int32 = 4, int64 = 5, uint8 = 6, boolean = 7 };
 
 std::string_view dtype_name(dtype t);                   // "float32", "bfloat16", ...
 std::optional<dtype> parse_dtype(std::string_view s);   // accepts torch names and aliases (float, half, bf16...)

@@ -1,6 +1,7 @@
 // The spec's `graph`: a list of ops, each `- op_name: {args}`, checked against the op registry's schema.
 // Arguments are stored normalized (defaults filled in, dtypes by their canonical name, int lists as lists).
 #include <algorithm>
+#include <cmath>
 #include <regex>
 
 #include <fmt/format.h>
@@ -30,6 +31,9 @@ std::optional<json> read_arg(yaml_reader& r, const arg_def& a, const YAML::Node&
       return std::nullopt;
     case arg_kind::number:
       if (auto v = r.get_number(n, field)) return json(*v);
+      return std::nullopt;
+    case arg_kind::fill:
+      if (auto v = r.get_fill(n, field)) return std::isinf(*v) ? json(*v > 0 ? "inf" : "-inf") : json(*v);
       return std::nullopt;
     case arg_kind::boolean:
       if (auto v = r.get_bool(n, field)) return json(*v);

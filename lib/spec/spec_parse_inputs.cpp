@@ -79,10 +79,12 @@ void parse_init(yaml_reader& r, const YAML::Node& n, const std::string& field, i
     integer("high", std::nullopt);
     if (p.contains("high") && p["low"].get<int64_t>() >= p["high"].get<int64_t>())
       r.error(params, f, fmt::format("expected low < high, got low {} and high {}", p["low"].get<int64_t>(), p["high"].get<int64_t>()));
+    else if (desc_ok && in->type == dtype::boolean && p.contains("high") && (p["low"].get<int64_t>() < 0 || p["high"].get<int64_t>() > 2))
+      r.error(params, f, fmt::format("a bool input holds 0 and 1: expected 0 <= low < high <= 2, got low {} and high {}", p["low"].get<int64_t>(), p["high"].get<int64_t>()));
   } else {  // causal_mask
     if (params && map_ok && !params.IsNull()) r.check_map(params, f, {});
-    if (desc_ok && !is_floating(in->type))
-      r.error(kind_node, f, fmt::format("a causal mask holds 0 and -inf: expected a floating-point dtype, got {}", dtype_name(in->type)));
+    if (desc_ok && !is_floating(in->type) && in->type != dtype::boolean)
+      r.error(kind_node, f, fmt::format("a causal mask holds 0 and -inf (a bool one: false and true): expected a floating-point or bool dtype, got {}", dtype_name(in->type)));
     if (desc_ok && in->shape.size() < 2)
       r.error(kind_node, f, fmt::format("a causal mask spans the last two dims: expected at least 2 dims, got {}", in->shape.size()));
   }
@@ -139,6 +141,8 @@ void parse_input(yaml_reader& r, const std::string& name, const YAML::Node& n, w
   if (n["init"]) parse_init(r, n["init"], field + ".init", &in, ok && dtype_ok);
   ok = ok && dtype_ok;
   if (!n["init"]) in.init = {"normal", {{"mean", 0.0}, {"std", 1.0}}};
+  if (!n["init"] && dtype_ok && in.type == dtype::boolean)
+    r.error(n, field, "a bool input needs an init: causal_mask (true above the diagonal, where masked_fill fills) or randint {high: 2}");
   if (n["memory_format"])
     if (auto m = r.get_choice(n["memory_format"], field + ".memory_format", {"contiguous", "channels_last"}, "memory format")) {
       in.memory_format = *m;

@@ -122,6 +122,17 @@ std::optional<double> yaml_reader::get_number(const YAML::Node& n, const std::st
   return std::nullopt;
 }
 
+std::optional<double> yaml_reader::get_fill(const YAML::Node& n, const std::string& field) {
+  if (n.IsScalar() && !n.IsNull()) {  // "-inf" quoted too (how kforge capture writes it)
+    const std::string& s = n.Scalar();
+    if (s == "inf" || s == "+inf") return INFINITY;
+    if (s == "-inf") return -INFINITY;
+    if (auto v = parse_double(s); v && !std::isnan(*v)) return v;
+  }
+  error(n, field, fmt::format("expected a number, -inf or inf, got {}", describe(n)));
+  return std::nullopt;
+}
+
 std::optional<bool> yaml_reader::get_bool(const YAML::Node& n, const std::string& field) {
   if (is_plain_scalar(n) && !n.IsNull()) {
     const std::string& s = n.Scalar();
@@ -143,7 +154,7 @@ std::optional<dtype> yaml_reader::get_dtype(const YAML::Node& n, const std::stri
   if (!s) return std::nullopt;
   if (auto t = parse_dtype(*s)) return t;
   std::string hint = did_you_mean(*s, dtype_names());
-  error(n, field, hint.empty() ? fmt::format("unknown dtype `{}` (expected one of float32, float16, bfloat16, float64, int32, int64, uint8)", *s)
+  error(n, field, hint.empty() ? fmt::format("unknown dtype `{}` (expected one of float32, float16, bfloat16, float64, int32, int64, uint8, bool)", *s)
                                : fmt::format("unknown dtype `{}`; did you mean `{}`?", *s, hint));
   return std::nullopt;
 }

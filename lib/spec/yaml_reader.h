@@ -31,6 +31,8 @@ class yaml_reader {
 
   std::optional<int64_t> get_int(const YAML::Node& n, const std::string& field);
   std::optional<double> get_number(const YAML::Node& n, const std::string& field);
+  // A number or an infinity: -inf, inf (also YAML's -.inf, .inf); NaN is refused.
+  std::optional<double> get_fill(const YAML::Node& n, const std::string& field);
   std::optional<bool> get_bool(const YAML::Node& n, const std::string& field);
   std::optional<std::string> get_string(const YAML::Node& n, const std::string& field);
   std::optional<dtype> get_dtype(const YAML::Node& n, const std::string& field);

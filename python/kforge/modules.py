@@ -49,7 +49,7 @@ from torch import nn
 
 _DTYPES = {
     "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64,
-    "int32": torch.int32, "int64": torch.int64, "uint8": torch.uint8,
+    "int32": torch.int32, "int64": torch.int64, "uint8": torch.uint8, "bool": torch.bool,
 }
 
 # rms_norm's eps when a module gives none: ATen's default, the epsilon of the op's compute type (float32's for 16-bit
@@ -114,7 +114,7 @@ def _same(op, arg, kind, ours, theirs, spec_dtype):
         ours = torch.finfo(torch.float64 if spec_dtype == torch.float64 else torch.float32).eps
     if ours is None or theirs is None:
         return ours is None and theirs is None
-    if kind == "number":
+    if kind in ("number", "fill"):  # a fill value may be "inf" / "-inf"
         return math.isclose(float(ours), float(theirs), rel_tol=1e-9, abs_tol=0.0)
     if kind == "int_list":
         return _as_list(op, arg, ours) == _as_list(op, arg, theirs)

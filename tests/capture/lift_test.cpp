@@ -75,3 +75,38 @@ TEST(capture_lift, a_norm_with_a_weight_of_another_dtype_is_not_lifted) {
   EXPECT_TRUE(lifted_named(lift(t), "layer_norm").empty());
   EXPECT_EQ(lifted_named(lift(t), "gelu").size(), 3u);
 }
+
+// Hugging Face's eager attention masks scores with a bool mask: scores.masked_fill(mask, -inf) (or finfo.min), then
+// softmax. The trace encodes -inf as {"float": "-inf"} (JSON has no infinity); the lifted op holds it as a spec does.
+// A uint8 mask (not torch's bool) is not lifted: masked_fill refuses it in eager.
+TEST(capture_lift, a_bool_masked_fill_is_lifted_with_its_infinite_value) {
+  auto tensor = [](int64_t v, std::vector<int64_t> shape, const char* dtype) {
+    std::vector<int64_t> stride(shape.size(), 1);
+    for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) stride[i] = stride[i + 1] * shape[i + 1];
+    return nlohmann::json{{"value", v}, {"shape", shape}, {"dtype", dtype}, {"stride", stride}, {"device", "cpu"}};
+  };
+  auto make = [&](const char* mask_dtype, nlohmann::json value) {
+    nlohmann::json j = {{"version", 1}, {"model", "t.py:attn"}, {"device", "cpu"}, {"torch", "2.11.0"},
+                        {"iterations", 1}, {"forward_us", 0.0},
+                        {"origins", {{"0", {{"input", 0}}}, {"1", {{"input", 1}}}}}, {"model_outputs", {3}}};
+    j["ops"] = {
+        {{"index", 0}, {"op", "aten.masked_fill.Scalar"}, {"module", "attn"},
+         {"args", {tensor(0, {2, 4, 8, 8}, "float16"), tensor(1, {1, 1, 8, 8}, mask_dtype), value}},
+         {"kwargs", nlohmann::json::object()}, {"outputs", {tensor(2, {2, 4, 8, 8}, "float16")}}, {"time_us", 1.0}},
+        {{"index", 1}, {"op", "aten._softmax.default"}, {"module", "attn"},
+         {"args", {tensor(2, {2, 4, 8, 8}, "float16"), -1, false}}, {"kwargs", nlohmann::json::object()},
+         {"outputs", {tensor(3, {2, 4, 8, 8}, "float16")}}, {"time_us", 1.0}},
+    };
+    return parse_trace(j, "t.json");
+  };
+  auto fills = lifted_named(lift(make("bool", {{"float", "-inf"}})), "masked_fill");
+  ASSERT_EQ(fills.size(), 1u);
+  EXPECT_EQ(fills[0].args, (nlohmann::json{{"value", "-inf"}}));
+  ASSERT_EQ(fills[0].tensors.size(), 1u);
+  EXPECT_EQ(fills[0].tensors[0], (std::pair<std::string, int64_t>{"mask", 1}));
+  fills = lifted_named(lift(make("bool", -65504.0)), "masked_fill");
+  ASSERT_EQ(fills.size(), 1u);
+  EXPECT_EQ(fills[0].args["value"], -65504.0);
+  EXPECT_TRUE(lifted_named(lift(make("uint8", -65504.0)), "masked_fill").empty());
+  EXPECT_TRUE(lifted_named(lift(make("bool", {{"float", "nan"}})), "masked_fill").empty());
+}

@@ -345,6 +345,33 @@ cases:
   EXPECT_NE(why.find("does not broadcast into x in every case"), std::string::npos) << why;
 }
 
+// A bool mask filled before the softmax (x.masked_fill(mask, value), as Hugging Face writes causal and padding masks)
+// is a prologue step: the families load it as bytes and put the value (float16's lowest, -inf) where it is true. The
+// cpu kernel passes the verifier on a causal [1, 1, S, S] mask with a one-column case and on a random [B, 1, 1, S]
+// padding mask before a widening log_softmax; a float mask given to masked_fill is refused by the spec.
+TEST(graph_match, a_bool_mask_filled_before_a_softmax_is_a_prologue_step) {
+  const std::filesystem::path dir = std::filesystem::path(KFORGE_SOURCE_DIR) / "tests" / "data" / "specs" / "families";
+  const family* cuda_family = find_family("row_softmax_cuda", device_kind::cuda);
+  const workload_spec causal = load_spec((dir / "bool-causal-softmax-f16.yaml").string());
+  std::string why;
+  auto g = match_softmax(causal, &why);
+  ASSERT_TRUE(g.has_value()) << why;
+  EXPECT_EQ(g->mask_inputs(), std::vector<std::string>{"causal"});
+  EXPECT_EQ(g->describe(), "x[float16] -> scale(0.125) -> masked_fill(causal, -65504) -> softmax(float16)");
+  EXPECT_TRUE(cuda_family->covers(causal, &why)) << why;
+  const std::string cuda = cuda_family->emit(causal, cuda_family->default_variant(causal));
+  EXPECT_NE(cuda.find("using mask0_t = bool;"), std::string::npos);
+  EXPECT_NE(cuda.find("x = m0 != 0.f ? to_f(from_f<__half>(-65504.0f)) : x;"), std::string::npos);
+  test::expect_passes(causal, "bool causal mask", "row_softmax_cpu", device_kind::cpu);
+  const workload_spec pad = load_spec((dir / "bool-padding-log-softmax-bf16.yaml").string());
+  g = match_softmax(pad, &why);
+  ASSERT_TRUE(g.has_value()) << why;
+  EXPECT_EQ(g->prologue.at(0).value, -INFINITY);
+  EXPECT_NE(cuda_family->emit(pad, cuda_family->default_variant(pad)).find("x = m0 != 0.f ? -INFINITY : x;"),
+            std::string::npos);
+  test::expect_passes(pad, "bool padding mask", "row_softmax_cpu", device_kind::cpu);
+}
+
 // The softmax kernels read each row as one contiguous run: a channels_last x, whose last dim is strided, is not
 // theirs (a family that claimed it emitted a kernel that declined every case).
 TEST(graph_match, softmax_over_a_strided_last_dim_is_not_covered) {

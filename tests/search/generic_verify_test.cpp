@@ -34,6 +34,7 @@ std::string one_op_spec(const std::string& op, const std::string& t) {
   if (op == "softcap") args = "cap: 5.0";
   else if (op == "scale") args = "factor: 0.5";
   else if (op == "add_mask") args = "mask: m", extra = fmt::format("  m: {{shape: [8, 6], dtype: {}}}\n", t);
+  else if (op == "masked_fill") args = "mask: m, value: -inf", extra = "  m: {shape: [8, 6], dtype: bool, init: {randint: {high: 2}}}\n";
   else if (op == "softmax") args = "dim: 1";
   else if (op == "log_softmax") args = "dim: -1, dtype: float32";
   else if (op == "topk") args = "k: 3, dim: 1";
@@ -123,6 +124,12 @@ TEST(generic_verify_cuda, mixed_graphs_extra_outputs_and_the_pointwise_family) {
 TEST(generic_verify, mixed_graphs_and_extra_outputs) {
   for (const char* f : {"elementwise-ops.yaml", "residual-rmsnorm.yaml", "mlp.yaml", "norms.yaml", "everything.yaml"})
     expect_generic_passes(load_spec((k_good / f).string()), f);
+  // A bool mask broadcast over rows, which pointwise_cpu does not read (it takes floating operands): generic's.
+  const workload_spec fill = load_spec((k_good.parent_path() / "families" / "bool-fill-mul-f32.yaml").string());
+  std::string why;
+  EXPECT_FALSE(find_family("pointwise_cpu", device_kind::cpu)->covers(fill, &why));
+  EXPECT_NE(why.find("an operand is bool"), std::string::npos) << why;
+  expect_generic_passes(fill, "bool-fill-mul-f32.yaml");
   // A linear layer with a long inner dim in float32 (a float sum over K=512 drifts past float32's tolerance).
   expect_generic_passes(parse(R"(version: 1
 name: long-k

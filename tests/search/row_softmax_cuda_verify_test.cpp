@@ -99,13 +99,32 @@ variants all_variants() {
   return v;
 }
 
-TEST(row_softmax_cuda_verify, every_team_on_every_mask_kind) {
-  KF_REQUIRE_GPU();
-  const variants v = all_variants();
+// Bool masks of masked_fill (one byte an element, vectors of them aligned as x's are or read a value at a time): a
+// causal [1, 1, S, S] mask filled with float16's lowest, a random padding mask [B, 1, 1, S] filled with -inf before a
+// widening log_softmax.
+variants bool_mask_variants() {
+  variants v;
+  const fs::path dir = fs::path(KFORGE_SOURCE_DIR) / "tests" / "data" / "specs" / "families";
+  add_teams(v, load_spec((dir / "bool-causal-softmax-f16.yaml").string()));
+  add_teams(v, load_spec((dir / "bool-padding-log-softmax-bf16.yaml").string()));
+  return v;
+}
+
+void expect_all_pass(const variants& v) {
   test::warm("row_softmax_cuda", device_kind::cuda, v);
   for (size_t i = 0; i < v.size(); ++i)
     test::expect_passes(v[i].first, v[i].first.name + " variant " + std::to_string(i % k_per_spec), "row_softmax_cuda",
                         device_kind::cuda, v[i].second);
+}
+
+TEST(row_softmax_cuda_verify, every_team_on_bool_masks) {
+  KF_REQUIRE_GPU();
+  expect_all_pass(bool_mask_variants());
+}
+
+TEST(row_softmax_cuda_verify, every_team_on_every_mask_kind) {
+  KF_REQUIRE_GPU();
+  expect_all_pass(all_variants());
 }
 
 // Without a GPU, the same variants are still valid and emit (what the GPU run
@@ -113,7 +132,9 @@ TEST(row_softmax_cuda_verify, every_team_on_every_mask_kind) {
 TEST(row_softmax_cuda_verify, every_variant_is_valid) {
   const family* f = find_family("row_softmax_cuda", device_kind::cuda);
   ASSERT_NE(f, nullptr);
-  for (auto& [s, changes] : all_variants()) {
+  variants v = all_variants();
+  for (auto& b : bool_mask_variants()) v.push_back(b);
+  for (auto& [s, changes] : v) {
     std::string why;
     ASSERT_TRUE(f->covers(s, &why)) << s.name << ": " << why;
     EXPECT_TRUE(f->valid(test::variant_of(*f, s, changes), s, &why)) << s.name << ": " << why;

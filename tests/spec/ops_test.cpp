@@ -95,6 +95,45 @@ TEST(ops, add_mask_promotes_types) {
   EXPECT_EQ(o.at(0), (tensor_desc{{2, 4, 4}, dtype::float32}));
 }
 
+TEST(ops, masked_fill_takes_a_bool_mask_that_keeps_the_shape_and_a_value_the_type_holds) {
+  const std::string mask = "  m: {shape: [1, 4, 4], dtype: bool, init: causal_mask}\n";
+  auto o = outputs_of(spec_text("[2, 3, 4, 4]", "float16", "  - masked_fill: {input: x, mask: m, value: -inf}\n", mask));
+  EXPECT_EQ(o.at(0), (tensor_desc{{2, 3, 4, 4}, dtype::float16}));  // x's type: the mask does not promote
+  workload_spec s = parse_ok(spec_text("[2, 3, 4, 4]", "float32", "  - masked_fill: {input: x, mask: m, value: -3.4028234663852886e38}\n", mask));
+  EXPECT_EQ(s.graph[0].args["value"], -3.4028234663852886e38);
+  s = parse_ok(spec_text("[2, 3, 4, 4]", "float32", "  - masked_fill: {input: x, mask: m, value: -.inf}\n", mask));
+  EXPECT_EQ(s.graph[0].args["value"], "-inf");  // JSON holds no infinity
+  EXPECT_EQ(number_value(s.graph[0].args["value"]), -INFINITY);
+  auto first_error = [](const std::string& text) {
+    workload_spec w;
+    auto d = parse_spec_text(text, "t.yaml", &w);
+    return d.empty() ? std::string("no error") : d[0].field + ": " + d[0].message;
+  };
+  // A float mask is add_mask's; -1e9 overflows float16 (torch refuses it); a mask may not grow x; NaN is no value.
+  EXPECT_NE(first_error(spec_text("[4, 4]", "float32", "  - masked_fill: {input: x, mask: m, value: 0}\n",
+                                  "  m: {shape: [4, 4], dtype: float32}\n")).find("expected a bool mask"), std::string::npos);
+  auto e = first_error(spec_text("[1, 4, 4]", "float16", "  - masked_fill: {input: x, mask: m, value: -1e9}\n", mask));
+  EXPECT_NE(e.find("graph[0].masked_fill.value"), std::string::npos) << e;
+  EXPECT_NE(e.find("does not fit the input's float16"), std::string::npos) << e;
+  EXPECT_NE(first_error(spec_text("[4, 4]", "float32", "  - masked_fill: {input: x, mask: m, value: 0}\n", mask)).find("would grow"), std::string::npos);
+  EXPECT_NE(first_error(spec_text("[1, 4, 4]", "float32", "  - masked_fill: {input: x, mask: m, value: .nan}\n", mask)).find("expected a number, -inf or inf"), std::string::npos);
+}
+
+TEST(ops, a_bool_input_is_drawn_as_a_mask_or_not_at_all) {
+  workload_spec w;
+  auto d = parse_spec_text(spec_text("[4, 4]", "float32", "  - masked_fill: {input: x, mask: m, value: 0}\n",
+                                     "  m: {shape: [4, 4], dtype: bool}\n"), "t.yaml", &w);
+  ASSERT_FALSE(d.empty());
+  EXPECT_EQ(d[0].field, "inputs.m");
+  EXPECT_NE(d[0].message.find("a bool input needs an init"), std::string::npos) << d[0].message;
+  d = parse_spec_text(spec_text("[4, 4]", "float32", "  - masked_fill: {input: x, mask: m, value: 0}\n",
+                                "  m: {shape: [4, 4], dtype: bool, init: {randint: {high: 3}}}\n"), "t.yaml", &w);
+  ASSERT_FALSE(d.empty());
+  EXPECT_NE(d[0].message.find("a bool input holds 0 and 1"), std::string::npos) << d[0].message;
+  parse_ok(spec_text("[4, 4]", "float32", "  - masked_fill: {input: x, mask: m, value: 0}\n",
+                     "  m: {shape: [4, 4], dtype: bool, init: {randint: {high: 2}}}\n"));
+}
+
 TEST(ops, mismatch_throws_user_error_naming_the_field_and_case) {
   std::string text = spec_text("[1, C, 4, 4]", "float32", "  - group_norm: {input: x, num_groups: 4}\n", "", "[{C: 8}, {C: 6}]");
   workload_spec s;

@@ -265,6 +265,24 @@ TEST(ops_torch, channels_last_and_causal_mask_inits) {
     for (int j = 0; j < 4; ++j) EXPECT_EQ(mask[i][j].item<float>(), j <= i ? 0.f : -INFINITY) << i << "," << j;
 }
 
+TEST(ops_torch, bool_masks_fill_where_true) {
+  // causal_mask on a bool input: true above the diagonal (the positions a causal masked_fill fills).
+  workload_spec m = spec_of("  x: {shape: [2, 3, 4], dtype: float16}\n  m: {shape: [3, 4], dtype: bool, init: causal_mask}\n",
+                            "  - masked_fill: {input: x, mask: m, value: -inf}\n  - softmax: {dim: -1, dtype: float32}\n");
+  auto in = make_inputs(m, m.cases[0], 1, k_cpu);
+  ASSERT_EQ(in[1].scalar_type(), at::kBool);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(in[1][i][j].item<bool>(), j > i) << i << "," << j;
+  at::Tensor y = run_graph(m, in)[0];
+  at::Tensor want = at::softmax(in[0].masked_fill(in[1], -INFINITY), -1, at::kFloat);
+  EXPECT_TRUE(at::equal(y, want));
+  EXPECT_EQ(y[1][0][3].item<float>(), 0.f);  // a filled position's probability
+  at::Tensor x = t({1.f, 2.f, 3.f, 4.f}, {2, 2});
+  at::Tensor b = at::tensor({1, 0, 0, 1}, at::kInt).to(at::kBool).reshape({2, 2});
+  expect_close(run1("masked_fill: {input: x, mask: b, value: -65504}", {2, 2}, x, "  b: {shape: [2, 2], dtype: bool, init: causal_mask}\n", {b})[0],
+               {-65504, 2, 3, -65504});
+}
+
 TEST(ops_torch, adversarial_inputs) {
   workload_spec s = load_spec("qwen-router-topk", k_workloads);
   const case_spec& c = s.cases.at(2);  // [7, 257]

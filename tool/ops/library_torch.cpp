@@ -53,6 +53,7 @@ const char* kind_code(kf::arg_kind k) {
     case kf::arg_kind::dtype: return "dtype";
     case kf::arg_kind::tensor: return "tensor";
     case kf::arg_kind::int_list: return "int_list";
+    case kf::arg_kind::fill: return "fill";
   }
   return "unknown";
 }

@@ -50,6 +50,7 @@ std::string storage_type(dtype t) {
     case dtype::float16:
     case dtype::bfloat16: return "uint16_t";
     case dtype::float64: return "double";
+    case dtype::boolean: return "uint8_t";  // a masked_fill mask: 0 or 1
     default: KF_ASSERT(false, "no cpu storage for {}", dtype_name(t));
   }
 }
@@ -60,6 +61,7 @@ std::string load(dtype t, const std::string& e) {
     case dtype::float16: return fmt::format("kf_ld_f16({})", e);
     case dtype::bfloat16: return fmt::format("kf_ld_bf16({})", e);
     case dtype::float64: return fmt::format("(float)({})", e);
+    case dtype::boolean: return fmt::format("(float)({})", e);
     default: KF_ASSERT(false, "no cpu load for {}", dtype_name(t));
   }
 }
@@ -101,6 +103,10 @@ std::string prologue_statements(const elementwise_step& st, const std::string& m
       break;
     case elementwise_step::kind::cast: break;
     case elementwise_step::kind::add_mask: line = fmt::format("v = v + {};", mask_value); break;
+    case elementwise_step::kind::masked_fill:  // rounded to x's type below, as masked_fill does
+      line = fmt::format("v = {} != 0.f ? {} : v;", mask_value,
+                         std::isinf(st.value) ? (st.value > 0 ? "INFINITY" : "-INFINITY") : float_literal(st.value));
+      break;
   }
   std::string out = line.empty() ? "" : "  " + line + "\n";
   if (st.to == dtype::float16 || st.to == dtype::bfloat16) out += "  v = " + round_through(st.to, "v") + ";\n";

@@ -18,6 +18,7 @@ std::string c_type(dtype t) {
     case dtype::float16: return "__half";
     case dtype::bfloat16: return "__nv_bfloat16";
     case dtype::float64: return "double";
+    case dtype::boolean: return "bool";  // a masked_fill mask
     default: KF_ASSERT(false, "no CUDA float type for {}", dtype_name(t));
   }
 }
@@ -90,6 +91,13 @@ std::string prologue_code(const std::vector<elementwise_step>& steps, const std:
       case elementwise_step::kind::add_mask:
         s += fmt::format("  x = x + m{};\n", mask_i++);
         break;
+      case elementwise_step::kind::masked_fill: {
+        // The value as x's type holds it (masked_fill rounds it there); a mask is loaded as 0 or 1.
+        std::string value = std::isinf(st.value) ? (st.value > 0 ? "INFINITY" : "-INFINITY") : float_literal(st.value);
+        if (auto r = round_to(value, st.to); !r.empty() && std::isfinite(st.value)) value = r;
+        s += fmt::format("  x = m{} != 0.f ? {} : x;\n", mask_i++, value);
+        break;
+      }
       case elementwise_step::kind::cast:
         if (auto r = round_to("x", st.to); !r.empty()) s += fmt::format("  x = {};\n", r);
         break;

@@ -41,11 +41,13 @@ template <> struct dtype_code<float> { static constexpr int value = KF_FLOAT32; 
 template <> struct dtype_code<__half> { static constexpr int value = KF_FLOAT16; };
 template <> struct dtype_code<__nv_bfloat16> { static constexpr int value = KF_BFLOAT16; };
 template <> struct dtype_code<double> { static constexpr int value = KF_FLOAT64; };
+template <> struct dtype_code<bool> { static constexpr int value = KF_BOOL; };
 
 __device__ __forceinline__ float to_f(float x) { return x; }
 __device__ __forceinline__ float to_f(double x) { return (float)x; }
 __device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
 __device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_f(bool x) { return x ? 1.f : 0.f; }  // a masked_fill mask
 template <typename T> __device__ __forceinline__ T from_f(float x);
 template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
 template <> __device__ __forceinline__ double from_f<double>(float x) { return (double)x; }

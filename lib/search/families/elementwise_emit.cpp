@@ -11,8 +11,8 @@
 namespace kf::ew {
 
 bool is_elementwise(std::string_view op) {
-  static const std::vector<std::string_view> k = {"scale", "softcap", "add_mask", "silu", "gelu", "cast", "sigmoid",
-                                                  "tanh", "relu", "exp", "rsqrt", "neg", "add", "sub", "mul", "div"};
+  static const std::vector<std::string_view> k = {"scale", "softcap", "add_mask", "masked_fill", "silu", "gelu", "cast",
+                                                  "sigmoid", "tanh", "relu", "exp", "rsqrt", "neg", "add", "sub", "mul", "div"};
   for (auto o : k)
     if (o == op) return true;
   return false;
@@ -24,7 +24,7 @@ bool calls_transcendental(std::string_view op) {
 }
 
 std::string operand_arg(const op_call& call) {
-  if (call.op == "add_mask") return "mask";
+  if (call.op == "add_mask" || call.op == "masked_fill") return "mask";
   if (call.op == "add" || call.op == "sub" || call.op == "mul" || call.op == "div") return "other";
   return "";
 }
@@ -46,6 +46,7 @@ std::string abi_code(dtype t) {
     case dtype::int32: return "KF_INT32";
     case dtype::int64: return "KF_INT64";
     case dtype::uint8: return "KF_UINT8";
+    case dtype::boolean: return "KF_BOOL";
   }
   return "KF_FLOAT32";
 }
@@ -59,6 +60,8 @@ std::string statement(const op_call& call, const std::string& v, const std::stri
   if (op == "scale") s = fmt::format("{0} = {0} * {1};", v, num("factor"));
   else if (op == "softcap") s = fmt::format("{0} = kf_tanh({0} / {1}) * {1};", v, num("cap"));
   else if (op == "add_mask" || op == "add") s = fmt::format("{0} = {0} + {1};", v, operand);
+  else if (op == "masked_fill")
+    s = fmt::format("{0} = {1} != ({2})0 ? {3} : {0};", v, operand, acc, literal(number_value(a.at("value")), acc));
   else if (op == "sub") s = fmt::format("{0} = {0} - {1};", v, operand);
   else if (op == "mul") s = fmt::format("{0} = {0} * {1};", v, operand);
   else if (op == "div") s = fmt::format("{0} = {0} / {1};", v, operand);

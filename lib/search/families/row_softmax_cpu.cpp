@@ -52,8 +52,8 @@ class row_softmax_cpu final : public family {
     auto g = match_softmax(spec, why_not);
     if (!g) return false;
     for (auto& in : spec.inputs)
-      if (in.type == dtype::float64 || !is_floating(in.type)) {
-        if (why_not) *why_not = fmt::format("input {} is {}: the cpu softmax takes float32/16 and bfloat16", in.name, dtype_name(in.type));
+      if (in.type == dtype::float64 || (!is_floating(in.type) && in.type != dtype::boolean)) {
+        if (why_not) *why_not = fmt::format("input {} is {}: the cpu softmax takes float32/16 and bfloat16 (and bool masks)", in.name, dtype_name(in.type));
         return false;
       }
     return true;
@@ -137,7 +137,7 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
   int nm = 0;
   for (auto& st : g->prologue) {
     std::string mask_value;
-    if (st.what == elementwise_step::kind::add_mask) {
+    if (st.what == elementwise_step::kind::add_mask || st.what == elementwise_step::kind::masked_fill) {
       auto mt = spec.find_input(st.mask)->type;
       const char* sep = nm ? ", " : "";
       mask_types += fmt::format("typedef {} kf_m{}_t;\n", cpu_emit::storage_type(mt), nm);

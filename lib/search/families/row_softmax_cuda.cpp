@@ -98,11 +98,11 @@ class row_softmax_cuda final : public family {
     };
     if (!cuda_emit::storable(g->in_type) || !cuda_emit::storable(g->out_type))
       return fail("row_softmax_cuda handles float32/float16/bfloat16/float64 tensors only");
-    for (auto& st : g->prologue)
-      if (st.what == elementwise_step::kind::add_mask) {
-        const input_spec* m = spec.find_input(st.mask);
-        if (!m || !cuda_emit::storable(m->type)) return fail("row_softmax_cuda needs floating-point masks");
-      }
+    for (const std::string& name : g->mask_inputs()) {
+      const input_spec* m = spec.find_input(name);
+      if (!m || !(cuda_emit::storable(m->type) || m->type == dtype::boolean))
+        return fail("row_softmax_cuda needs floating-point masks (or bool masks of masked_fill)");
+    }
     if (g->topk > 32) return fail("row_softmax_cuda's top-k keeps at most 32 values per row");
     return true;
   }
@@ -337,9 +337,7 @@ class row_softmax_cuda final : public family {
 
  private:
   std::string config(const workload_spec& spec, const softmax_graph& g, const knob_values& v) const {
-    std::vector<std::string> masks;
-    for (auto& st : g.prologue)
-      if (st.what == elementwise_step::kind::add_mask) masks.push_back(st.mask);
+    const std::vector<std::string> masks = g.mask_inputs();
     const int nm = static_cast<int>(masks.size());
     std::string s = fmt::format("using in_t = {};\nusing out_t = {};\nusing cache_t = {};\n",
                                 cuda_emit::c_type(g.in_type), cuda_emit::c_type(g.out_type),
