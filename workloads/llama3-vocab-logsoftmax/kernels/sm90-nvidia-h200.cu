@@ -17,6 +17,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-07T01:33:44Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T01:48:56Z, dispatch version 1 from version 1; knobs filled: p0.ragged=0 (the code before the knob), p1.ragged=0 (the code before the knob); measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T02:24:37Z, dispatch version 1 from version 1; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T08:56:10Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 
 // dispatch: each part below is a whole candidate of its family, its names in a namespace of its own and its kf_launch renamed;
 // the kf_launch at the end picks a part by the bytes of the inputs it receives.
@@ -76,11 +77,13 @@ template <> struct dtype_code<float> { static constexpr int value = KF_FLOAT32; 
 template <> struct dtype_code<__half> { static constexpr int value = KF_FLOAT16; };
 template <> struct dtype_code<__nv_bfloat16> { static constexpr int value = KF_BFLOAT16; };
 template <> struct dtype_code<double> { static constexpr int value = KF_FLOAT64; };
+template <> struct dtype_code<bool> { static constexpr int value = KF_BOOL; };
 
 __device__ __forceinline__ float to_f(float x) { return x; }
 __device__ __forceinline__ float to_f(double x) { return (float)x; }
 __device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
 __device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_f(bool x) { return x ? 1.f : 0.f; }  // a masked_fill mask
 template <typename T> __device__ __forceinline__ T from_f(float x);
 template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
 template <> __device__ __forceinline__ double from_f<double>(float x) { return (double)x; }
@@ -1247,11 +1250,13 @@ template <> struct dtype_code<float> { static constexpr int value = KF_FLOAT32; 
 template <> struct dtype_code<__half> { static constexpr int value = KF_FLOAT16; };
 template <> struct dtype_code<__nv_bfloat16> { static constexpr int value = KF_BFLOAT16; };
 template <> struct dtype_code<double> { static constexpr int value = KF_FLOAT64; };
+template <> struct dtype_code<bool> { static constexpr int value = KF_BOOL; };
 
 __device__ __forceinline__ float to_f(float x) { return x; }
 __device__ __forceinline__ float to_f(double x) { return (float)x; }
 __device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
 __device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_f(bool x) { return x ? 1.f : 0.f; }  // a masked_fill mask
 template <typename T> __device__ __forceinline__ T from_f(float x);
 template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
 template <> __device__ __forceinline__ double from_f<double>(float x) { return (double)x; }
@@ -2377,7 +2382,7 @@ static inline int64_t kf_dispatch_bytes(const kf_tensor* t, int n) {
     const int dtype = t[i].dtype;
     const int64_t size = dtype == KF_FLOAT64 || dtype == KF_INT64 ? 8
                          : dtype == KF_FLOAT32 || dtype == KF_INT32 ? 4
-                         : dtype == KF_UINT8 ? 1 : 2;
+                         : dtype == KF_UINT8 || dtype == KF_BOOL ? 1 : 2;
     total += count * size;
   }
   return total;

@@ -24,6 +24,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-07T01:33:44Z, row_softmax_cuda version 10 from version 10; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T01:48:56Z, row_softmax_cuda version 11 from version 10; knobs filled: ragged=0 (the code before the knob); measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T02:24:37Z, row_softmax_cuda version 11 from version 11; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T08:56:10Z, row_softmax_cuda version 11 from version 11; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -68,11 +69,13 @@ template <> struct dtype_code<float> { static constexpr int value = KF_FLOAT32; 
 template <> struct dtype_code<__half> { static constexpr int value = KF_FLOAT16; };
 template <> struct dtype_code<__nv_bfloat16> { static constexpr int value = KF_BFLOAT16; };
 template <> struct dtype_code<double> { static constexpr int value = KF_FLOAT64; };
+template <> struct dtype_code<bool> { static constexpr int value = KF_BOOL; };
 
 __device__ __forceinline__ float to_f(float x) { return x; }
 __device__ __forceinline__ float to_f(double x) { return (float)x; }
 __device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
 __device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_f(bool x) { return x ? 1.f : 0.f; }  // a masked_fill mask
 template <typename T> __device__ __forceinline__ T from_f(float x);
 template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
 template <> __device__ __forceinline__ double from_f<double>(float x) { return (double)x; }

@@ -14,6 +14,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T18:08:11Z, group_norm_cuda version 4 from version 3; knobs filled: fit=0 (the code before the knob); measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T18:38:21Z, group_norm_cuda version 4 from version 4; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T21:48:40Z, group_norm_cuda version 5 from version 4; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T08:56:10Z, group_norm_cuda version 5 from version 5; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -58,11 +59,13 @@ template <> struct dtype_code<float> { static constexpr int value = KF_FLOAT32; 
 template <> struct dtype_code<__half> { static constexpr int value = KF_FLOAT16; };
 template <> struct dtype_code<__nv_bfloat16> { static constexpr int value = KF_BFLOAT16; };
 template <> struct dtype_code<double> { static constexpr int value = KF_FLOAT64; };
+template <> struct dtype_code<bool> { static constexpr int value = KF_BOOL; };
 
 __device__ __forceinline__ float to_f(float x) { return x; }
 __device__ __forceinline__ float to_f(double x) { return (float)x; }
 __device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
 __device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_f(bool x) { return x ? 1.f : 0.f; }  // a masked_fill mask
 template <typename T> __device__ __forceinline__ T from_f(float x);
 template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
 template <> __device__ __forceinline__ double from_f<double>(float x) { return (double)x; }
