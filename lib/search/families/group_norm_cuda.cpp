@@ -43,8 +43,8 @@ class group_norm_cuda final : public family {
   // uniform_affine and that table (the same arithmetic, written once). 4: `fit`; the row-cached kernels load each
   // vector's channel's w and b with x, and team's table channels are loaded when the row starts; team_kernel takes
   // at most 64 registers a thread. 5: rows held in registers take the two-pass statistics where x is float32
-  // (held_twopass).
-  int version() const override { return 5; }
+  // (held_twopass). 6: that second pass also sums the deviations and corrects the mean (the corrected two-pass).
+  int version() const override { return 6; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_norm(spec, why_not);
