@@ -1,5 +1,5 @@
 // kforge kernel: family dispatch, version 1
-// knobs: p0=group_norm_cuda@5/ahead:2/chunks:4/cluster:8/fit:0/l2_hint:0/lag_mb:4/publish:tagged/reverse:1/ring_kb:192/seg_kb:32/sm_blocks:0/splits:64/stages:2/stats:shifted/strategy:stream/stream_store:0/team_kb:96/team_l2:100/threads:256/unroll:4/vec:8 p1=group_norm_cuda@5/ahead:2/chunks:4/cluster:8/fit:0/l2_hint:1/lag_mb:0/publish:tagged/reverse:1/ring_kb:192/seg_kb:32/sm_blocks:0/splits:64/stages:2/stats:shifted/strategy:stream/stream_store:1/team_kb:96/team_l2:50/threads:128/unroll:4/vec:8 p2=group_norm_cuda@5/ahead:2/chunks:4/cluster:8/fit:0/l2_hint:1/lag_mb:0/publish:counter/reverse:1/ring_kb:192/seg_kb:64/sm_blocks:0/splits:64/stages:2/stats:shifted/strategy:stream/stream_store:1/team_kb:96/team_l2:50/threads:256/unroll:4/vec:8 parts=3 upto0=47456210 upto1=189813436
+// knobs: p0=group_norm_cuda@6/ahead:2/chunks:4/cluster:8/fit:0/l2_hint:0/lag_mb:4/publish:tagged/reverse:1/ring_kb:192/seg_kb:32/sm_blocks:0/splits:64/stages:2/stats:shifted/strategy:stream/stream_store:0/team_kb:96/team_l2:100/threads:256/unroll:4/vec:8 p1=group_norm_cuda@6/ahead:2/chunks:4/cluster:8/fit:0/l2_hint:1/lag_mb:0/publish:tagged/reverse:1/ring_kb:192/seg_kb:32/sm_blocks:0/splits:64/stages:2/stats:shifted/strategy:stream/stream_store:1/team_kb:96/team_l2:50/threads:128/unroll:4/vec:8 p2=group_norm_cuda@6/ahead:2/chunks:4/cluster:8/fit:0/l2_hint:1/lag_mb:0/publish:counter/reverse:1/ring_kb:192/seg_kb:64/sm_blocks:0/splits:64/stages:2/stats:shifted/strategy:stream/stream_store:1/team_kb:96/team_l2:50/threads:256/unroll:4/vec:8 parts=3 upto0=47456210 upto1=189813436
 // computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06) -> silu
 // kforge winner: sd35-vae-groupnorm-silu on sm90-nvidia-h100-80gb-hbm3
 // found: by `kforge search` (template proposer) on 2026-12-06T02:23:58Z
@@ -12,6 +12,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T18:38:21Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T21:48:40Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T08:56:10Z, dispatch version 1 from version 1; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T09:21:48Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 
 // dispatch: each part below is a whole candidate of its family, its names in a namespace of its own and its kf_launch renamed;
 // the kf_launch at the end picks a part by the bytes of the inputs it receives.
@@ -24,7 +25,7 @@
 // ---- part 0 ----
 #define kf_launch kf_launch_part0
 namespace kf_part0 {
-// kforge kernel: family group_norm_cuda, version 5
+// kforge kernel: family group_norm_cuda, version 6
 // knobs: ahead=2 chunks=4 cluster=8 fit=0 l2_hint=0 lag_mb=4 publish=tagged reverse=1 ring_kb=192 seg_kb=32 sm_blocks=0 splits=64 stages=2 stats=shifted strategy=stream stream_store=0 team_kb=96 team_l2=100 threads=256 unroll=4 vec=8
 // computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06) -> silu
 
@@ -602,15 +603,25 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
       // Shifted by the row's first element: a row of one value has an exact mean, so x - mean is 0 there (its
       // 1/sqrt(eps) would magnify a mean off by an ulp).
       const f3 t = g.reduce(f3{cnt, s, 0.f}, comb_add);
-      const float mean = mo.shift + t.b / t.a;
-      float q = 0.f;
+      const float mean0 = mo.shift + t.b / t.a;
+      // The second pass sums the deviations from mean0 too and corrects it (the corrected two-pass algorithm): the
+      // first sum's float error grows with |mean - shift| x n (a row of 16384 values a mean 2 from its first value
+      // put the mean 4e-7 off, 4 units of float32's tolerance where an output is near 0); the deviations' sum is
+      // about sqrt(n) in size, its error 100s of times smaller. A row of one value still gives 0 deviations.
+      float q = 0.f, d1 = 0.f;
 #pragma unroll
       for (int c = 0; c < k_chunks; ++c)
         if (lo + ((int64_t)c * g.nthr + g.tid) * V < hi) {
 #pragma unroll
-          for (int v = 0; v < V; ++v) q += (r[c][v] - mean) * (r[c][v] - mean);
+          for (int v = 0; v < V; ++v) {
+            const float d = r[c][v] - mean0;
+            d1 += d;
+            q += d * d;
+          }
         }
-      const float var = g.reduce(f3{q, 0.f, 0.f}, comb_add).a / t.a;
+      const f3 u = g.reduce(f3{q, d1, 0.f}, comb_add);
+      const float corr = u.b / t.a;
+      const float mean = mean0 + corr, var = fmaxf(u.a / t.a - corr * corr, 0.f);
       mr = make_float2(mean, rsqrtf(var + a.eps));
     } else if constexpr (k_held_twopass) {
       float q = 0.f, cnt = 0.f;
@@ -1754,7 +1765,7 @@ extern "C" int kf_launch(const kf_tensor* inputs, int n_inputs, kf_tensor* outpu
 // ---- part 1 ----
 #define kf_launch kf_launch_part1
 namespace kf_part1 {
-// kforge kernel: family group_norm_cuda, version 5
+// kforge kernel: family group_norm_cuda, version 6
 // knobs: ahead=2 chunks=4 cluster=8 fit=0 l2_hint=1 lag_mb=0 publish=tagged reverse=1 ring_kb=192 seg_kb=32 sm_blocks=0 splits=64 stages=2 stats=shifted strategy=stream stream_store=1 team_kb=96 team_l2=50 threads=128 unroll=4 vec=8
 // computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06) -> silu
 
@@ -2332,15 +2343,25 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
       // Shifted by the row's first element: a row of one value has an exact mean, so x - mean is 0 there (its
       // 1/sqrt(eps) would magnify a mean off by an ulp).
       const f3 t = g.reduce(f3{cnt, s, 0.f}, comb_add);
-      const float mean = mo.shift + t.b / t.a;
-      float q = 0.f;
+      const float mean0 = mo.shift + t.b / t.a;
+      // The second pass sums the deviations from mean0 too and corrects it (the corrected two-pass algorithm): the
+      // first sum's float error grows with |mean - shift| x n (a row of 16384 values a mean 2 from its first value
+      // put the mean 4e-7 off, 4 units of float32's tolerance where an output is near 0); the deviations' sum is
+      // about sqrt(n) in size, its error 100s of times smaller. A row of one value still gives 0 deviations.
+      float q = 0.f, d1 = 0.f;
 #pragma unroll
       for (int c = 0; c < k_chunks; ++c)
         if (lo + ((int64_t)c * g.nthr + g.tid) * V < hi) {
 #pragma unroll
-          for (int v = 0; v < V; ++v) q += (r[c][v] - mean) * (r[c][v] - mean);
+          for (int v = 0; v < V; ++v) {
+            const float d = r[c][v] - mean0;
+            d1 += d;
+            q += d * d;
+          }
         }
-      const float var = g.reduce(f3{q, 0.f, 0.f}, comb_add).a / t.a;
+      const f3 u = g.reduce(f3{q, d1, 0.f}, comb_add);
+      const float corr = u.b / t.a;
+      const float mean = mean0 + corr, var = fmaxf(u.a / t.a - corr * corr, 0.f);
       mr = make_float2(mean, rsqrtf(var + a.eps));
     } else if constexpr (k_held_twopass) {
       float q = 0.f, cnt = 0.f;
@@ -3484,7 +3505,7 @@ extern "C" int kf_launch(const kf_tensor* inputs, int n_inputs, kf_tensor* outpu
 // ---- part 2 ----
 #define kf_launch kf_launch_part2
 namespace kf_part2 {
-// kforge kernel: family group_norm_cuda, version 5
+// kforge kernel: family group_norm_cuda, version 6
 // knobs: ahead=2 chunks=4 cluster=8 fit=0 l2_hint=1 lag_mb=0 publish=counter reverse=1 ring_kb=192 seg_kb=64 sm_blocks=0 splits=64 stages=2 stats=shifted strategy=stream stream_store=1 team_kb=96 team_l2=50 threads=256 unroll=4 vec=8
 // computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06) -> silu
 
@@ -4062,15 +4083,25 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
       // Shifted by the row's first element: a row of one value has an exact mean, so x - mean is 0 there (its
       // 1/sqrt(eps) would magnify a mean off by an ulp).
       const f3 t = g.reduce(f3{cnt, s, 0.f}, comb_add);
-      const float mean = mo.shift + t.b / t.a;
-      float q = 0.f;
+      const float mean0 = mo.shift + t.b / t.a;
+      // The second pass sums the deviations from mean0 too and corrects it (the corrected two-pass algorithm): the
+      // first sum's float error grows with |mean - shift| x n (a row of 16384 values a mean 2 from its first value
+      // put the mean 4e-7 off, 4 units of float32's tolerance where an output is near 0); the deviations' sum is
+      // about sqrt(n) in size, its error 100s of times smaller. A row of one value still gives 0 deviations.
+      float q = 0.f, d1 = 0.f;
 #pragma unroll
       for (int c = 0; c < k_chunks; ++c)
         if (lo + ((int64_t)c * g.nthr + g.tid) * V < hi) {
 #pragma unroll
-          for (int v = 0; v < V; ++v) q += (r[c][v] - mean) * (r[c][v] - mean);
+          for (int v = 0; v < V; ++v) {
+            const float d = r[c][v] - mean0;
+            d1 += d;
+            q += d * d;
+          }
         }
-      const float var = g.reduce(f3{q, 0.f, 0.f}, comb_add).a / t.a;
+      const f3 u = g.reduce(f3{q, d1, 0.f}, comb_add);
+      const float corr = u.b / t.a;
+      const float mean = mean0 + corr, var = fmaxf(u.a / t.a - corr * corr, 0.f);
       mr = make_float2(mean, rsqrtf(var + a.eps));
     } else if constexpr (k_held_twopass) {
       float q = 0.f, cnt = 0.f;

@@ -1,4 +1,4 @@
-// kforge kernel: family group_norm_cuda, version 5
+// kforge kernel: family group_norm_cuda, version 6
 // knobs: ahead=2 chunks=4 cluster=8 fit=0 l2_hint=1 lag_mb=0 publish=counter reverse=1 ring_kb=192 seg_kb=32 sm_blocks=0 splits=64 stages=2 stats=sumsq strategy=stream stream_store=1 team_kb=48 team_l2=50 threads=256 unroll=4 vec=8
 // computes: x[bfloat16] -> group_norm(groups=32, eps=1e-06)
 // kforge winner: sd35-vae-groupnorm on sm90-nvidia-h200
@@ -15,6 +15,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T18:38:21Z, group_norm_cuda version 4 from version 4; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T21:48:40Z, group_norm_cuda version 5 from version 4; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T08:56:10Z, group_norm_cuda version 5 from version 5; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T09:21:48Z, group_norm_cuda version 6 from version 5; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -589,15 +590,25 @@ __device__ __forceinline__ void do_row(const norm_args& a, const group<STRAT>& g
       // Shifted by the row's first element: a row of one value has an exact mean, so x - mean is 0 there (its
       // 1/sqrt(eps) would magnify a mean off by an ulp).
       const f3 t = g.reduce(f3{cnt, s, 0.f}, comb_add);
-      const float mean = mo.shift + t.b / t.a;
-      float q = 0.f;
+      const float mean0 = mo.shift + t.b / t.a;
+      // The second pass sums the deviations from mean0 too and corrects it (the corrected two-pass algorithm): the
+      // first sum's float error grows with |mean - shift| x n (a row of 16384 values a mean 2 from its first value
+      // put the mean 4e-7 off, 4 units of float32's tolerance where an output is near 0); the deviations' sum is
+      // about sqrt(n) in size, its error 100s of times smaller. A row of one value still gives 0 deviations.
+      float q = 0.f, d1 = 0.f;
 #pragma unroll
       for (int c = 0; c < k_chunks; ++c)
         if (lo + ((int64_t)c * g.nthr + g.tid) * V < hi) {
 #pragma unroll
-          for (int v = 0; v < V; ++v) q += (r[c][v] - mean) * (r[c][v] - mean);
+          for (int v = 0; v < V; ++v) {
+            const float d = r[c][v] - mean0;
+            d1 += d;
+            q += d * d;
+          }
         }
-      const float var = g.reduce(f3{q, 0.f, 0.f}, comb_add).a / t.a;
+      const f3 u = g.reduce(f3{q, d1, 0.f}, comb_add);
+      const float corr = u.b / t.a;
+      const float mean = mean0 + corr, var = fmaxf(u.a / t.a - corr * corr, 0.f);
       mr = make_float2(mean, rsqrtf(var + a.eps));
     } else if constexpr (k_held_twopass) {
       float q = 0.f, cnt = 0.f;
