@@ -10,6 +10,7 @@
 #include "../support/test_compiler.h"
 #include "exec/compile.h"
 #include "search/family.h"
+#include "spec/ops.h"
 #include "spec/spec_parse.h"
 #include "verify/check.h"
 
@@ -98,6 +99,12 @@ inline void expect_all_valid(const std::string& family_name, device_kind device,
   ASSERT_NE(f, nullptr);
   for (auto& [s, changes] : v) {
     std::string why;
+    // The spec itself holds in every case (the worker refuses one that does not, before any kernel runs).
+    for (const case_spec& c : s.cases) {
+      graph_shapes g;
+      graph_error e;
+      EXPECT_TRUE(try_infer_graph(s, c, &g, &e)) << s.name << ": " << e.message;
+    }
     ASSERT_TRUE(f->covers(s, &why)) << s.name << ": " << why;
     EXPECT_TRUE(f->valid(variant_of(*f, s, changes), s, &why)) << s.name << ": " << why;
     EXPECT_NE(f->emit(s, variant_of(*f, s, changes)).find("kf_launch"), std::string::npos) << s.name;
