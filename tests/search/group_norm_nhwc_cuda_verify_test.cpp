@@ -20,7 +20,7 @@ void add_variants(variants& out, const workload_spec& s) {
   out.push_back({s, {}});
   out.push_back({s, {{"stats", "twopass"}, {"threads", "1024"}, {"blocks", "16"}}});
   out.push_back({s, {{"stats", "shifted"}, {"threads", "128"}, {"blocks", "1"}, {"pdl", "0"}}});
-  out.push_back({s, {{"vec", "1"}, {"blocks", "2"}}});
+  out.push_back({s, {{"vec", "1"}, {"blocks", "2"}, {"threads", "1024"}}});
   out.push_back({s, {{"vec", "2"}, {"threads", "512"}, {"blocks", "8"}}});
 }
 
@@ -68,6 +68,20 @@ TEST(group_norm_nhwc_cuda_verify, every_path_on_every_graph_kind) {
 }
 
 // Without a GPU, the same variants are still valid and emit (what the GPU run compiles).
+// A thread owns at most 4 channel vectors: 2560 channels one a vector need 640 threads, and a variant of 256 is not
+// valid (on the GPU its launch declined every case, which the verifier fails).
+TEST(group_norm_nhwc_cuda_verify, a_variant_whose_threads_cannot_own_every_channel_is_not_valid) {
+  const family* f = find_family("group_norm_nhwc_cuda", device_kind::cuda);
+  ASSERT_NE(f, nullptr);
+  const workload_spec wide = all_variants().back().first;
+  ASSERT_EQ(wide.name, "wide-groupnorm-cl");
+  std::string why;
+  EXPECT_FALSE(f->valid(test::variant_of(*f, wide, {{"vec", "1"}, {"threads", "256"}}), wide, &why));
+  EXPECT_NE(why.find("2560 channels in vectors of 1 are more than 256 threads' 4 slots"), std::string::npos) << why;
+  EXPECT_TRUE(f->valid(test::variant_of(*f, wide, {{"vec", "1"}, {"threads", "1024"}}), wide, &why)) << why;
+  EXPECT_TRUE(f->valid(test::variant_of(*f, wide, {{"vec", "4"}, {"threads", "256"}}), wide, &why)) << why;
+}
+
 TEST(group_norm_nhwc_cuda_verify, every_variant_is_valid) {
   test::expect_all_valid("group_norm_nhwc_cuda", device_kind::cuda, all_variants());
 }

@@ -24,8 +24,8 @@ class group_norm_nhwc_cuda final : public family {
   device_kind device() const override { return device_kind::cuda; }
   // 2: the block's per-group totals added in a fixed order (not float atomics: reruns give the same bits). 3: a
   // contiguous y through shared memory; the partials reduced by a warp a group. 4: the kernels' three position
-  // walks are one (gn_walk).
-  int version() const override { return 4; }
+  // walks are one (gn_walk). 5: dynamic shared memory opted in where it and the static statistics pass 48 KB.
+  int version() const override { return 5; }
   // A spec that names group_norm gets this layout's kernel too (group_norm_cuda reads contiguous inputs only).
   std::vector<std::string> selected_by() const override { return {"group_norm"}; }
 
@@ -81,8 +81,23 @@ class group_norm_nhwc_cuda final : public family {
   }
 
   bool valid(const knob_values& v, const workload_spec& spec, std::string* why_not) const override {
-    (void)spec;
-    return knobs_in_range(*this, v, why_not);
+    if (!knobs_in_range(*this, v, why_not)) return false;
+    auto g = match_norm(spec, nullptr);
+    if (!g) return true;
+    // A thread owns at most 4 channel vectors (k_slot_cap): vectors of `vec` channels, or of one where a case's
+    // channels are not a whole number of them (the launch's fallback).
+    const int64_t threads = std::stoll(v.at("threads")), vec = std::stoll(v.at("vec"));
+    for (const case_spec& c : spec.cases) {
+      const auto shape = concrete_shape(*spec.find_input(g->input), c);
+      const int64_t channels = shape.at(1), per = channels % vec == 0 ? vec : 1;
+      if (channels / per > 4 * threads) {
+        if (why_not)
+          *why_not = fmt::format("case {}: {} channels in vectors of {} are more than {} threads' 4 slots", c.name,
+                                 channels, per, threads);
+        return false;
+      }
+    }
+    return true;
   }
 
   std::string emit(const workload_spec& spec, const knob_values& v) const override {

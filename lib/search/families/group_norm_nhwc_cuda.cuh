@@ -251,13 +251,19 @@ inline int gn_sms() {
   return sms;
 }
 
-// The stats kernel with `smem` bytes of dynamic shared memory (opted in above 48 KB).
+// Opts `kernel` in to `smem` bytes of dynamic shared memory where they and its `fixed` static bytes pass the 48 KB
+// a launch gets without asking (SD-UNet's 320 channels: 41 KB staged beside 8 KB of group statistics).
+template <typename K>
+inline bool gn_smem_opt_in(K kernel, size_t smem, size_t fixed) {
+  return smem + fixed <= 48 * 1024 ||
+         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) == cudaSuccess;
+}
+
+// The stats kernel with `smem` bytes of dynamic shared memory.
 template <int V, int S, bool SECOND>
 inline int gn_stats_launch(const gn_args& a, dim3 grid, size_t smem, cudaStream_t s) {
   auto kernel = gn_stats_kernel<V, S, SECOND>;
-  if (smem > 48 * 1024 &&
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
-    return 3;
+  if (!gn_smem_opt_in(kernel, smem, SECOND ? 2 * k_group_cap * sizeof(float) : 0)) return 3;
   return launch_kernel<k_pdl>(kernel, grid, NT, smem, s, a);
 }
 
@@ -269,9 +275,7 @@ inline int gn_launch_as(const gn_args& a, dim3 grid, cudaStream_t s) {
   if constexpr (k_twopass)
     if (int rc = gn_stats_launch<V, S, true>(a, grid, smem, s)) return rc;
   const size_t apply_smem = a.y_nchw ? gn_apply_smem(a) : 0;
-  if (apply_smem > 48 * 1024 && cudaFuncSetAttribute(gn_apply_kernel<V, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                     (int)apply_smem) != cudaSuccess)
-    return 3;
+  if (!gn_smem_opt_in(gn_apply_kernel<V, S>, apply_smem, 2 * k_group_cap * sizeof(float))) return 3;
   return launch_kernel<k_pdl>(gn_apply_kernel<V, S>, grid, NT, apply_smem, s, a);
 }
 
