@@ -61,7 +61,9 @@ class input_namer {
     in.shape = m.shape;
     in.type = *m.spec_dtype();
     in.memory_format = m.channels_last() ? "channels_last" : "contiguous";
-    if (!is_floating(in.type)) {
+    if (in.type == dtype::boolean) {
+      in.init = {"randint", {{"low", 0}, {"high", 2}}};  // a bool mask: which positions a model fills is its data
+    } else if (!is_floating(in.type)) {
       in.init = {"randint", {{"low", 0}, {"high", 16}}};
     } else if (role == "mask" && m.shape.size() >= 2) {
       in.init = {"causal_mask", json::object()};

@@ -2,6 +2,8 @@
 #include "capture/spec_yaml.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <regex>
 #include <set>
 
@@ -109,6 +111,10 @@ std::string list_text(const std::vector<std::string>& v) {
 std::string yaml_number(double v) {
   const float f = static_cast<float>(v);
   std::string s = std::isfinite(f) && static_cast<double>(f) == v ? fmt::format("{}", f) : fmt::format("{}", v);
+  // float's shortest text read back as a double may pass float's range (finfo(float32).min prints as -3.4028235e+38,
+  // beyond -3.4028234663852886e+38): torch refuses such a fill value for float32, so keep the double's text there.
+  if (std::abs(std::strtod(s.c_str(), nullptr)) > static_cast<double>(std::numeric_limits<float>::max()) && std::isfinite(f))
+    s = fmt::format("{}", v);
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
   return s;
 }

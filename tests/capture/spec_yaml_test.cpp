@@ -1,5 +1,6 @@
 // Writing a workload spec as YAML (capture/spec_yaml.h): every bundled spec reads back as itself.
 #include <functional>
+#include <limits>
 
 #include <gtest/gtest.h>
 
@@ -54,4 +55,8 @@ TEST(capture_spec_yaml, numbers_read_back_as_the_same_double) {
   const double third = 1.0 / 3.0;
   EXPECT_EQ(std::stod(yaml_number(third)), third);
   EXPECT_EQ(std::stod(yaml_number(0.08838834764831845)), 0.08838834764831845);
+  // finfo(float32).min, a masked_fill value: float's shortest text (-3.4028235e+38) reads back past float's range,
+  // which torch refuses for a float32 fill; the double's text keeps it in range.
+  const double lowest = std::numeric_limits<float>::lowest();
+  EXPECT_EQ(std::stod(yaml_number(lowest)), lowest);
 }
