@@ -88,6 +88,7 @@ def make_ops(torch):
         "scale": lambda x, a, t: (x * a["factor"],),
         "add_mask": lambda x, a, t: (x + t["mask"],),
         "masked_fill": lambda x, a, t: (x.masked_fill(t["mask"], float(a["value"])),),
+        "where": lambda x, a, t: (torch.where(t["condition"], x, float(a["value"])),),
         "softmax": softmax_like(torch.softmax),
         "log_softmax": softmax_like(torch.log_softmax),
         "topk": lambda x, a, t: tuple(torch.topk(x, a["k"], dim=a.get("dim", -1), largest=a.get("largest", True),
@@ -117,8 +118,8 @@ def make_ops(torch):
 
 
 # Argument names that name inputs (tensor arguments), per op.
-TENSOR_ARGS = {"add_mask": ["mask"], "masked_fill": ["mask"], "group_norm": ["weight", "bias"], "layer_norm": ["weight", "bias"],
-               "rms_norm": ["weight"], "linear": ["weight", "bias"], "matmul": ["other"],
+TENSOR_ARGS = {"add_mask": ["mask"], "masked_fill": ["mask"], "where": ["condition"],
+               "group_norm": ["weight", "bias"], "layer_norm": ["weight", "bias"], "rms_norm": ["weight"], "linear": ["weight", "bias"], "matmul": ["other"],
                "add": ["other"], "sub": ["other"], "mul": ["other"], "div": ["other"]}
 
 

@@ -187,21 +187,59 @@ std::optional<lifted_op> topk(const trace& t, const traced_op& op) {
   return l;
 }
 
-// x.masked_fill(mask, value): a bool mask and a number (an infinity arrives as {"float": "-inf"}, trace.py's
-// encoding, and is held as the spec holds it: "-inf").
-std::optional<lifted_op> masked_fill(const trace& t, const traced_op& op) {
-  auto l = floating(t, start(t, op, "masked_fill", op.arg(0, "self")));
-  auto mask = spec_tensor(t, op.arg(1, "mask"));
-  const json& value = op.arg(2, "value");
-  if (!l || !mask || t.meta(*mask).spec_dtype() != dtype::boolean) return std::nullopt;
-  if (auto v = number_arg(value)) {
-    l->args["value"] = *v;
-  } else if (value.is_object() && (value.value("float", "") == "-inf" || value.value("float", "") == "inf")) {
-    l->args["value"] = value["float"];
-  } else {
-    return std::nullopt;  // NaN, or a tensor value
+// A fill value as the spec holds it: a finite number, or "-inf" / "inf" (which arrive as {"float": "-inf"}, trace.py's
+// encoding); nullopt for NaN or anything else.
+std::optional<json> fill_value(const json& value) {
+  if (auto v = number_arg(value)) return json(*v);
+  if (value.is_object() && (value.value("float", "") == "-inf" || value.value("float", "") == "inf")) return value["float"];
+  return std::nullopt;
+}
+
+// The number argument (as traced) a 0-d tensor was made from (torch.where's Python scalar becomes aten.scalar_tensor;
+// Hugging Face's GPT-2 builds its mask value with torch.full([], value)), and the operator that made it.
+std::optional<std::pair<json, size_t>> scalar_tensor_value(const trace& t, const json& arg) {
+  if (!is_tensor(arg)) return std::nullopt;
+  const int64_t v = arg["value"].get<int64_t>();
+  const auto p = t.producer(v);
+  if (!p || !t.meta(v).shape.empty()) return std::nullopt;
+  const traced_op& maker = t.ops[*p];
+  if (maker.name == "aten.scalar_tensor.default") return std::make_pair(maker.arg(0, "s"), *p);
+  if (maker.name == "aten.full.default" && maker.arg(0, "size").is_array() && maker.arg(0, "size").empty())
+    return std::make_pair(maker.arg(1, "fill_value"), *p);
+  return std::nullopt;
+}
+
+// x.masked_fill(mask, value) with a bool mask, and the torch.where forms with a number on one side:
+// where(c, x, value) is the spec's where, where(c, value, x) is x.masked_fill(c, value). The number is a Scalar
+// argument (where.ScalarOther / ScalarSelf, masked_fill.Scalar) or a 0-d tensor made from one (where.self), whose
+// making the lifted op covers too.
+std::optional<lifted_op> fill(const trace& t, const traced_op& op) {
+  std::string spec_op = "masked_fill", mask_arg = "mask";
+  json x = op.arg(0, "self"), value = op.arg(2, "value"), mask = op.arg(1, "mask");
+  std::optional<size_t> maker;
+  if (op.name.starts_with("aten.where.")) {
+    mask = op.arg(0, "condition");
+    const json &a = op.arg(1, "self"), &b = op.arg(2, "other");
+    auto sa = scalar_tensor_value(t, a), sb = scalar_tensor_value(t, b);
+    if (op.name == "aten.where.ScalarOther" || sb) {  // where(c, x, value)
+      spec_op = "where", mask_arg = "condition", x = a, value = sb ? sb->first : b;
+      if (sb) maker = sb->second;
+    } else {  // where(c, value, x)
+      x = b, value = sa ? sa->first : a;
+      if (sa) maker = sa->second;
+    }
   }
-  l->tensors.emplace_back("mask", *mask);
+  auto l = floating(t, start(t, op, spec_op, x));
+  auto m = spec_tensor(t, mask);
+  auto v = fill_value(value);
+  if (!l || !m || !v || t.meta(*m).spec_dtype() != dtype::boolean) return std::nullopt;
+  if (t.meta(l->output()).dtype != t.meta(l->input).dtype) return std::nullopt;  // a value that promoted x
+  if (maker) {
+    if (t.consumers(t.ops[*maker].outputs.at(0)).size() != 1) return std::nullopt;  // the 0-d tensor is read again
+    l->covers.insert(l->covers.begin(), *maker);
+  }
+  l->args["value"] = *v;
+  l->tensors.emplace_back(mask_arg, *m);
   return l;
 }
 
@@ -257,8 +295,11 @@ const std::map<std::string, rule>& lift_rules() {
         {"aten.mean.dim", pool_mean},
         {"aten._adaptive_avg_pool2d.default", adaptive_pool},
         {"aten.topk.default", topk},
-        {"aten.masked_fill.Scalar", masked_fill},
-        {"aten.masked_fill_.Scalar", masked_fill},
+        {"aten.masked_fill.Scalar", fill},
+        {"aten.masked_fill_.Scalar", fill},
+        {"aten.where.self", fill},
+        {"aten.where.ScalarOther", fill},
+        {"aten.where.ScalarSelf", fill},
         {"aten.view.default", flatten},
         {"aten._unsafe_view.default", flatten},
         {"aten.reshape.default", flatten},

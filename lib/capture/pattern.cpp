@@ -25,6 +25,7 @@ const std::map<std::string, input_role>& roles() {
       {"weight", {"w", {{"mean", 1.0}, {"std", 0.1}}}},
       {"bias", {"b", {{"std", 0.1}}}},
       {"mask", {"mask", {}}},
+      {"condition", {"keep", {}}},  // torch.where's bool condition: true where x is kept
       {"other", {"z", {{"std", 1.0}}}},
   };
   return r;

@@ -26,7 +26,7 @@ struct tensor_meta {
   std::vector<int64_t> shape;
   std::vector<int64_t> stride;
   std::string dtype;  // torch's name: "bfloat16", "bool", "complex64"
-  // The spec's dtype, or nullopt for one a spec cannot hold (bool, complex, float8, int8, int16).
+  // The spec's dtype, or nullopt for one a spec cannot hold (complex, float8, int8, int16).
   std::optional<kf::dtype> spec_dtype() const;
   int64_t numel() const;
   bool contiguous() const;

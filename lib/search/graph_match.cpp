@@ -128,7 +128,10 @@ std::string softmax_graph::describe() const {
       case elementwise_step::kind::scale: s += fmt::format(" -> scale({})", p.value); break;
       case elementwise_step::kind::softcap: s += fmt::format(" -> softcap({})", p.value); break;
       case elementwise_step::kind::add_mask: s += fmt::format(" -> add_mask({})", p.mask); break;
-      case elementwise_step::kind::masked_fill: s += fmt::format(" -> masked_fill({}, {})", p.mask, p.value); break;
+      case elementwise_step::kind::masked_fill:
+        s += p.fill_where_false ? fmt::format(" -> where({}, x, {})", p.mask, p.value)
+                                : fmt::format(" -> masked_fill({}, {})", p.mask, p.value);
+        break;
       case elementwise_step::kind::cast: s += fmt::format(" -> cast({})", dtype_name(p.to)); break;
     }
   }
@@ -191,11 +194,13 @@ std::optional<softmax_graph> match_softmax_over(const workload_spec& spec, std::
         return std::nullopt;
       }
       w.type = promote(w.type, m->type);
-    } else if (op == "masked_fill") {
+    } else if (op == "masked_fill" || op == "where") {
       st.what = elementwise_step::kind::masked_fill;
-      const input_spec* m = a.contains("mask") && a["mask"].is_string() ? spec.find_input(a["mask"].get<std::string>()) : nullptr;
+      st.fill_where_false = op == "where";
+      const char* field = op == "where" ? "condition" : "mask";
+      const input_spec* m = a.contains(field) && a[field].is_string() ? spec.find_input(a[field].get<std::string>()) : nullptr;
       if (!m || m->type != dtype::boolean || !a.contains("value")) {
-        w.fail(fmt::format("{}: masked_fill needs a bool input as its mask and a value", w.where()));
+        w.fail(fmt::format("{}: {} needs a bool input as its {} and a value", w.where(), op, field));
         return std::nullopt;
       }
       if (static_cast<int>(m->shape.size()) > g.rank) {
@@ -210,7 +215,7 @@ std::optional<softmax_graph> match_softmax_over(const workload_spec& spec, std::
       if (!t || !is_floating(*t)) { w.fail(fmt::format("{}: only floating casts are fused", w.where())); return std::nullopt; }
       w.type = *t;
     } else {
-      w.fail(fmt::format("{}: not a fusable softmax prologue op (scale, softcap, add_mask or an add of a mask, masked_fill, cast)", w.where()));
+      w.fail(fmt::format("{}: not a fusable softmax prologue op (scale, softcap, add_mask or an add of a mask, masked_fill, where, cast)", w.where()));
       return std::nullopt;
     }
     st.to = w.type;

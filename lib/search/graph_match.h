@@ -16,11 +16,12 @@ struct elementwise_step {
   kind what = kind::scale;
   double value = 0;       // scale: factor; softcap: cap; masked_fill: the value (may be infinite)
   std::string mask;       // add_mask, masked_fill: the input that holds the mask (masked_fill: bool)
+  bool fill_where_false = false;  // masked_fill written as torch.where(mask, x, value): the value where it is false
   dtype to = dtype::float32;  // cast: the type the value is rounded to (every step's result type, for the others)
 };
 
 // softmax / log_softmax over the last dim, with a fused prologue and a cast / top-k epilogue:
-//   [scale | softcap | add_mask | masked_fill | cast]*  (log_)softmax(dim=-1, dtype?)  [cast]*  [topk(k, dim=-1)]
+//   [scale | softcap | add_mask | masked_fill | where | cast]*  (log_)softmax(dim=-1, dtype?)  [cast]*  [topk(k, dim=-1)]
 struct softmax_graph {
   std::string input;                       // the input holding x
   dtype in_type = dtype::float32;

@@ -112,12 +112,12 @@ std::vector<tensor_desc> softcap(const op_context& c) {
 }
 
 // A mask (add_mask's, masked_fill's) broadcasts into x without growing it.
-void need_mask_shape(const op_context& c, const tensor_desc& m) {
+void need_mask_shape(const op_context& c, const tensor_desc& m, const std::string& arg = "mask") {
   std::vector<int64_t> shape;
   if (!broadcast_shapes(c.input.shape, m.shape, &shape))
-    c.fail("mask", fmt::format("mask {} does not broadcast against the input {}", m.str(), c.input.str()));
+    c.fail(arg, fmt::format("{} {} does not broadcast against the input {}", arg, m.str(), c.input.str()));
   if (shape != c.input.shape)
-    c.fail("mask", fmt::format("mask {} would grow the input {} by broadcasting (expected it to broadcast to the input's shape)", m.str(), c.input.str()));
+    c.fail(arg, fmt::format("{} {} would grow the input {} by broadcasting (expected it to broadcast to the input's shape)", arg, m.str(), c.input.str()));
 }
 
 std::vector<tensor_desc> add_mask(const op_context& c) {
@@ -129,13 +129,15 @@ std::vector<tensor_desc> add_mask(const op_context& c) {
 }
 
 // x.masked_fill(mask, value): value where the bool mask is true (a mask that broadcasts into x without growing it,
-// as add_mask's), x elsewhere; x's type.
+// as add_mask's), x elsewhere; and torch.where(condition, x, value), its mirror: x where true. x's type either way.
 std::vector<tensor_desc> masked_fill(const op_context& c) {
   need_floating(c);
-  const tensor_desc& m = c.tensors.at("mask");
+  const bool where = c.op.name == "where";
+  const std::string arg = where ? "condition" : "mask";
+  const tensor_desc& m = c.tensors.at(arg);
   if (m.type != dtype::boolean)
-    c.fail("mask", fmt::format("expected a bool mask (true where the value goes), got {}", dtype_name(m.type)));
-  need_mask_shape(c, m);
+    c.fail(arg, fmt::format("expected a bool {} (true where {} goes), got {}", arg, where ? "x" : "the value", dtype_name(m.type)));
+  need_mask_shape(c, m, arg);
   // torch refuses a finite value beyond x's type (-1e9 into float16); -inf and the type's lowest are what models use.
   const double v = c.get_number("value"), top = c.input.type == dtype::float16 ? 65504.0
                                               : c.input.type == dtype::bfloat16 ? 3.3895313892515355e38
@@ -233,6 +235,7 @@ std::vector<op_def> make_table() {
       {"scale", "x * factor", {req("factor", k::number)}, false, {}, elementwise_float},
       {"add_mask", "x + mask", {req("mask", k::tensor)}, false, {}, add_mask},
       {"masked_fill", "x.masked_fill(mask, value)", {req("mask", k::tensor), req("value", k::fill)}, false, {}, masked_fill},
+      {"where", "torch.where(condition, x, value)", {req("condition", k::tensor), req("value", k::fill)}, false, {}, masked_fill},
       {"softmax", "torch.softmax(x, dim, dtype)", {req("dim", k::integer), arg("dtype", k::dtype)}, false, {}, softmax_like},
       {"log_softmax", "torch.log_softmax(x, dim, dtype)", {req("dim", k::integer), arg("dtype", k::dtype)}, false, {}, softmax_like},
       {"topk", "torch.topk(x, k, dim, largest, sorted)",

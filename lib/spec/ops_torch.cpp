@@ -25,6 +25,9 @@ std::vector<torch_op> make_table() {
       {"masked_fill", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
          return {x.masked_fill(*a.tensor("mask"), number_value(a.value("value")))};
        }},
+      {"where", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
+         return {at::where(*a.tensor("condition"), x, number_value(a.value("value")))};
+       }},
       {"softmax", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
          return {at::softmax(x, a.value("dim").get<int64_t>(), a.dtype_arg("dtype"))};
        }},

@@ -117,6 +117,8 @@ def _reference(op, x, args, values, form="aten"):
         return x + t("mask")
     if op == "masked_fill":
         return x.masked_fill(t("mask"), float(args["value"]))
+    if op == "where":
+        return torch.where(t("condition"), x, float(args["value"]))
     if op in ("softmax", "log_softmax"):
         fn = torch.softmax if op == "softmax" else torch.log_softmax
         dtype = args.get("dtype")

@@ -1,4 +1,6 @@
 // Lifting aten operators to spec ops (capture/lift.h, rms_norm_match.h) on the fixture traces.
+#include <tuple>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -76,28 +78,45 @@ TEST(capture_lift, a_norm_with_a_weight_of_another_dtype_is_not_lifted) {
   EXPECT_EQ(lifted_named(lift(t), "gelu").size(), 3u);
 }
 
+namespace {
+
+nlohmann::json tensor_json(int64_t v, std::vector<int64_t> shape, const char* dtype) {
+  std::vector<int64_t> stride(shape.size(), 1);
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) stride[i] = stride[i + 1] * shape[i + 1];
+  return nlohmann::json{{"value", v}, {"shape", shape}, {"dtype", dtype}, {"stride", stride}, {"device", "cpu"}};
+}
+
+// A trace of `ops` (name, args, output) on the model's inputs 0 (the scores) and 1 (a mask), ending in a softmax of
+// the last op's output.
+trace masked_trace(const std::vector<std::tuple<std::string, nlohmann::json, nlohmann::json>>& ops) {
+  nlohmann::json j = {{"version", 1}, {"model", "t.py:attn"}, {"device", "cpu"}, {"torch", "2.11.0"},
+                      {"iterations", 1}, {"forward_us", 0.0},
+                      {"origins", {{"0", {{"input", 0}}}, {"1", {{"input", 1}}}}}};
+  j["ops"] = nlohmann::json::array();
+  int64_t last = 0;
+  for (const auto& [name, args, out] : ops) {
+    j["ops"].push_back({{"index", j["ops"].size()}, {"op", name}, {"module", "attn"}, {"args", args},
+                        {"kwargs", nlohmann::json::object()}, {"outputs", {out}}, {"time_us", 1.0}});
+    last = out["value"].get<int64_t>();
+  }
+  j["ops"].push_back({{"index", j["ops"].size()}, {"op", "aten._softmax.default"}, {"module", "attn"},
+                      {"args", {tensor_json(last, {2, 4, 8, 8}, "float16"), -1, false}},
+                      {"kwargs", nlohmann::json::object()}, {"outputs", {tensor_json(99, {2, 4, 8, 8}, "float16")}},
+                      {"time_us", 1.0}});
+  j["model_outputs"] = {99};
+  return parse_trace(j, "t.json");
+}
+
+}  // namespace
+
 // Hugging Face's eager attention masks scores with a bool mask: scores.masked_fill(mask, -inf) (or finfo.min), then
 // softmax. The trace encodes -inf as {"float": "-inf"} (JSON has no infinity); the lifted op holds it as a spec does.
 // A uint8 mask (not torch's bool) is not lifted: masked_fill refuses it in eager.
 TEST(capture_lift, a_bool_masked_fill_is_lifted_with_its_infinite_value) {
-  auto tensor = [](int64_t v, std::vector<int64_t> shape, const char* dtype) {
-    std::vector<int64_t> stride(shape.size(), 1);
-    for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) stride[i] = stride[i + 1] * shape[i + 1];
-    return nlohmann::json{{"value", v}, {"shape", shape}, {"dtype", dtype}, {"stride", stride}, {"device", "cpu"}};
-  };
   auto make = [&](const char* mask_dtype, nlohmann::json value) {
-    nlohmann::json j = {{"version", 1}, {"model", "t.py:attn"}, {"device", "cpu"}, {"torch", "2.11.0"},
-                        {"iterations", 1}, {"forward_us", 0.0},
-                        {"origins", {{"0", {{"input", 0}}}, {"1", {{"input", 1}}}}}, {"model_outputs", {3}}};
-    j["ops"] = {
-        {{"index", 0}, {"op", "aten.masked_fill.Scalar"}, {"module", "attn"},
-         {"args", {tensor(0, {2, 4, 8, 8}, "float16"), tensor(1, {1, 1, 8, 8}, mask_dtype), value}},
-         {"kwargs", nlohmann::json::object()}, {"outputs", {tensor(2, {2, 4, 8, 8}, "float16")}}, {"time_us", 1.0}},
-        {{"index", 1}, {"op", "aten._softmax.default"}, {"module", "attn"},
-         {"args", {tensor(2, {2, 4, 8, 8}, "float16"), -1, false}}, {"kwargs", nlohmann::json::object()},
-         {"outputs", {tensor(3, {2, 4, 8, 8}, "float16")}}, {"time_us", 1.0}},
-    };
-    return parse_trace(j, "t.json");
+    return masked_trace({{"aten.masked_fill.Scalar",
+                                      {tensor_json(0, {2, 4, 8, 8}, "float16"), tensor_json(1, {1, 1, 8, 8}, mask_dtype), value},
+                                      tensor_json(2, {2, 4, 8, 8}, "float16")}});
   };
   auto fills = lifted_named(lift(make("bool", {{"float", "-inf"}})), "masked_fill");
   ASSERT_EQ(fills.size(), 1u);
@@ -109,4 +128,34 @@ TEST(capture_lift, a_bool_masked_fill_is_lifted_with_its_infinite_value) {
   EXPECT_EQ(fills[0].args["value"], -65504.0);
   EXPECT_TRUE(lifted_named(lift(make("uint8", -65504.0)), "masked_fill").empty());
   EXPECT_TRUE(lifted_named(lift(make("bool", {{"float", "nan"}})), "masked_fill").empty());
+}
+
+// torch.where(causal, scores, finfo.min), as GPT-2's eager attention writes it: the number becomes a 0-d tensor
+// (aten.scalar_tensor; torch.full([], v) in Hugging Face's code), read only by the where, which the lifted `where`
+// covers. where(mask, value, x) is x.masked_fill(mask, value); where.ScalarOther takes the number directly.
+TEST(capture_lift, torch_where_with_a_number_is_where_or_masked_fill) {
+  const auto x = tensor_json(0, {2, 4, 8, 8}, "float16"), mask = tensor_json(1, {1, 1, 8, 8}, "bool");
+  const auto scalar = tensor_json(5, {}, "float16"), out = tensor_json(2, {2, 4, 8, 8}, "float16");
+  trace t = masked_trace({{"aten.scalar_tensor.default", nlohmann::json::array({-65504.0}), scalar},
+                                  {"aten.where.self", {mask, x, scalar}, out}});
+  auto lifted = lift(t);
+  auto w = lifted_named(lifted, "where");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].args, (nlohmann::json{{"value", -65504.0}}));
+  EXPECT_EQ(w[0].tensors[0], (std::pair<std::string, int64_t>{"condition", 1}));
+  EXPECT_EQ(w[0].input, 0);
+  EXPECT_EQ(w[0].covers, (std::vector<size_t>{0, 1}));  // the scalar_tensor is no operator left unexpressed
+  t = masked_trace({{"aten.full.default", {nlohmann::json::array(), {{"float", "-inf"}}}, scalar},
+                            {"aten.where.self", {mask, scalar, x}, out}});
+  auto f = lifted_named(lift(t), "masked_fill");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].args, (nlohmann::json{{"value", "-inf"}}));
+  EXPECT_EQ(f[0].tensors[0], (std::pair<std::string, int64_t>{"mask", 1}));
+  t = masked_trace({{"aten.where.ScalarOther", {mask, x, -3.5}, out}});
+  w = lifted_named(lift(t), "where");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].args, (nlohmann::json{{"value", -3.5}}));
+  // A 0-d tensor that is not made from a number (a computed one) is not a fill value.
+  t = masked_trace({{"aten.sum.default", nlohmann::json::array({x}), scalar}, {"aten.where.self", {mask, x, scalar}, out}});
+  EXPECT_TRUE(lifted_named(lift(t), "where").empty());
 }

@@ -370,6 +370,16 @@ TEST(graph_match, a_bool_mask_filled_before_a_softmax_is_a_prologue_step) {
   EXPECT_NE(cuda_family->emit(pad, cuda_family->default_variant(pad)).find("x = m0 != 0.f ? -INFINITY : x;"),
             std::string::npos);
   test::expect_passes(pad, "bool padding mask", "row_softmax_cpu", device_kind::cpu);
+  // torch.where(keep, x, value): the value where the mask is false (a random mask: some rows of 5 are all false,
+  // where every column gets bfloat16's lowest and the softmax is uniform).
+  const workload_spec keep = load_spec((dir / "where-causal-softmax-bf16.yaml").string());
+  g = match_softmax(keep, &why);
+  ASSERT_TRUE(g.has_value()) << why;
+  EXPECT_TRUE(g->prologue.at(1).fill_where_false);
+  EXPECT_NE(g->describe().find("-> where(keep, x, -3.3895313892515355e+38)"), std::string::npos) << g->describe();
+  EXPECT_NE(cuda_family->emit(keep, cuda_family->default_variant(keep)).find("x = m0 != 0.f ? x : to_f(from_f<__nv_bfloat16>("),
+            std::string::npos);
+  test::expect_passes(keep, "where of a bool mask", "row_softmax_cpu", device_kind::cpu);
 }
 
 // The softmax kernels read each row as one contiguous run: a channels_last x, whose last dim is strided, is not

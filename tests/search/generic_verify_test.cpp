@@ -35,6 +35,7 @@ std::string one_op_spec(const std::string& op, const std::string& t) {
   else if (op == "scale") args = "factor: 0.5";
   else if (op == "add_mask") args = "mask: m", extra = fmt::format("  m: {{shape: [8, 6], dtype: {}}}\n", t);
   else if (op == "masked_fill") args = "mask: m, value: -inf", extra = "  m: {shape: [8, 6], dtype: bool, init: {randint: {high: 2}}}\n";
+  else if (op == "where") args = "condition: m, value: 2.5", extra = "  m: {shape: [6], dtype: bool, init: {randint: {high: 2}}}\n";
   else if (op == "softmax") args = "dim: 1";
   else if (op == "log_softmax") args = "dim: -1, dtype: float32";
   else if (op == "topk") args = "k: 3, dim: 1";

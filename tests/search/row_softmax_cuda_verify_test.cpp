@@ -101,12 +101,13 @@ variants all_variants() {
 
 // Bool masks of masked_fill (one byte an element, vectors of them aligned as x's are or read a value at a time): a
 // causal [1, 1, S, S] mask filled with float16's lowest, a random padding mask [B, 1, 1, S] filled with -inf before a
-// widening log_softmax.
+// widening log_softmax, and torch.where(keep, x, bfloat16's lowest) before a float32 softmax cast back.
 variants bool_mask_variants() {
   variants v;
   const fs::path dir = fs::path(KFORGE_SOURCE_DIR) / "tests" / "data" / "specs" / "families";
   add_teams(v, load_spec((dir / "bool-causal-softmax-f16.yaml").string()));
   add_teams(v, load_spec((dir / "bool-padding-log-softmax-bf16.yaml").string()));
+  add_teams(v, load_spec((dir / "where-causal-softmax-bf16.yaml").string()));
   return v;
 }
 

@@ -119,6 +119,19 @@ TEST(ops, masked_fill_takes_a_bool_mask_that_keeps_the_shape_and_a_value_the_typ
   EXPECT_NE(first_error(spec_text("[1, 4, 4]", "float32", "  - masked_fill: {input: x, mask: m, value: .nan}\n", mask)).find("expected a number, -inf or inf"), std::string::npos);
 }
 
+// torch.where(condition, x, value): masked_fill's mirror, named for its condition.
+TEST(ops, where_keeps_x_where_its_bool_condition_holds) {
+  const std::string keep = "  keep: {shape: [4, 4], dtype: bool, init: {randint: {high: 2}}}\n";
+  auto o = outputs_of(spec_text("[2, 4, 4]", "bfloat16", "  - where: {input: x, condition: keep, value: -inf}\n", keep));
+  EXPECT_EQ(o.at(0), (tensor_desc{{2, 4, 4}, dtype::bfloat16}));
+  workload_spec w;
+  auto d = parse_spec_text(spec_text("[4, 4]", "float32", "  - where: {input: x, condition: m, value: 0}\n",
+                                     "  m: {shape: [4, 4], dtype: float32}\n"), "t.yaml", &w);
+  ASSERT_FALSE(d.empty());
+  EXPECT_EQ(d[0].field, "graph[0].where.condition");
+  EXPECT_NE(d[0].message.find("expected a bool condition (true where x goes), got float32"), std::string::npos) << d[0].message;
+}
+
 TEST(ops, a_bool_input_is_drawn_as_a_mask_or_not_at_all) {
   workload_spec w;
   auto d = parse_spec_text(spec_text("[4, 4]", "float32", "  - masked_fill: {input: x, mask: m, value: 0}\n",

@@ -281,6 +281,8 @@ TEST(ops_torch, bool_masks_fill_where_true) {
   at::Tensor b = at::tensor({1, 0, 0, 1}, at::kInt).to(at::kBool).reshape({2, 2});
   expect_close(run1("masked_fill: {input: x, mask: b, value: -65504}", {2, 2}, x, "  b: {shape: [2, 2], dtype: bool, init: causal_mask}\n", {b})[0],
                {-65504, 2, 3, -65504});
+  expect_close(run1("where: {input: x, condition: b, value: -inf}", {2, 2}, x, "  b: {shape: [2, 2], dtype: bool, init: causal_mask}\n", {b})[0],
+               {1, -INFINITY, -INFINITY, 4});
 }
 
 TEST(ops_torch, adversarial_inputs) {

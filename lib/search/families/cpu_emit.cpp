@@ -103,10 +103,12 @@ std::string prologue_statements(const elementwise_step& st, const std::string& m
       break;
     case elementwise_step::kind::cast: break;
     case elementwise_step::kind::add_mask: line = fmt::format("v = v + {};", mask_value); break;
-    case elementwise_step::kind::masked_fill:  // rounded to x's type below, as masked_fill does
-      line = fmt::format("v = {} != 0.f ? {} : v;", mask_value,
-                         std::isinf(st.value) ? (st.value > 0 ? "INFINITY" : "-INFINITY") : float_literal(st.value));
+    case elementwise_step::kind::masked_fill: {  // rounded to x's type below, as masked_fill does
+      const std::string value = std::isinf(st.value) ? (st.value > 0 ? "INFINITY" : "-INFINITY") : float_literal(st.value);
+      line = st.fill_where_false ? fmt::format("v = {} != 0.f ? v : {};", mask_value, value)
+                                 : fmt::format("v = {} != 0.f ? {} : v;", mask_value, value);
       break;
+    }
   }
   std::string out = line.empty() ? "" : "  " + line + "\n";
   if (st.to == dtype::float16 || st.to == dtype::bfloat16) out += "  v = " + round_through(st.to, "v") + ";\n";

@@ -95,7 +95,8 @@ std::string prologue_code(const std::vector<elementwise_step>& steps, const std:
         // The value as x's type holds it (masked_fill rounds it there); a mask is loaded as 0 or 1.
         std::string value = std::isinf(st.value) ? (st.value > 0 ? "INFINITY" : "-INFINITY") : float_literal(st.value);
         if (auto r = round_to(value, st.to); !r.empty() && std::isfinite(st.value)) value = r;
-        s += fmt::format("  x = m{} != 0.f ? {} : x;\n", mask_i++, value);
+        s += st.fill_where_false ? fmt::format("  x = m{} != 0.f ? x : {};\n", mask_i++, value)
+                                 : fmt::format("  x = m{} != 0.f ? {} : x;\n", mask_i++, value);
         break;
       }
       case elementwise_step::kind::cast:

@@ -11,8 +11,9 @@
 namespace kf::ew {
 
 bool is_elementwise(std::string_view op) {
-  static const std::vector<std::string_view> k = {"scale", "softcap", "add_mask", "masked_fill", "silu", "gelu", "cast",
-                                                  "sigmoid", "tanh", "relu", "exp", "rsqrt", "neg", "add", "sub", "mul", "div"};
+  static const std::vector<std::string_view> k = {"scale", "softcap", "add_mask", "masked_fill", "where", "silu", "gelu",
+                                                  "cast", "sigmoid", "tanh", "relu", "exp", "rsqrt", "neg", "add", "sub",
+                                                  "mul", "div"};
   for (auto o : k)
     if (o == op) return true;
   return false;
@@ -25,6 +26,7 @@ bool calls_transcendental(std::string_view op) {
 
 std::string operand_arg(const op_call& call) {
   if (call.op == "add_mask" || call.op == "masked_fill") return "mask";
+  if (call.op == "where") return "condition";
   if (call.op == "add" || call.op == "sub" || call.op == "mul" || call.op == "div") return "other";
   return "";
 }
@@ -62,6 +64,8 @@ std::string statement(const op_call& call, const std::string& v, const std::stri
   else if (op == "add_mask" || op == "add") s = fmt::format("{0} = {0} + {1};", v, operand);
   else if (op == "masked_fill")
     s = fmt::format("{0} = {1} != ({2})0 ? {3} : {0};", v, operand, acc, literal(number_value(a.at("value")), acc));
+  else if (op == "where")
+    s = fmt::format("{0} = {1} != ({2})0 ? {0} : {3};", v, operand, acc, literal(number_value(a.at("value")), acc));
   else if (op == "sub") s = fmt::format("{0} = {0} - {1};", v, operand);
   else if (op == "mul") s = fmt::format("{0} = {0} * {1};", v, operand);
   else if (op == "div") s = fmt::format("{0} = {0} / {1};", v, operand);
