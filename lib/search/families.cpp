@@ -17,9 +17,11 @@ namespace kf {
 std::unique_ptr<family> make_row_softmax_cpu();
 std::unique_ptr<family> make_group_norm_cpu();
 std::unique_ptr<family> make_pool_cpu();
+std::unique_ptr<family> make_adaptive_pool_cpu();
 std::unique_ptr<family> make_row_softmax_cuda();
 std::unique_ptr<family> make_group_norm_cuda();
 std::unique_ptr<family> make_pool_cuda();
+std::unique_ptr<family> make_adaptive_pool_cuda();
 std::unique_ptr<family> make_pointwise_cuda();
 std::unique_ptr<family> make_row_norm_cuda();
 std::unique_ptr<family> make_pointwise_cpu();
@@ -36,9 +38,11 @@ const std::vector<std::unique_ptr<family>>& families() {
     t.push_back(make_row_softmax_cpu());
     t.push_back(make_group_norm_cpu());
     t.push_back(make_pool_cpu());
+    t.push_back(make_adaptive_pool_cpu());
     t.push_back(make_row_softmax_cuda());
     t.push_back(make_group_norm_cuda());
     t.push_back(make_pool_cuda());
+    t.push_back(make_adaptive_pool_cuda());
     t.push_back(make_pointwise_cuda());
     t.push_back(make_row_norm_cuda());
     t.push_back(make_pointwise_cpu());

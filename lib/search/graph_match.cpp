@@ -359,22 +359,29 @@ std::optional<norm_graph> match_norm(const workload_spec& spec, std::string* why
 }
 
 std::string pool_graph::describe() const {
-  return fmt::format("{}[{}{}] -> adaptive_avg_pool2d(1){}{}", input, dtype_name(in_type),
-                     channels_last ? ", channels_last" : "", flatten ? " -> flatten" : "", casts_text(epilogue_casts));
+  const bool global = out_size == std::vector<int64_t>{1, 1};
+  return fmt::format("{}[{}{}] -> adaptive_avg_pool2d({}){}{}", input, dtype_name(in_type),
+                     channels_last ? ", channels_last" : "", global ? "1" : fmt::format("{}, {}", out_size[0], out_size[1]),
+                     flatten ? " -> flatten" : "", casts_text(epilogue_casts));
 }
 
-std::optional<pool_graph> match_pool(const workload_spec& spec, std::string* why_not) {
+namespace {
+
+// match_pool (global) and match_adaptive_pool (any other output size): one walk.
+std::optional<pool_graph> match_pool_of(const workload_spec& spec, std::string* why_not, bool global) {
   walker w{spec, why_not};
   pool_graph g;
   if (!start(w, &g.input, &g.in_type, &g.rank)) return std::nullopt;
-  if (g.rank != 3 && g.rank != 4) { w.fail("global pooling needs x of rank 3 or 4"); return std::nullopt; }
+  if (g.rank != 3 && g.rank != 4) { w.fail("pooling needs x of rank 3 or 4"); return std::nullopt; }
   g.channels_last = spec.find_input(g.input)->memory_format == "channels_last";
   if (!w.is("adaptive_avg_pool2d")) { w.fail(fmt::format("{}: expected adaptive_avg_pool2d", w.where())); return std::nullopt; }
   // [1] and [1, 1] (and a bare 1) all mean global pooling.
-  bool one = pool_output_size(w.peek()->args.value("output_size", nlohmann::json())) == std::vector<int64_t>{1, 1};
-  if (!one) { w.fail(fmt::format("{}: only output_size 1 (global pooling) is covered", w.where())); return std::nullopt; }
+  g.out_size = pool_output_size(w.peek()->args.value("output_size", nlohmann::json()));
+  const bool one = g.out_size == std::vector<int64_t>{1, 1};
+  if (global && !one) { w.fail(fmt::format("{}: only output_size 1 (global pooling) is pool's (adaptive_pool takes the others)", w.where())); return std::nullopt; }
+  if (!global && one) { w.fail(fmt::format("{}: output_size 1 is global pooling (pool's)", w.where())); return std::nullopt; }
   ++w.at;
-  if (w.is("flatten")) {  // any flatten keeps the element order of an [N, C, 1, 1] result
+  if (w.is("flatten")) {  // a flatten keeps the element order of the contiguous [N, C, OH, OW] result
     g.flatten = true;
     ++w.at;
   }
@@ -382,6 +389,16 @@ std::optional<pool_graph> match_pool(const workload_spec& spec, std::string* why
   if (!w.done()) { w.fail(fmt::format("{}: nothing may follow the pooling epilogue", w.where())); return std::nullopt; }
   g.out_type = w.type;
   return g;
+}
+
+}  // namespace
+
+std::optional<pool_graph> match_pool(const workload_spec& spec, std::string* why_not) {
+  return match_pool_of(spec, why_not, true);
+}
+
+std::optional<pool_graph> match_adaptive_pool(const workload_spec& spec, std::string* why_not) {
+  return match_pool_of(spec, why_not, false);
 }
 
 std::optional<pointwise_graph> match_pointwise(const workload_spec& spec, std::string* why_not) {

@@ -95,6 +95,7 @@ struct pool_graph {
   dtype in_type = dtype::float32;
   int rank = 4;                         // 3 ([C, H, W]) or 4 ([N, C, H, W])
   bool channels_last = false;           // the input's declared memory format (kernels still read strides)
+  std::vector<int64_t> out_size = {1, 1};  // (OH, OW): {1, 1} is global pooling (match_pool's), any other adaptive
   bool flatten = false;
   std::vector<dtype> epilogue_casts;
   dtype out_type = dtype::float32;
@@ -122,7 +123,10 @@ std::optional<softmax_graph> match_softmax(const workload_spec& spec, std::strin
 // before it, casts after; no masks, no top-k. A softmax_graph whose dim < rank - 1.
 std::optional<softmax_graph> match_col_softmax(const workload_spec& spec, std::string* why_not);
 std::optional<norm_graph> match_norm(const workload_spec& spec, std::string* why_not);
+// adaptive_avg_pool2d [flatten] [cast]*: match_pool takes global pooling (output 1 x 1), match_adaptive_pool any
+// other output size (windows [floor(i H / OH), ceil((i + 1) H / OH)), as torch's).
 std::optional<pool_graph> match_pool(const workload_spec& spec, std::string* why_not);
+std::optional<pool_graph> match_adaptive_pool(const workload_spec& spec, std::string* why_not);
 std::optional<row_norm_graph> match_row_norm(const workload_spec& spec, std::string* why_not);
 
 // An op's dtype argument (`key`: "dtype"), or nullopt where it has none or names no dtype.

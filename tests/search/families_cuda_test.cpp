@@ -102,6 +102,10 @@ std::vector<family_case> cases() {
   out.back().extra.push_back({row_norm_spec(false), {{"strategy", "team"}, {"team", "8"}, {"onepass", "1"}, {"waves", "2"}, {"wregs", "1"}}});
   out.back().extra.push_back({row_norm_spec(false, dtype::bfloat16), {{"strategy", "cluster"}, {"cluster", "4"}, {"block", "256"}}});
   out.back().extra.push_back({residual_rms_norm_spec(), {{"strategy", "block"}, {"block", "1024"}, {"waves", "1"}, {"wregs", "1"}}});
+  // Adaptive pooling to more than 1 x 1: planes, channels_last with vectors of channels and without.
+  out.push_back({"adaptive_pool_cuda", adaptive_pool_spec(), {adaptive_pool_spec("channels_last", dtype::bfloat16, 7, 7),
+                                                              adaptive_pool_spec("contiguous", dtype::float64, 2, 3)}});
+  out.back().extra.push_back({adaptive_pool_spec("channels_last", dtype::float32, 3, 3), {{"cvec", "4"}, {"threads", "512"}}});
   // GroupNorm of channels_last inputs: one-pass and two-pass statistics, a column a thread.
   out.push_back({"group_norm_nhwc_cuda", group_norm_spec(true, dtype::bfloat16, "channels_last"),
                  {group_norm_spec(false, dtype::float32, "channels_last"), group_norm_spec(true, dtype::float16, "channels_last")}});
@@ -167,6 +171,7 @@ TEST(families_cuda, each_graph_is_covered_by_its_family) {
       {swiglu_spec(), "pointwise_cuda"},  {bias_gelu_spec(), "pointwise_cuda"},
       {col_softmax_spec(), "col_softmax_cuda"},    {col_softmax_spec(-3, true, dtype::bfloat16), "col_softmax_cuda"},
       {group_norm_spec(true, dtype::bfloat16, "channels_last"), "group_norm_nhwc_cuda"},
+      {adaptive_pool_spec(), "adaptive_pool_cuda"}, {adaptive_pool_spec("channels_last", dtype::bfloat16, 7, 7), "adaptive_pool_cuda"},
       {matmul_spec(), "generic_cuda"},  // no other family covers it: the fallback
   };
   std::set<std::string> named;

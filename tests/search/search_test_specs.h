@@ -124,6 +124,19 @@ inline workload_spec pool_spec(std::string format = "contiguous", dtype in = dty
   return s;
 }
 
+// adaptive_avg_pool2d to OH x OW (more than 1 x 1: torch's windows, overlapping where the sizes do not divide) over
+// [N, C, 13, 10], then a cast to float32.
+inline workload_spec adaptive_pool_spec(std::string format = "contiguous", dtype in = dtype::float16, int64_t oh = 6,
+                                        int64_t ow = 4) {
+  workload_spec s;
+  s.name = "test-adaptive-avgpool";
+  s.inputs.push_back(tensor_input("x", {sym("N"), sym("C"), lit(13), lit(10)}, in, format));
+  s.graph.push_back({"adaptive_avg_pool2d", {{"input", "x"}, {"output_size", {oh, ow}}}, {}});
+  s.graph.push_back({"cast", {{"dtype", "float32"}}, {}});
+  s.cases = {make_case({{"N", 2}, {"C", 300}}, true), make_case({{"N", 1}, {"C", 3}}, false)};
+  return s;
+}
+
 // silu(gate) * up on [T, D] (a SwiGLU activation): elementwise with a binary op, which no reduction family covers.
 inline workload_spec swiglu_spec(dtype in = dtype::bfloat16) {
   workload_spec s;

@@ -1,0 +1,88 @@
+// adaptive_pool_cpu: adaptive average pooling to an output larger than 1 x 1 (adaptive_avg_pool2d over torch's
+// windows, optional flatten and casts) on the cpu; global pooling is pool_cpu's. NCHW walks each plane, channels_last
+// each output position a block of channels at a time. This file emits the variant's part (its types, constants,
+// knob-selected macros, the fused casts); the fixed code is adaptive_pool_cpu.h.
+#include <fmt/format.h>
+
+#include "search/families/cpu_emit.h"
+#include "search/families/elementwise_emit.h"
+#include "search/family.h"
+#include "search/graph_match.h"
+
+namespace kf {
+namespace {
+
+class adaptive_pool_cpu final : public family {
+ public:
+  std::string name() const override { return "adaptive_pool_cpu"; }
+  device_kind device() const override { return device_kind::cpu; }
+  int version() const override { return 1; }
+  std::vector<std::string> selected_by() const override { return {"pool"}; }
+
+  bool covers(const workload_spec& spec, std::string* why_not) const override {
+    auto g = match_adaptive_pool(spec, why_not);
+    if (!g) return false;
+    if (g->in_type == dtype::float64 || !is_floating(g->in_type)) {
+      if (why_not) *why_not = fmt::format("x is {}: the cpu pooling takes float32/16 and bfloat16", dtype_name(g->in_type));
+      return false;
+    }
+    return true;
+  }
+
+  std::vector<knob> knobs() const override {
+    return {
+        {"threads", {"1", "2", "4", "all"}, "OpenMP threads (all: OpenMP's default)"},
+        {"schedule", {"static", "dynamic"}, "how planes (NCHW) or output positions (channels_last) are dealt to threads"},
+        {"channel_block", {"16", "64", "256", "1024"}, "channels summed together per task (channels_last)"},
+        {"accum", {"float", "double"}, "the accumulator type"},
+        cpu_emit::f16_load_knob(),
+    };
+  }
+
+  knob_values default_variant(const workload_spec&) const override {
+    return {{"threads", "all"}, {"schedule", "static"}, {"channel_block", "256"}, {"accum", "float"}, {"f16_load", "bits"}};
+  }
+
+  knob_values canonical_knobs(const workload_spec& spec, const knob_values& v) const override {
+    knob_values k = v;
+    cpu_emit::canonical_f16_load(spec, k);
+    return k;
+  }
+
+  bool valid(const knob_values& v, const workload_spec& spec, std::string* why_not) const override {
+    return knobs_in_range(*this, v, why_not) && covers(spec, why_not);
+  }
+
+  std::string emit(const workload_spec& spec, const knob_values& given) const override {
+    const knob_values v = canonical_knobs(spec, given);
+    auto g = match_adaptive_pool(spec, nullptr);
+    KF_ASSERT(g.has_value(), "emit on a spec the family does not cover");
+    std::string epi = cpu_emit::round_through(g->in_type, "v");
+    for (auto t : g->epilogue_casts) epi = cpu_emit::round_through(t, epi);
+    std::string code = cpu_emit::omp_macros(v.at("threads"), v.at("schedule"));
+    code += fmt::format("\ntypedef {} kf_in_t;\ntypedef {} kf_out_t;\ntypedef {} kf_acc_t;\n",
+                        cpu_emit::storage_type(g->in_type), cpu_emit::storage_type(g->out_type), v.at("accum"));
+    code += fmt::format(
+        "constexpr int kf_cblock = {};  // channels per task (channels_last)\n"
+        "constexpr int kf_n_inputs = {}, kf_x_input = {}, kf_rank = {};\n"
+        "constexpr int kf_x_dtype = {}, kf_out_dtype = {};\n"
+        "constexpr int64_t kf_oh = {}, kf_ow = {};\n",
+        v.at("channel_block"), spec.inputs.size(), input_index(spec, g->input), g->rank, ew::abi_code(g->in_type),
+        ew::abi_code(g->out_type), g->out_size[0], g->out_size[1]);
+    code += fmt::format(
+        "\n// An element of x as a float (kf_load), the mean on its way out, rounded through x's type and each later\n"
+        "// cast (kf_fin), and stored as the output's type (kf_store).\n"
+        "static inline float kf_load(kf_in_t v) {{ return {}; }}\n"
+        "static inline float kf_fin(float v) {{ return {}; }}\n"
+        "static inline kf_out_t kf_store(float v) {{ return {}; }}\n",
+        cpu_emit::load(g->in_type, "v"), epi, cpu_emit::store(g->out_type, "v"));
+    return cpu_emit::header(*this, spec, v, g->describe()) + cpu_emit::prelude(v) + cpu_emit::variant(code) +
+           cpu_emit::fixed_file("search/families/adaptive_pool_cpu.h");
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<family> make_adaptive_pool_cpu() { return std::make_unique<adaptive_pool_cpu>(); }
+
+}  // namespace kf

@@ -1,0 +1,80 @@
+// adaptive_pool_cpu.h: the fixed code of adaptive_pool_cpu, emitted after the variant's part (adaptive_pool_cpu.cpp:
+// its types, constants and knob-selected macros, the load kf_load, the epilogue's casts kf_fin and the store
+// kf_store). Average pooling to an OH x OW output over torch's adaptive windows; NCHW walks each (n, c) plane,
+// channels_last each output position with a block of contiguous channels at a time. y is contiguous [N, C, OH, OW].
+#ifndef KF_EMITTED
+// Read on its own (an editor, clang-format, tests/search/family_sources_test.cpp), this file sees typical values of
+// what the family emits before it; kforge emits it without these lines.
+#include "adaptive_pool_cpu_stub.h"
+#endif  // KF_EMITTED
+
+// Output index i of n over a dim of `len`: the window [floor(i len / n), ceil((i + 1) len / n)), as torch's.
+static inline int64_t kf_win_lo(int64_t i, int64_t len, int64_t n) { return i * len / n; }
+static inline int64_t kf_win_hi(int64_t i, int64_t len, int64_t n) { return ((i + 1) * len + n - 1) / n; }
+
+static bool kf_y_contiguous(const kf_tensor* t) {
+  int64_t expect = 1;
+  for (int d = t->ndim - 1; d >= 0; --d) {
+    if (t->shape[d] != 1 && t->stride[d] != expect) return false;
+    expect *= t->shape[d];
+  }
+  return true;
+}
+
+extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, void* stream) {
+  (void)stream;
+  if (n_in != kf_n_inputs || n_out != 1) return 1;
+  const kf_tensor* x = &in[kf_x_input];
+  kf_tensor* y = &out[0];
+  const int R = kf_rank;
+  if (x->dtype != kf_x_dtype || x->ndim != R || y->dtype != kf_out_dtype) return 1;
+  const int64_t N = R == 4 ? x->shape[0] : 1, C = x->shape[R - 3], H = x->shape[R - 2], W = x->shape[R - 1];
+  const int64_t sN = R == 4 ? x->stride[0] : 0, sC = x->stride[R - 3], sH = x->stride[R - 2], sW = x->stride[R - 1];
+  const int64_t OH = kf_oh, OW = kf_ow;
+  int64_t ycount = 1;
+  for (int i = 0; i < y->ndim; ++i) ycount *= y->shape[i];
+  if (ycount != N * C * OH * OW || !kf_y_contiguous(y) || H == 0 || W == 0) return 1;
+  const kf_in_t* xd = (const kf_in_t*)x->data;
+  kf_out_t* yd = (kf_out_t*)y->data;
+  if (sC == 1 && C > 1) {
+    // channels_last: each task is one output position of one sample, its window's pixels summed a block of
+    // contiguous channels at a time.
+#pragma omp parallel for KF_NUM_THREADS schedule(KF_SCHEDULE)
+    for (int64_t t = 0; t < N * OH * OW; ++t) {
+      const int64_t n = t / (OH * OW), oi = t / OW % OH, oj = t % OW;
+      const int64_t h0 = kf_win_lo(oi, H, OH), h1 = kf_win_hi(oi, H, OH);
+      const int64_t w0 = kf_win_lo(oj, W, OW), w1 = kf_win_hi(oj, W, OW);
+      const float count = (float)((h1 - h0) * (w1 - w0));
+      for (int64_t c0 = 0; c0 < C; c0 += kf_cblock) {
+        const int64_t cn = C - c0 < kf_cblock ? C - c0 : kf_cblock;
+        kf_acc_t acc[kf_cblock];
+        for (int64_t c = 0; c < cn; ++c) acc[c] = 0;
+        for (int64_t h = h0; h < h1; ++h)
+          for (int64_t w = w0; w < w1; ++w) {
+            const kf_in_t* px = xd + n * sN + h * sH + w * sW + c0;
+            for (int64_t c = 0; c < cn; ++c) acc[c] += kf_load(px[c]);
+          }
+        for (int64_t c = 0; c < cn; ++c)
+          yd[((n * C + c0 + c) * OH + oi) * OW + oj] = kf_store(kf_fin((float)acc[c] / count));
+      }
+    }
+    return 0;
+  }
+  // planes: each (n, c) plane's OH x OW windows, a row of the window at a time.
+#pragma omp parallel for KF_NUM_THREADS schedule(KF_SCHEDULE)
+  for (int64_t t = 0; t < N * C; ++t) {
+    const int64_t n = t / C, c = t % C;
+    const kf_in_t* px = xd + n * sN + c * sC;
+    for (int64_t oi = 0; oi < OH; ++oi) {
+      const int64_t h0 = kf_win_lo(oi, H, OH), h1 = kf_win_hi(oi, H, OH);
+      for (int64_t oj = 0; oj < OW; ++oj) {
+        const int64_t w0 = kf_win_lo(oj, W, OW), w1 = kf_win_hi(oj, W, OW);
+        kf_acc_t s = 0;
+        for (int64_t h = h0; h < h1; ++h)
+          for (int64_t w = w0; w < w1; ++w) s += kf_load(px[h * sH + w * sW]);
+        yd[(t * OH + oi) * OW + oj] = kf_store(kf_fin((float)s / (float)((h1 - h0) * (w1 - w0))));
+      }
+    }
+  }
+  return 0;
+}
