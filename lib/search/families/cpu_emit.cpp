@@ -94,6 +94,23 @@ std::string float_literal(double v) {
   return s + "f";
 }
 
+std::string pool_types(const pool_graph& g, const std::string& accum) {
+  return fmt::format("\ntypedef {} kf_in_t;\ntypedef {} kf_out_t;\ntypedef {} kf_acc_t;\n", storage_type(g.in_type),
+                     storage_type(g.out_type), accum);
+}
+
+std::string pool_io(const pool_graph& g) {
+  std::string epi = round_through(g.in_type, "v");
+  for (auto t : g.epilogue_casts) epi = round_through(t, epi);
+  return fmt::format(
+      "\n// An element of x as a float (kf_load), the mean on its way out, rounded through x's type and each later\n"
+      "// cast (kf_fin), and stored as the output's type (kf_store).\n"
+      "static inline float kf_load(kf_in_t v) {{ return {}; }}\n"
+      "static inline float kf_fin(float v) {{ return {}; }}\n"
+      "static inline kf_out_t kf_store(float v) {{ return {}; }}\n",
+      load(g.in_type, "v"), epi, store(g.out_type, "v"));
+}
+
 std::string prologue_statements(const elementwise_step& st, const std::string& mask_value) {
   std::string line;
   switch (st.what) {

@@ -40,6 +40,10 @@ std::string store_vec(dtype t, const std::string& expr);
 // (KF_TANH), an add of `mask_value` (add_mask: the caller writes where its mask's value lives), nothing for a cast;
 // then the rounding through the step's type where that is 16-bit.
 std::string prologue_statements(const elementwise_step& st, const std::string& mask_value = "");
+// The pooling families' (pool_cpu, adaptive_pool_cpu) types kf_in_t, kf_out_t and kf_acc_t (`accum`), and their
+// kf_load (an element of x as a float), kf_fin (the mean rounded through x's type and each later cast) and kf_store.
+std::string pool_types(const pool_graph& g, const std::string& accum);
+std::string pool_io(const pool_graph& g);
 // A C++ float literal for v ("50.0f", "1e-06f", "INFINITY").
 std::string float_literal(double v);
 

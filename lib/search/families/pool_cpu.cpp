@@ -61,11 +61,7 @@ class pool_cpu final : public family {
     const knob_values v = canonical_knobs(spec, given);
     auto g = match_pool(spec, nullptr);
     KF_ASSERT(g.has_value(), "emit on a spec the family does not cover");
-    std::string epi = cpu_emit::round_through(g->in_type, "v");
-    for (auto t : g->epilogue_casts) epi = cpu_emit::round_through(t, epi);
-    std::string code = cpu_emit::omp_macros(v.at("threads"), v.at("schedule"));
-    code += fmt::format("\ntypedef {} kf_in_t;\ntypedef {} kf_out_t;\ntypedef {} kf_acc_t;\n",
-                        cpu_emit::storage_type(g->in_type), cpu_emit::storage_type(g->out_type), v.at("accum"));
+    std::string code = cpu_emit::omp_macros(v.at("threads"), v.at("schedule")) + cpu_emit::pool_types(*g, v.at("accum"));
     code += fmt::format(
         "constexpr int kf_lanes = {};  // accumulators per plane (NCHW)\n"
         "constexpr int kf_cblock = {};  // channels per task (channels_last)\n"
@@ -74,13 +70,7 @@ class pool_cpu final : public family {
         "constexpr int kf_x_dtype = {}, kf_out_dtype = {};\n",
         v.at("vector_width"), v.at("channel_block"), v.at("planes_per_chunk"), spec.inputs.size(),
         input_index(spec, g->input), g->rank, ew::abi_code(g->in_type), ew::abi_code(g->out_type));
-    code += fmt::format(
-        "\n// An element of x as a float (kf_load), the mean on its way out, rounded through x's type and each later\n"
-        "// cast (kf_fin), and stored as the output's type (kf_store).\n"
-        "static inline float kf_load(kf_in_t v) {{ return {}; }}\n"
-        "static inline float kf_fin(float v) {{ return {}; }}\n"
-        "static inline kf_out_t kf_store(float v) {{ return {}; }}\n",
-        cpu_emit::load(g->in_type, "v"), epi, cpu_emit::store(g->out_type, "v"));
+    code += cpu_emit::pool_io(*g);
     return cpu_emit::header(*this, spec, v, g->describe()) + cpu_emit::prelude(v) + cpu_emit::variant(code) +
            cpu_emit::fixed_file("search/families/pool_cpu.h");
   }
