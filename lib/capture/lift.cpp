@@ -211,8 +211,8 @@ std::optional<std::pair<json, size_t>> scalar_tensor_value(const trace& t, const
 
 // x.masked_fill(mask, value) with a bool mask, and the torch.where forms with a number on one side:
 // where(c, x, value) is the spec's where, where(c, value, x) is x.masked_fill(c, value). The number is a Scalar
-// argument (where.ScalarOther / ScalarSelf, masked_fill.Scalar) or a 0-d tensor made from one (where.self), whose
-// making the lifted op covers too.
+// argument (where.ScalarOther / ScalarSelf, masked_fill.Scalar) or a 0-d tensor made from one (where.self,
+// masked_fill.Tensor), whose making the lifted op covers too.
 std::optional<lifted_op> fill(const trace& t, const traced_op& op) {
   std::string spec_op = "masked_fill", mask_arg = "mask";
   json x = op.arg(0, "self"), value = op.arg(2, "value"), mask = op.arg(1, "mask");
@@ -228,6 +228,9 @@ std::optional<lifted_op> fill(const trace& t, const traced_op& op) {
       x = b, value = sa ? sa->first : a;
       if (sa) maker = sa->second;
     }
+  } else if (auto sv = scalar_tensor_value(t, value)) {  // masked_fill.Tensor: the value a 0-d tensor
+    value = sv->first;
+    maker = sv->second;
   }
   auto l = floating(t, start(t, op, spec_op, x));
   auto m = spec_tensor(t, mask);
@@ -297,6 +300,8 @@ const std::map<std::string, rule>& lift_rules() {
         {"aten.topk.default", topk},
         {"aten.masked_fill.Scalar", fill},
         {"aten.masked_fill_.Scalar", fill},
+        {"aten.masked_fill.Tensor", fill},
+        {"aten.masked_fill_.Tensor", fill},
         {"aten.where.self", fill},
         {"aten.where.ScalarOther", fill},
         {"aten.where.ScalarSelf", fill},

@@ -151,6 +151,12 @@ TEST(capture_lift, torch_where_with_a_number_is_where_or_masked_fill) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].args, (nlohmann::json{{"value", "-inf"}}));
   EXPECT_EQ(f[0].tensors[0], (std::pair<std::string, int64_t>{"mask", 1}));
+  t = masked_trace({{"aten.scalar_tensor.default", nlohmann::json::array({-1e4}), scalar},
+                    {"aten.masked_fill.Tensor", {x, mask, scalar}, out}});
+  f = lifted_named(lift(t), "masked_fill");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].args, (nlohmann::json{{"value", -1e4}}));
+  EXPECT_EQ(f[0].covers, (std::vector<size_t>{0, 1}));
   t = masked_trace({{"aten.where.ScalarOther", {mask, x, -3.5}, out}});
   w = lifted_named(lift(t), "where");
   ASSERT_EQ(w.size(), 1u);
