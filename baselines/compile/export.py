@@ -119,7 +119,8 @@ def make_ops(torch):
 
 # Argument names that name inputs (tensor arguments), per op.
 TENSOR_ARGS = {"add_mask": ["mask"], "masked_fill": ["mask"], "where": ["condition"],
-               "group_norm": ["weight", "bias"], "layer_norm": ["weight", "bias"], "rms_norm": ["weight"], "linear": ["weight", "bias"], "matmul": ["other"],
+               "group_norm": ["weight", "bias"], "layer_norm": ["weight", "bias"], "rms_norm": ["weight"],
+               "linear": ["weight", "bias"], "matmul": ["other"],
                "add": ["other"], "sub": ["other"], "mul": ["other"], "div": ["other"]}
 
 

@@ -113,7 +113,7 @@ std::string yaml_number(double v) {
   std::string s = std::isfinite(f) && static_cast<double>(f) == v ? fmt::format("{}", f) : fmt::format("{}", v);
   // float's shortest text read back as a double may pass float's range (finfo(float32).min prints as -3.4028235e+38,
   // beyond -3.4028234663852886e+38): torch refuses such a fill value for float32, so keep the double's text there.
-  if (std::abs(std::strtod(s.c_str(), nullptr)) > static_cast<double>(std::numeric_limits<float>::max()) && std::isfinite(f))
+  if (std::isfinite(f) && std::abs(std::strtod(s.c_str(), nullptr)) > static_cast<double>(std::numeric_limits<float>::max()))
     s = fmt::format("{}", v);
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
   return s;

@@ -159,6 +159,12 @@ std::optional<softmax_graph> match_softmax_over(const workload_spec& spec, std::
   walker w{spec, why_not};
   softmax_graph g;
   if (!start(w, &g.input, &g.in_type, &g.rank)) return std::nullopt;
+  // A mask (add_mask's, masked_fill's, where's) has at most x's dims.
+  auto mask_fits = [&](const input_spec& m) {
+    if (static_cast<int>(m.shape.size()) <= g.rank) return true;
+    w.fail(fmt::format("{}: the mask has more dims than x", w.where()));
+    return false;
+  };
   for (; !w.done() && !w.is("softmax") && !w.is("log_softmax"); ++w.at) {
     auto& a = w.peek()->args;
     elementwise_step st;
@@ -184,10 +190,7 @@ std::optional<softmax_graph> match_softmax_over(const workload_spec& spec, std::
       st.mask = a[field].get<std::string>();
       auto* m = spec.find_input(st.mask);
       if (!is_floating(m->type)) { w.fail(fmt::format("{}: only floating masks are fused", w.where())); return std::nullopt; }
-      if (static_cast<int>(m->shape.size()) > g.rank) {
-        w.fail(fmt::format("{}: the mask has more dims than x", w.where()));
-        return std::nullopt;
-      }
+      if (!mask_fits(*m)) return std::nullopt;
       if (op == "add" && !broadcasts_into(spec, *m, *spec.find_input(g.input))) {
         w.fail(fmt::format("{}: {} does not broadcast into {} in every case: only an add of a mask that keeps x's "
                            "shape is fused", w.where(), st.mask, g.input));
@@ -203,10 +206,7 @@ std::optional<softmax_graph> match_softmax_over(const workload_spec& spec, std::
         w.fail(fmt::format("{}: {} needs a bool input as its {} and a value", w.where(), op, field));
         return std::nullopt;
       }
-      if (static_cast<int>(m->shape.size()) > g.rank) {
-        w.fail(fmt::format("{}: the mask has more dims than x", w.where()));
-        return std::nullopt;
-      }
+      if (!mask_fits(*m)) return std::nullopt;
       st.mask = m->name;
       st.value = number_value(a["value"]);
     } else if (op == "cast") {

@@ -128,6 +128,16 @@ std::vector<tensor_desc> add_mask(const op_context& c) {
   return {tensor_desc{c.input.shape, promote_types(c.input.type, m.type)}};
 }
 
+// The largest finite value a floating type holds (float64's: infinity, no finite double overflows it).
+double largest_finite(dtype t) {
+  switch (t) {
+    case dtype::float16: return 65504.0;
+    case dtype::bfloat16: return 3.3895313892515355e38;
+    case dtype::float32: return 3.4028234663852886e38;
+    default: return INFINITY;
+  }
+}
+
 // x.masked_fill(mask, value): value where the bool mask is true (a mask that broadcasts into x without growing it,
 // as add_mask's), x elsewhere; and torch.where(condition, x, value), its mirror: x where true. x's type either way.
 std::vector<tensor_desc> masked_fill(const op_context& c) {
@@ -139,9 +149,7 @@ std::vector<tensor_desc> masked_fill(const op_context& c) {
     c.fail(arg, fmt::format("expected a bool {} (true where {} goes), got {}", arg, where ? "x" : "the value", dtype_name(m.type)));
   need_mask_shape(c, m, arg);
   // torch refuses a finite value beyond x's type (-1e9 into float16); -inf and the type's lowest are what models use.
-  const double v = c.get_number("value"), top = c.input.type == dtype::float16 ? 65504.0
-                                              : c.input.type == dtype::bfloat16 ? 3.3895313892515355e38
-                                              : c.input.type == dtype::float32 ? 3.4028234663852886e38 : INFINITY;
+  const double v = c.get_number("value"), top = largest_finite(c.input.type);
   if (std::isfinite(v) && std::abs(v) > top)
     c.fail("value", fmt::format("{} does not fit the input's {} (largest {}): expected -inf, inf or a value within it", v, dtype_name(c.input.type), top));
   return same(c);

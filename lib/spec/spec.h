@@ -14,7 +14,7 @@
 
 namespace kf {
 
-// Codes are the candidate ABI's (kf_abi.h); bool shares uint8's code.
+// Codes are the candidate ABI's (kf_abi.h): bool is KF_BOOL, not uint8.
 enum class dtype : int32_t { float32 = 0, float16 = 1, bfloat16 = 2, float64 = 3, int32 = 4, int64 = 5, uint8 = 6, boolean = 7 };
 
 std::string_view dtype_name(dtype t);                   // "float32", "bfloat16", ...

@@ -23,6 +23,18 @@ std::string spec_text(const std::string& x_shape, const std::string& x_dtype, co
          "graph:\n" + graph + "cases: " + cases + "\n";
 }
 
+// The first diagnostic the parser gives `text` (its field empty and message "no error" where there is none).
+spec_diagnostic first_diagnostic(const std::string& text) {
+  workload_spec s;
+  auto d = parse_spec_text(text, "t.yaml", &s);
+  if (d.empty()) {
+    spec_diagnostic none;
+    none.message = "no error";
+    return none;
+  }
+  return d[0];
+}
+
 std::vector<tensor_desc> outputs_of(const std::string& text) {
   workload_spec s = parse_ok(text);
   return infer_outputs(s, s.cases.at(0));
@@ -105,9 +117,8 @@ TEST(ops, masked_fill_takes_a_bool_mask_that_keeps_the_shape_and_a_value_the_typ
   EXPECT_EQ(s.graph[0].args["value"], "-inf");  // JSON holds no infinity
   EXPECT_EQ(number_value(s.graph[0].args["value"]), -INFINITY);
   auto first_error = [](const std::string& text) {
-    workload_spec w;
-    auto d = parse_spec_text(text, "t.yaml", &w);
-    return d.empty() ? std::string("no error") : d[0].field + ": " + d[0].message;
+    const spec_diagnostic d = first_diagnostic(text);
+    return d.field + ": " + d.message;
   };
   // A float mask is add_mask's; -1e9 overflows float16 (torch refuses it); a mask may not grow x; NaN is no value.
   EXPECT_NE(first_error(spec_text("[4, 4]", "float32", "  - masked_fill: {input: x, mask: m, value: 0}\n",
@@ -124,25 +135,20 @@ TEST(ops, where_keeps_x_where_its_bool_condition_holds) {
   const std::string keep = "  keep: {shape: [4, 4], dtype: bool, init: {randint: {high: 2}}}\n";
   auto o = outputs_of(spec_text("[2, 4, 4]", "bfloat16", "  - where: {input: x, condition: keep, value: -inf}\n", keep));
   EXPECT_EQ(o.at(0), (tensor_desc{{2, 4, 4}, dtype::bfloat16}));
-  workload_spec w;
-  auto d = parse_spec_text(spec_text("[4, 4]", "float32", "  - where: {input: x, condition: m, value: 0}\n",
-                                     "  m: {shape: [4, 4], dtype: float32}\n"), "t.yaml", &w);
-  ASSERT_FALSE(d.empty());
-  EXPECT_EQ(d[0].field, "graph[0].where.condition");
-  EXPECT_NE(d[0].message.find("expected a bool condition (true where x goes), got float32"), std::string::npos) << d[0].message;
+  const spec_diagnostic d = first_diagnostic(spec_text("[4, 4]", "float32", "  - where: {input: x, condition: m, value: 0}\n",
+                                                       "  m: {shape: [4, 4], dtype: float32}\n"));
+  EXPECT_EQ(d.field, "graph[0].where.condition");
+  EXPECT_NE(d.message.find("expected a bool condition (true where x goes), got float32"), std::string::npos) << d.message;
 }
 
 TEST(ops, a_bool_input_is_drawn_as_a_mask_or_not_at_all) {
-  workload_spec w;
-  auto d = parse_spec_text(spec_text("[4, 4]", "float32", "  - masked_fill: {input: x, mask: m, value: 0}\n",
-                                     "  m: {shape: [4, 4], dtype: bool}\n"), "t.yaml", &w);
-  ASSERT_FALSE(d.empty());
-  EXPECT_EQ(d[0].field, "inputs.m");
-  EXPECT_NE(d[0].message.find("a bool input needs an init"), std::string::npos) << d[0].message;
-  d = parse_spec_text(spec_text("[4, 4]", "float32", "  - masked_fill: {input: x, mask: m, value: 0}\n",
-                                "  m: {shape: [4, 4], dtype: bool, init: {randint: {high: 3}}}\n"), "t.yaml", &w);
-  ASSERT_FALSE(d.empty());
-  EXPECT_NE(d[0].message.find("a bool input holds 0 and 1"), std::string::npos) << d[0].message;
+  spec_diagnostic d = first_diagnostic(spec_text("[4, 4]", "float32", "  - masked_fill: {input: x, mask: m, value: 0}\n",
+                                                 "  m: {shape: [4, 4], dtype: bool}\n"));
+  EXPECT_EQ(d.field, "inputs.m");
+  EXPECT_NE(d.message.find("a bool input needs an init"), std::string::npos) << d.message;
+  d = first_diagnostic(spec_text("[4, 4]", "float32", "  - masked_fill: {input: x, mask: m, value: 0}\n",
+                                 "  m: {shape: [4, 4], dtype: bool, init: {randint: {high: 3}}}\n"));
+  EXPECT_NE(d.message.find("a bool input holds 0 and 1"), std::string::npos) << d.message;
   parse_ok(spec_text("[4, 4]", "float32", "  - masked_fill: {input: x, mask: m, value: 0}\n",
                      "  m: {shape: [4, 4], dtype: bool, init: {randint: {high: 2}}}\n"));
 }

@@ -121,7 +121,7 @@ std::string prologue_statements(const elementwise_step& st, const std::string& m
     case elementwise_step::kind::cast: break;
     case elementwise_step::kind::add_mask: line = fmt::format("v = v + {};", mask_value); break;
     case elementwise_step::kind::masked_fill: {  // rounded to x's type below, as masked_fill does
-      const std::string value = std::isinf(st.value) ? (st.value > 0 ? "INFINITY" : "-INFINITY") : float_literal(st.value);
+      const std::string value = float_literal(st.value);
       line = st.fill_where_false ? fmt::format("v = {} != 0.f ? v : {};", mask_value, value)
                                  : fmt::format("v = {} != 0.f ? {} : v;", mask_value, value);
       break;

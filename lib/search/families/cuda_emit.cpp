@@ -24,7 +24,8 @@ std::string c_type(dtype t) {
 }
 
 std::string float_literal(double v) {
-  KF_ASSERT(std::isfinite(v), "non-finite constant {}", v);
+  KF_ASSERT(!std::isnan(v), "a NaN constant");
+  if (std::isinf(v)) return v > 0 ? "INFINITY" : "-INFINITY";
   auto s = fmt::format("{:.9g}", v);
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return s + "f";
@@ -93,8 +94,8 @@ std::string prologue_code(const std::vector<elementwise_step>& steps, const std:
         break;
       case elementwise_step::kind::masked_fill: {
         // The value as x's type holds it (masked_fill rounds it there); a mask is loaded as 0 or 1.
-        std::string value = std::isinf(st.value) ? (st.value > 0 ? "INFINITY" : "-INFINITY") : float_literal(st.value);
-        if (auto r = round_to(value, st.to); !r.empty() && std::isfinite(st.value)) value = r;
+        std::string value = float_literal(st.value);
+        if (auto r = round_to(value, st.to); !r.empty() && std::isfinite(st.value)) value = r;  // an infinity stays
         s += st.fill_where_false ? fmt::format("  x = m{} != 0.f ? x : {};\n", mask_i++, value)
                                  : fmt::format("  x = m{} != 0.f ? {} : x;\n", mask_i++, value);
         break;

@@ -40,7 +40,7 @@ std::string epilogue();
 // libm's, or (fast) the multi-function unit's exp2 and reciprocal.
 std::string math_functions(bool fast);
 
-// A float literal that round-trips (e.g. "0.02f", "-inff" never: callers pass finite values).
+// A float literal that round-trips ("0.02f"; an infinity is INFINITY or -INFINITY; NaN asserts).
 std::string float_literal(double v);
 // Statements applying the prologue steps to `float x`, one mask value per add_mask step in `m0`, `m1`...
 // `tanh_fn` computes softcap's tanh: "tanh_exp" (one exp + one reciprocal, ~1e-7 absolute error, the cap
