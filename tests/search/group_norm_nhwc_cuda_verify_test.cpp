@@ -1,7 +1,8 @@
 // group_norm_nhwc_cuda through the whole verifier on the GPU (skipped without one): channels_last GroupNorm with one-
 // and two-pass statistics, groups of 4 to 80 channels (a thread's vector inside one group or across two), channels
 // more than the threads' vectors (a thread owning several), a column a thread (channels not a whole number of
-// vectors), tiles from one an image to many, with SiLU and GELU, in bfloat16, float16 and float32. Without a GPU,
+// vectors), tiles from one an image to many, apply tiles of 16 to 128 positions by 32 to 128 channels (a tile or a
+// chunk past the image's end), with SiLU and GELU, in bfloat16, float16 and float32. Without a GPU,
 // the launch's checks of the tensors it is given: kforge's outputs are contiguous (the ABI).
 #include <gtest/gtest.h>
 
@@ -21,7 +22,8 @@ void add_variants(variants& out, const workload_spec& s) {
   out.push_back({s, {{"stats", "twopass"}, {"threads", "1024"}, {"blocks", "16"}}});
   out.push_back({s, {{"stats", "shifted"}, {"threads", "128"}, {"blocks", "1"}, {"pdl", "0"}}});
   out.push_back({s, {{"vec", "1"}, {"blocks", "2"}, {"threads", "1024"}}});
-  out.push_back({s, {{"vec", "2"}, {"threads", "512"}, {"blocks", "8"}}});
+  out.push_back({s, {{"vec", "2"}, {"threads", "512"}, {"blocks", "8"}, {"chunk", "32"}, {"ptile", "16"}}});
+  out.push_back({s, {{"chunk", "128"}, {"ptile", "128"}, {"threads", "128"}}});
 }
 
 // test::group_norm_spec with w and b in x's dtype, as the op asks of a spec the verifier runs (its float32 w and b
@@ -64,7 +66,7 @@ cases: [{N: 1, H: 8, W: 8, gate: true}, {N: 2, H: 3, W: 5}]
 
 TEST(group_norm_nhwc_cuda_verify, every_path_on_every_graph_kind) {
   KF_REQUIRE_GPU();
-  test::expect_all_pass("group_norm_nhwc_cuda", device_kind::cuda, all_variants(), 5);
+  test::expect_all_pass("group_norm_nhwc_cuda", device_kind::cuda, all_variants(), 6);
 }
 
 // Without a GPU, the same variants are still valid and emit (what the GPU run compiles).

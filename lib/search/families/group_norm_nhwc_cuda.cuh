@@ -3,15 +3,15 @@
 // (a group is a run of C / G channels at every position, never contiguous). Two kernels, or three:
 //  - stats: a block takes a tile of one image's positions; each thread owns V neighbouring channels (a 16-byte
 //    load) at every `rows`-th position of the tile and sums them in registers, then leaves its sums in shared
-//    memory, where one thread a group adds them up in a fixed order (reruns give the same bits) into a partial of
+//    memory, where a warp a group adds them up in a fixed order (reruns give the same bits) into a partial of
 //    (image, group, tile) in global memory;
 //  - with stats=twopass a second stats kernel sums the squared deviations from the mean the first one gave
 //    (float32: a sum of squares around a shift loses precision to cancellation where the shift is far from the
 //    mean, in units of float32's tolerance);
-//  - apply: a block reduces its image's partials to every group's mean and rstd (in double), then normalizes its
-//    tile with the affine, the activation and the casts. kforge's outputs are contiguous [N, C, H, W] (the ABI): the
-//    tile's results go through shared memory, `q` positions at a time by every channel, and leave a channel's run of
-//    q positions at a time (consecutive threads, consecutive positions); a channels_last y is written as x is read.
+//  - apply: a block takes k_ptile positions by k_chunk channels, reduces the partials of the groups those channels
+//    fall in (in double) to their mean and rstd, and normalizes its tile with the affine, the activation and the
+//    casts. kforge's outputs are contiguous [N, C, H, W] (the ABI): the tile is transposed through shared memory
+//    and leaves a channel's run of positions at a time; a channels_last y is written as x is read.
 #ifndef KF_EMITTED
 // Read on its own (an editor, clang-format, tests/search/family_sources_test.cpp), this file sees
 // typical values of what the family emits before it; kforge emits it without these lines.
@@ -38,7 +38,6 @@ struct gn_args {
   int64_t per_tile;  // positions a tile
   double count;      // values a group: cpg x hw
   int y_nchw;        // y is contiguous [N, C, H, W] (else channels_last, as x)
-  int q;             // y_nchw: positions staged in shared memory at a time
 };
 
 // This thread's place in its block: `slot` k owns channel vector cv0 + k * cvt (cvt threads across the channel
@@ -78,35 +77,36 @@ __device__ __forceinline__ void gn_walk(const gn_args& a, const gn_lane<V>& l, c
   }
 }
 
-// Every group's (mean, rstd) of image `n` from the partials, into shared memory; with stats=twopass the variance
-// from the second pass's partials once it has run (`second_done`). A warp a group: its lanes add every 32nd tile's
-// partial, then a butterfly over the lanes (a fixed order: lane 0 gets the same bits on every run). A thread a group
-// adding all the tiles made this the apply kernel's cost where tiles are many (H100, stop 33: 445 us at 16 blocks
-// an SM on SD-UNet's [2, 640, 64, 64], against 44 at 2).
-__device__ void gn_group_stats(const gn_args& a, int n, const in_t* x0, float* s_mean, float* s_rstd,
-                               bool second_done) {
+// Group g's (mean, rstd) of image `n` from the partials, in lane 0 of the calling warp; with stats=twopass the
+// variance from the second pass's partials once it has run (`second_done`). The lanes add every 32nd tile's partial,
+// then a butterfly over the lanes (a fixed order: lane 0 gets the same bits on every run).
+__device__ float2 gn_one_group(const gn_args& a, int n, int g, const in_t* x0, bool second_done) {
   const int lane = (int)(threadIdx.x & 31);
-  for (int g = (int)(threadIdx.x >> 5); g < a.groups; g += NT / 32) {
-    const float2* p = g_gn_part + ((int64_t)n * a.groups + g) * a.tiles;
-    double s = 0, q = 0;
-    for (int t = lane; t < a.tiles; t += 32) s += p[t].x, q += p[t].y;
-    if (k_twopass && second_done) {
-      const float2* p2 = g_gn_part2 + ((int64_t)n * a.groups + g) * a.tiles;
-      q = 0;
-      for (int t = lane; t < a.tiles; t += 32) q += p2[t].y;
-    }
+  const float2* p = g_gn_part + ((int64_t)n * a.groups + g) * a.tiles;
+  double s = 0, q = 0;
+  for (int t = lane; t < a.tiles; t += 32) s += p[t].x, q += p[t].y;
+  if (k_twopass && second_done) {
+    const float2* p2 = g_gn_part2 + ((int64_t)n * a.groups + g) * a.tiles;
+    q = 0;
+    for (int t = lane; t < a.tiles; t += 32) q += p2[t].y;
+  }
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      s += __shfl_xor_sync(0xffffffffu, s, o);
-      q += __shfl_xor_sync(0xffffffffu, q, o);
-    }
-    if (lane != 0) continue;
-    const double shift = to_f(x0[(int64_t)g * a.cpg]);  // the group's first value (position 0)
-    const double dm = s / a.count;
-    double var = q / a.count - dm * dm;
-    if (k_twopass && second_done) var = q / a.count;
-    s_mean[g] = (float)(shift + dm);
-    s_rstd[g] = (float)(1.0 / sqrt((var > 0 ? var : 0) + (double)k_eps));
+  for (int o = 16; o > 0; o >>= 1) {
+    s += __shfl_xor_sync(0xffffffffu, s, o);
+    q += __shfl_xor_sync(0xffffffffu, q, o);
+  }
+  const double shift = to_f(x0[(int64_t)g * a.cpg]);  // the group's first value (position 0)
+  const double dm = s / a.count;
+  double var = q / a.count - dm * dm;
+  if (k_twopass && second_done) var = q / a.count;
+  return make_float2((float)(shift + dm), (float)(1.0 / sqrt((var > 0 ? var : 0) + (double)k_eps)));
+}
+
+// Every group's (mean, rstd) of image `n` into shared memory, a warp a group (the second stats pass's means).
+__device__ void gn_group_stats(const gn_args& a, int n, const in_t* x0, float* s_mean, float* s_rstd) {
+  for (int g = (int)(threadIdx.x >> 5); g < a.groups; g += NT / 32) {
+    const float2 mr = gn_one_group(a, n, g, x0, false);
+    if ((threadIdx.x & 31) == 0) s_mean[g] = mr.x, s_rstd[g] = mr.y;
   }
 }
 
@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(NT) gn_stats_kernel(gn_args a) {
   wait_prior_grid<k_pdl>();
   const int tile = blockIdx.x, n = blockIdx.y;
   const in_t* x = a.x + (int64_t)n * a.hw * a.c;
-  if constexpr (SECOND) gn_group_stats(a, n, x, s_mean, s_rstd, false);
+  if constexpr (SECOND) gn_group_stats(a, n, x, s_mean, s_rstd);
   __syncthreads();
   const gn_lane<V> l(a);
   float sum[S][V], sq[S][V], ref[S][V];
@@ -143,8 +143,9 @@ __global__ void __launch_bounds__(NT) gn_stats_kernel(gn_args a) {
       sq[k][v] += d * d;
     }
   });
-  // Each thread's sums in its row's slot of each of its channels; then one thread a group adds its channels' slots
-  // in a fixed order (the verifier's reruns must give the same bits: atomics would add in any order).
+  // Each thread's sums in its row's slot of each of its channels; then a warp a group adds its channels' slots
+  // (lanes over the group's rows x channels, then a butterfly: a fixed order, so that the verifier's reruns give
+  // the same bits, which float atomics would not).
   float* rs = gn_dyn;                          // [rows][c]
   float* rq = gn_dyn + (int64_t)l.rows * a.c;  // [rows][c]
 #pragma unroll
@@ -158,14 +159,21 @@ __global__ void __launch_bounds__(NT) gn_stats_kernel(gn_args a) {
   }
   __syncthreads();
   float2* part = SECOND ? g_gn_part2 : g_gn_part;
-  for (int g = threadIdx.x; g < a.groups; g += NT) {
+  const int lane = (int)(threadIdx.x & 31), per = l.rows * a.cpg;
+  for (int g = (int)(threadIdx.x >> 5); g < a.groups; g += NT / 32) {
     float ts = 0.f, tq = 0.f;
-    for (int r = 0; r < l.rows; ++r)
-      for (int64_t ch = (int64_t)g * a.cpg; ch < (int64_t)(g + 1) * a.cpg; ++ch) {
-        ts += rs[(int64_t)r * a.c + ch];
-        tq += rq[(int64_t)r * a.c + ch];
-      }
-    part[((int64_t)n * a.groups + g) * a.tiles + tile] = make_float2(ts, tq);
+    for (int e = lane; e < per; e += 32) {
+      const int r = e / a.cpg;
+      const int64_t i = (int64_t)r * a.c + (int64_t)g * a.cpg + (e - r * a.cpg);
+      ts += rs[i];
+      tq += rq[i];
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      ts += __shfl_xor_sync(0xffffffffu, ts, o);
+      tq += __shfl_xor_sync(0xffffffffu, tq, o);
+    }
+    if (lane == 0) part[((int64_t)n * a.groups + g) * a.tiles + tile] = make_float2(ts, tq);
   }
 }
 
@@ -176,68 +184,77 @@ inline size_t gn_stats_smem(const gn_args& a) {
   return (size_t)2 * (size_t)(NT / cvt) * (size_t)a.c * sizeof(float);
 }
 
-// The apply kernel's staging of a contiguous y: q positions by (c | 1) floats.
-inline size_t gn_apply_smem(const gn_args& a) { return (size_t)a.q * (size_t)(a.c | 1) * sizeof(float); }
+// The apply kernel's staging of a contiguous y: k_ptile positions by k_chunk + 1 floats (the odd row length puts a
+// channel's consecutive positions in distinct banks).
+constexpr int k_ld = k_chunk + 1;
+inline size_t gn_apply_smem(const gn_args& a) { return a.y_nchw ? (size_t)k_ptile * k_ld * sizeof(float) : 0; }
 
-template <int V, int S>
+// The apply kernel: a block normalizes k_ptile positions (blockIdx.x) of k_chunk channels (blockIdx.y) of one image
+// (blockIdx.z). It first turns the partials of the groups its channels fall in (a warp a group) into each channel's
+// mean, scale (rstd x w) and bias; then each thread reads V neighbouring channels at every `prow`-th position (the
+// chunk's k_chunk / V threads across a position: 16-byte loads, the position's run of the chunk in one or two
+// segments). A channels_last y is written as x is read. A contiguous y (kforge's outputs, the ABI) goes through
+// shared memory as a [k_ptile][k_ld] tile and leaves by channel: k_ptile / OW threads a channel's run of positions,
+// OW consecutive positions a thread (16-byte stores where the image's positions are a whole number of them).
+template <int V, int OW>
 __global__ void __launch_bounds__(NT) gn_apply_kernel(gn_args a) {
-  __shared__ float s_mean[k_group_cap], s_rstd[k_group_cap];
+  __shared__ float s_gmean[k_chunk], s_grstd[k_chunk];                  // groups of the chunk (at most a channel each)
+  __shared__ float s_mean[k_chunk], s_scale[k_chunk], s_bias[k_chunk];  // the chunk's channels
+  extern __shared__ float gn_tile[];
   wait_prior_grid<k_pdl>();
-  const int tile = blockIdx.x, n = blockIdx.y;
+  const int n = blockIdx.z;
+  const int64_t c0 = (int64_t)blockIdx.y * k_chunk, c1 = c0 + k_chunk < a.c ? c0 + k_chunk : a.c;
+  const int64_t p0 = (int64_t)blockIdx.x * k_ptile, p1 = p0 + k_ptile < a.hw ? p0 + k_ptile : a.hw;
   const in_t* x = a.x + (int64_t)n * a.hw * a.c;
   out_t* y = a.y + (int64_t)n * a.hw * a.c;
-  gn_group_stats(a, n, x, s_mean, s_rstd, true);
-  __syncthreads();
-  const gn_lane<V> l(a);
-  // Per owned channel: y = (x - mean) * (rstd * w) + b.
-  float mean[S][V], scale[S][V], bias[S][V];
-#pragma unroll
-  for (int k = 0; k < S; ++k)
-#pragma unroll
-    for (int v = 0; v < V; ++v) {
-      const int64_t ch = l.has(k) ? l.channel(k) + v : 0;
-      const int g = (int)(ch / a.cpg);
-      mean[k][v] = s_mean[g];
-      scale[k][v] = s_rstd[g];
-      bias[k][v] = 0.f;
-      if constexpr (k_has_w) scale[k][v] *= to_f(a.w[ch]);
-      if constexpr (k_has_b) bias[k][v] = to_f(a.b[ch]);
-    }
-  const int64_t p0 = (int64_t)tile * a.per_tile;
-  const int64_t p1 = p0 + a.per_tile < a.hw ? p0 + a.per_tile : a.hw;
-  // x's vector k normalized, with the affine, the activation and the casts.
-  auto apply = [&](int k, const float* xv, float* o) {
-#pragma unroll
-    for (int v = 0; v < V; ++v) o[v] = finalize((xv[v] - mean[k][v]) * scale[k][v] + bias[k][v]);
-  };
-  if (!a.y_nchw) {
-    gn_walk<V, S>(a, l, x, p0, p1, [&](int64_t p, int k, const float* xv) {
-      float o[V];
-      apply(k, xv, o);
-      store_vec<out_t, V, false>(y + p * a.c + l.channel(k), o);
-    });
-    return;
+  const int g0 = (int)(c0 / a.cpg), ng = (int)((c1 - 1) / a.cpg) - g0 + 1;
+  for (int i = (int)(threadIdx.x >> 5); i < ng; i += NT / 32) {
+    const float2 mr = gn_one_group(a, n, g0 + i, x, true);
+    if ((threadIdx.x & 31) == 0) s_gmean[i] = mr.x, s_grstd[i] = mr.y;
   }
-  // Contiguous y: q positions at a time into shared memory as [q][ld] floats (ld odd, so that a channel's
-  // consecutive positions fall in distinct banks), then out by channel, consecutive threads on consecutive positions.
-  extern __shared__ float gn_dyn[];
-  const int64_t ld = a.c | 1;
-  for (int64_t pb = p0; pb < p1; pb += a.q) {
-    const int q = (int)(pb + a.q < p1 ? a.q : p1 - pb);
-    gn_walk<V, S>(a, l, x, pb, pb + q, [&](int64_t p, int k, const float* xv) {
-      float o[V];
-      apply(k, xv, o);
+  __syncthreads();
+  for (int i = threadIdx.x; i < c1 - c0; i += NT) {  // y = (x - mean) * (rstd * w) + b
+    const int gi = (int)((c0 + i) / a.cpg) - g0;
+    s_mean[i] = s_gmean[gi];
+    s_scale[i] = s_grstd[gi];
+    s_bias[i] = 0.f;
+    if constexpr (k_has_w) s_scale[i] *= to_f(a.w[c0 + i]);
+    if constexpr (k_has_b) s_bias[i] = to_f(a.b[c0 + i]);
+  }
+  __syncthreads();
+  constexpr int tv = k_chunk / V, prow = NT / tv;  // threads across a position's chunk; positions at a time
+  const int cv = (int)threadIdx.x % tv, pr = (int)threadIdx.x / tv;
+  const int64_t ch = c0 + (int64_t)cv * V;  // V > 1 only where the channels are a whole number of vectors
+  if (pr < prow && ch < c1) {
+    float mean[V], scale[V], bias[V];
 #pragma unroll
-      for (int v = 0; v < V; ++v) gn_dyn[(p - pb) * ld + l.channel(k) + v] = o[v];
-    });
-    __syncthreads();
-    for (int64_t i = threadIdx.x; i < a.c * q; i += NT) {
-      const int64_t ch = i / q;
-      const int j = (int)(i - ch * q);
-      float v = gn_dyn[j * ld + ch];
-      store_vec<out_t, 1, false>(y + ch * a.hw + pb + j, &v);
+    for (int v = 0; v < V; ++v)
+      mean[v] = s_mean[cv * V + v], scale[v] = s_scale[cv * V + v], bias[v] = s_bias[cv * V + v];
+#pragma unroll 4
+    for (int64_t p = p0 + pr; p < p1; p += prow) {
+      float o[V];
+      load_vec<in_t, V>(x + p * a.c + ch, o);
+      prologue_x<V>(o);
+#pragma unroll
+      for (int v = 0; v < V; ++v) o[v] = finalize((o[v] - mean[v]) * scale[v] + bias[v]);
+      if (!a.y_nchw) {
+        store_vec<out_t, V, false>(y + p * a.c + ch, o);
+      } else {
+#pragma unroll
+        for (int v = 0; v < V; ++v) gn_tile[(p - p0) * k_ld + cv * V + v] = o[v];
+      }
     }
-    __syncthreads();
+  }
+  if (!a.y_nchw) return;
+  __syncthreads();
+  constexpr int tw = k_ptile / OW, crow = NT / tw;  // threads along a channel's run; channels at a time
+  const int j = ((int)threadIdx.x % tw) * OW, cr = (int)threadIdx.x / tw;
+  if (cr >= crow || p0 + j >= p1) return;  // OW > 1 only where a tile's positions are a whole number of OW
+  for (int c = cr; c < c1 - c0; c += crow) {
+    float o[OW];
+#pragma unroll
+    for (int i = 0; i < OW; ++i) o[i] = gn_tile[(j + i) * k_ld + c];
+    store_vec<out_t, OW, false>(y + (c0 + c) * a.hw + p0 + j, o);
   }
 }
 
@@ -267,33 +284,48 @@ inline int gn_stats_launch(const gn_args& a, dim3 grid, size_t smem, cudaStream_
   return launch_kernel<k_pdl>(kernel, grid, NT, smem, s, a);
 }
 
+// The apply kernel over (position tiles, channel chunks, images), OW positions a thread's store.
+template <int V, int OW>
+inline int gn_apply_launch(const gn_args& a, int64_t images, cudaStream_t s) {
+  const dim3 grid((unsigned)((a.hw + k_ptile - 1) / k_ptile), (unsigned)((a.c + k_chunk - 1) / k_chunk),
+                  (unsigned)images);
+  const size_t smem = gn_apply_smem(a);
+  if (!gn_smem_opt_in(gn_apply_kernel<V, OW>, smem, 5 * k_chunk * sizeof(float))) return 3;
+  return launch_kernel<k_pdl>(gn_apply_kernel<V, OW>, grid, NT, smem, s, a);
+}
+
 template <int V, int S>
-inline int gn_launch_as(const gn_args& a, dim3 grid, cudaStream_t s) {
+inline int gn_launch_as(const gn_args& a, int64_t images, dim3 grid, cudaStream_t s) {
   const size_t smem = gn_stats_smem<V>(a);
   if (smem + 2 * k_group_cap * sizeof(float) > k_smem_limit) return 1;  // channels beyond a block's shared memory
   if (int rc = gn_stats_launch<V, S, false>(a, grid, smem, s)) return rc;
   if constexpr (k_twopass)
     if (int rc = gn_stats_launch<V, S, true>(a, grid, smem, s)) return rc;
-  const size_t apply_smem = a.y_nchw ? gn_apply_smem(a) : 0;
-  if (!gn_smem_opt_in(gn_apply_kernel<V, S>, apply_smem, 2 * k_group_cap * sizeof(float))) return 3;
-  return launch_kernel<k_pdl>(gn_apply_kernel<V, S>, grid, NT, apply_smem, s, a);
+  // 16-byte stores of a contiguous y where every tile's positions are a whole number of them.
+  constexpr int ow = 16 / (int)sizeof(out_t) < k_ptile ? 16 / (int)sizeof(out_t) : k_ptile;
+  const bool wide = a.y_nchw && ow > 1 && a.hw % ow == 0 && aligned(a.y, 16);
+  return wide ? gn_apply_launch<V, ow>(a, images, s) : gn_apply_launch<V, 1>(a, images, s);
 }
 
 template <int V>
 inline int gn_launch(gn_args a, int64_t images, cudaStream_t s) {
   const int64_t cv = a.c / V;
   if (cv > (int64_t)k_slot_cap * NT) return 1;  // more channel vectors than the threads' slots
-  // Tiles: about k_blocks blocks an SM over the batch, within the workspace.
+  if (images > 65535 || (a.c + k_chunk - 1) / k_chunk > 65535) return 1;
+  // Stats tiles: about k_blocks blocks an SM over the batch, within the workspace, each thread reading at least 4
+  // positions (a tile of a few positions costs its block's fixed work, and its partial costs every apply block).
+  const int64_t rows = NT / (cv < NT ? cv : NT);
   int64_t tiles = ((int64_t)k_blocks * gn_sms() + images - 1) / images;
-  if (tiles > a.hw) tiles = a.hw;
+  const int64_t most = (a.hw + 4 * rows - 1) / (4 * rows);
+  if (tiles > most) tiles = most;
   const int64_t cap = k_part_cap / (images * a.groups);
-  if (cap < 1 || images > 65535) return 1;
+  if (cap < 1) return 1;
   if (tiles > cap) tiles = cap;
   if (tiles < 1) tiles = 1;
   a.per_tile = (a.hw + tiles - 1) / tiles;
   a.tiles = (int)((a.hw + a.per_tile - 1) / a.per_tile);
   const dim3 grid((unsigned)a.tiles, (unsigned)images);
-  return cv <= NT ? gn_launch_as<V, 1>(a, grid, s) : gn_launch_as<V, k_slot_cap>(a, grid, s);
+  return cv <= NT ? gn_launch_as<V, 1>(a, images, grid, s) : gn_launch_as<V, k_slot_cap>(a, images, grid, s);
 }
 
 inline bool gn_channels_last(const kf_tensor& t) {
@@ -301,12 +333,6 @@ inline bool gn_channels_last(const kf_tensor& t) {
   const int64_t C = t.shape[1], H = t.shape[2], W = t.shape[3];
   return (C == 1 || t.stride[1] == 1) && (W == 1 || t.stride[3] == C) && (H == 1 || t.stride[2] == W * C) &&
          (t.shape[0] == 1 || t.stride[0] == H * W * C);
-}
-
-// Positions staged at a time for a contiguous y: up to 32 (64 bytes of float16 a channel's run), within 96 KB.
-inline int gn_stage_positions(int64_t c) {
-  const int64_t fit = (int64_t)(96 * 1024) / ((c | 1) * (int64_t)sizeof(float));
-  return (int)(fit < 1 ? 1 : fit > 32 ? 32 : fit);
 }
 
 template <int = 0>
@@ -327,7 +353,6 @@ inline int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cuda
   if (a.c % a.groups != 0 || a.groups > k_group_cap) return 1;
   a.cpg = (int)(a.c / a.groups);
   a.y_nchw = contiguous(y) ? 1 : 0;  // where both hold (H = W = 1, or C = 1) the two layouts are one
-  a.q = gn_stage_positions(a.c);
   if constexpr (k_has_w) {
     const kf_tensor& w = in[k_w_input];
     if (w.dtype != dtype_code<w_t>::value || numel(w) != a.c || !contiguous(w)) return 1;
