@@ -125,6 +125,7 @@ CASES = {
     "layernorm_bert_b32": ln_case(32, 512, 768),
     # SD-UNet mid-resolution GroupNorm + SiLU on channels_last fp16 (group_norm_nhwc_cuda)
     "groupnorm_silu_unet_cl_640x64": gn_case(640, 64, True, n=2, dtype=f16, eps=1e-5, cl=True),
+    "groupnorm_silu_unet_cl_640x16": gn_case(640, 16, True, n=2, dtype=f16, eps=1e-5, cl=True),
     "softmax_gpt2_b4_s1024": gpt2_case(4, 1024),
     "swiglu_llama3_t1": glu_case(1, 14336, "silu"),
     "swiglu_llama3_t64": glu_case(64, 14336, "silu"),
