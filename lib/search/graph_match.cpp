@@ -135,7 +135,9 @@ std::string softmax_graph::describe() const {
       case elementwise_step::kind::cast: s += fmt::format(" -> cast({})", dtype_name(p.to)); break;
     }
   }
-  if (dim != rank - 1) s += fmt::format(" -> {}(dim={}, {})", log ? "log_softmax" : "softmax", dim, dtype_name(softmax_type));
+  if (op == row_op::sigmoid) s += fmt::format(" -> sigmoid({})", dtype_name(softmax_type));
+  else if (op == row_op::identity) {}
+  else if (dim != rank - 1) s += fmt::format(" -> {}(dim={}, {})", log ? "log_softmax" : "softmax", dim, dtype_name(softmax_type));
   else s += fmt::format(" -> {}({})", log ? "log_softmax" : "softmax", dtype_name(softmax_type));
   s += casts_text(epilogue_casts);
   if (topk) s += fmt::format(" -> topk({})", topk);
@@ -154,6 +156,25 @@ std::optional<int> reduced_dim(const nlohmann::json& args, int rank) {
   return v < 0 ? v + rank : v;
 }
 
+// The softmax or log_softmax at the walker, and the casts after it, into g (match_softmax_over's usual path).
+bool softmax_op(walker& w, softmax_graph& g, bool last) {
+  g.log = w.is("log_softmax");
+  const auto dim = reduced_dim(w.peek()->args, g.rank);
+  if (!dim) return w.fail(fmt::format("{}: dim is not a dim of x (rank {})", w.where(), g.rank));
+  g.dim = *dim;
+  if (last && g.dim != g.rank - 1)
+    return w.fail(fmt::format("{}: only the last dim is reduced here (dim {} is col_softmax's)", w.where(), g.dim));
+  if (!last && g.dim == g.rank - 1)
+    return w.fail(fmt::format("{}: the last dim is reduced (row_softmax's); col_softmax reduces an earlier one", w.where()));
+  if (!last && !g.mask_inputs().empty())
+    return w.fail(fmt::format("{}: masks are fused only into a softmax over the last dim", w.where()));
+  if (auto t = dtype_arg(w.peek()->args, "dtype")) w.type = *t;
+  if (!is_floating(w.type)) return w.fail(fmt::format("{}: the softmax type must be floating", w.where()));
+  g.softmax_type = w.type;
+  ++w.at;
+  return casts(w, &g.epilogue_casts);
+}
+
 // match_softmax (last = true) and match_col_softmax (last = false): one walk, two shapes of reduction.
 std::optional<softmax_graph> match_softmax_over(const workload_spec& spec, std::string* why_not, bool last) {
   walker w{spec, why_not};
@@ -165,7 +186,11 @@ std::optional<softmax_graph> match_softmax_over(const workload_spec& spec, std::
     w.fail(fmt::format("{}: the mask has more dims than x", w.where()));
     return false;
   };
-  for (; !w.done() && !w.is("softmax") && !w.is("log_softmax"); ++w.at) {
+  // Where the prologue ends: a softmax; over the last dim also a sigmoid or a top-k (row_op).
+  auto ends_prologue = [&] {
+    return w.is("softmax") || w.is("log_softmax") || (last && (w.is("sigmoid") || w.is("topk")));
+  };
+  for (; !w.done() && !ends_prologue(); ++w.at) {
     auto& a = w.peek()->args;
     elementwise_step st;
     const std::string& op = w.peek()->op;
@@ -221,32 +246,33 @@ std::optional<softmax_graph> match_softmax_over(const workload_spec& spec, std::
     st.to = w.type;
     g.prologue.push_back(st);
   }
-  if (w.done()) { w.fail("no softmax or log_softmax in the graph"); return std::nullopt; }
-  g.log = w.is("log_softmax");
-  const auto dim = reduced_dim(w.peek()->args, g.rank);
-  if (!dim) { w.fail(fmt::format("{}: dim is not a dim of x (rank {})", w.where(), g.rank)); return std::nullopt; }
-  g.dim = *dim;
-  if (last && g.dim != g.rank - 1) {
-    w.fail(fmt::format("{}: only the last dim is reduced here (dim {} is col_softmax's)", w.where(), g.dim));
-    return std::nullopt;
-  }
-  if (!last && g.dim == g.rank - 1) {
-    w.fail(fmt::format("{}: the last dim is reduced (row_softmax's); col_softmax reduces an earlier one", w.where()));
-    return std::nullopt;
-  }
-  if (!last && !g.mask_inputs().empty()) {
-    w.fail(fmt::format("{}: masks are fused only into a softmax over the last dim", w.where()));
+  if (w.done()) {
+    w.fail(last ? "no softmax, log_softmax, or top-k (of the values or their sigmoid) in the graph"
+                : "no softmax or log_softmax in the graph");
     return std::nullopt;
   }
   if (const input_spec* x = spec.find_input(g.input); x && x->memory_format != "contiguous") {
     w.fail(fmt::format("input {} is {}: the softmax kernels read x in its contiguous layout", x->name, x->memory_format));
     return std::nullopt;
   }
-  if (auto t = dtype_arg(w.peek()->args, "dtype")) w.type = *t;
-  if (!is_floating(w.type)) { w.fail(fmt::format("{}: the softmax type must be floating", w.where())); return std::nullopt; }
-  g.softmax_type = w.type;
-  ++w.at;
-  if (!casts(w, &g.epilogue_casts)) return std::nullopt;
+  if (w.is("sigmoid") || w.is("topk")) {
+    // No softmax: the row's values (or their sigmoid, in the value's type) go to a top-k, which must follow.
+    g.op = w.is("sigmoid") ? softmax_graph::row_op::sigmoid : softmax_graph::row_op::identity;
+    g.dim = g.rank - 1;
+    if (!is_floating(w.type)) { w.fail(fmt::format("{}: the values must be floating", w.where())); return std::nullopt; }
+    g.softmax_type = w.type;
+    if (g.op == softmax_graph::row_op::sigmoid) {
+      ++w.at;
+      if (!casts(w, &g.epilogue_casts)) return std::nullopt;
+    }
+    if (!w.is("topk")) {
+      w.fail(w.done() ? "a sigmoid is fused here only before a top-k (alone it is elementwise: pointwise's)"
+                      : fmt::format("{}: only casts and a top-k may follow the sigmoid", w.where()));
+      return std::nullopt;
+    }
+  } else if (!softmax_op(w, g, last)) {
+    return std::nullopt;
+  }
   if (w.is("topk") && !last) { w.fail(fmt::format("{}: top-k is fused only after a softmax over the last dim", w.where())); return std::nullopt; }
   if (w.is("topk")) {
     auto& a = w.peek()->args;

@@ -22,14 +22,19 @@ struct elementwise_step {
 
 // softmax / log_softmax over the last dim, with a fused prologue and a cast / top-k epilogue:
 //   [scale | softcap | add_mask | masked_fill | where | cast]*  (log_)softmax(dim=-1, dtype?)  [cast]*  [topk(k, dim=-1)]
+// or, with the same prologue, a top-k of the values themselves or of their sigmoid (a router that scores experts
+// with a sigmoid, a sampler's top-k of logits; last dim only):
+//   [prologue]*  [sigmoid]  [cast]*  topk(k, dim=-1)
 struct softmax_graph {
+  enum class row_op { softmax, sigmoid, identity };  // what maps a row's values before the top-k (or the store)
+  row_op op = row_op::softmax;
   std::string input;                       // the input holding x
   dtype in_type = dtype::float32;
   int rank = 0;                            // x's rank
   int dim = 0;                             // the reduced dim: rank - 1 (match_softmax) or an earlier one
   std::vector<elementwise_step> prologue;  // applied to every element before the reduction
   bool log = false;                        // log_softmax
-  dtype softmax_type = dtype::float32;     // the softmax's result type (its dtype argument, or its input's)
+  dtype softmax_type = dtype::float32;     // the softmax's (the sigmoid's, the prologue's) result type
   std::vector<dtype> epilogue_casts;       // casts after the softmax, in order
   dtype out_type = dtype::float32;         // the stored values' type
   int64_t topk = 0;                        // 0: no top-k; else outputs are values [.., k] and int64 indices

@@ -389,6 +389,44 @@ TEST(graph_match, a_bool_mask_filled_before_a_softmax_is_a_prologue_step) {
 // adaptive_avg_pool2d to more than 1 x 1 (VGG's 7 x 7 head, PSPNet's 2, 3 and 6 bins) is adaptive_pool's: torch's
 // windows, overlapping where the input does not divide (13 rows into 6, 10 columns into 4 or 7), in both layouts;
 // global pooling stays pool's. Before this family such a spec fell to the generic code (0.15x eager on the cpu).
+// A top-k without a softmax is the row family's too: of the values (a prologue may come first) or of their sigmoid;
+// a sigmoid with no top-k after it is elementwise (pointwise's), and a column softmax takes neither.
+TEST(graph_match, a_topk_of_the_values_or_their_sigmoid_is_a_row_op) {
+  const std::filesystem::path dir = std::filesystem::path(KFORGE_SOURCE_DIR) / "tests" / "data" / "specs" / "families";
+  std::string why;
+  const workload_spec router = load_spec((dir / "sigmoid-router-topk-f32.yaml").string());
+  auto g = match_softmax(router, &why);
+  ASSERT_TRUE(g.has_value()) << why;
+  EXPECT_EQ(g->op, softmax_graph::row_op::sigmoid);
+  EXPECT_EQ(g->topk, 8);
+  EXPECT_EQ(g->describe(), "x[float32] -> sigmoid(float32) -> topk(8)");
+  const workload_spec sampler = load_spec((dir / "scaled-masked-topk-bf16.yaml").string());
+  g = match_softmax(sampler, &why);
+  ASSERT_TRUE(g.has_value()) << why;
+  EXPECT_EQ(g->op, softmax_graph::row_op::identity);
+  EXPECT_EQ(g->softmax_type, dtype::float32);  // the cast before the top-k
+  EXPECT_EQ(g->mask_inputs(), std::vector<std::string>{"banned"});
+  const family* cuda_family = find_family("row_softmax_cuda", device_kind::cuda);
+  ASSERT_TRUE(cuda_family->covers(router, &why)) << why;
+  EXPECT_NE(cuda_family->emit(router, cuda_family->default_variant(router)).find("constexpr int k_row_op = 1;"),
+            std::string::npos);
+  EXPECT_NE(cuda_family->emit(sampler, cuda_family->default_variant(sampler)).find("constexpr int k_row_op = 2;"),
+            std::string::npos);
+  const family* cpu_family = find_family("row_softmax_cpu", device_kind::cpu);
+  EXPECT_NE(cpu_family->emit(router, cpu_family->default_variant(router)).find("return 1.0f / (1.0f + expf(-v));"),
+            std::string::npos);
+
+  workload_spec alone = router;
+  alone.graph.pop_back();  // sigmoid(x) alone
+  EXPECT_FALSE(match_softmax(alone, &why));
+  EXPECT_NE(why.find("a sigmoid is fused here only before a top-k"), std::string::npos) << why;
+  workload_spec after = router;
+  after.graph.push_back(after.graph.front());  // topk -> sigmoid: nothing may follow the top-k
+  EXPECT_FALSE(match_softmax(after, &why));
+  EXPECT_FALSE(match_col_softmax(router, &why));
+  EXPECT_NE(why.find("op 1 (sigmoid): not a fusable softmax prologue op"), std::string::npos) << why;
+}
+
 TEST(graph_match, adaptive_pooling_to_more_than_one_is_adaptive_pool) {
   std::string why;
   EXPECT_FALSE(match_pool(test::adaptive_pool_spec(), &why).has_value());

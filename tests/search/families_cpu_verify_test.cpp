@@ -78,6 +78,15 @@ TEST(families_cpu_verify, row_softmax_split_rows_topk_merges_the_segments_lists)
                        {{{"split", "within"}}, {{"split", "within"}, {"passes", "online"}, {"exp_once", "0"}}}, 8);
 }
 
+// A top-k without a softmax: a sigmoid router (rows dealt whole, and a row of 40001 split across 8 threads, whose
+// lists merge without a statistics barrier between rows) and a sampler's top-k of scaled, bool-masked logits.
+TEST(families_cpu_verify, row_softmax_topk_without_a_softmax_passes) {
+  expect_family_passes("sigmoid-router-topk-f32.yaml", "row_softmax_cpu",
+                       {{{"split", "within"}}, {{"threads", "1"}}, {{"schedule", "dynamic"}, {"rows_per_chunk", "1"}}},
+                       8);
+  expect_family_passes("scaled-masked-topk-bf16.yaml", "row_softmax_cpu", {{{"split", "within"}}}, 4);
+}
+
 TEST(families_cpu_verify, row_softmax_split_rows_rescale_the_kept_exponentials) {
   expect_family_passes("vocab-softcap-softmax-bf16.yaml", "row_softmax_cpu",
                        {{{"split", "within"}}, {{"split", "within"}, {"cache_row", "0"}, {"exp_once", "0"}}}, 4);

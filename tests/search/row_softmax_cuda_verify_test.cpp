@@ -111,6 +111,22 @@ variants bool_mask_variants() {
   return v;
 }
 
+// A top-k without a softmax (row_op): a sigmoid router over 256 experts and odd counts, and a sampler's top-k of
+// scaled, bool-masked bfloat16 logits cast to float32. Top-k runs a warp a row (valid() says so): the variants move
+// the vector, the block and the launch.
+variants plain_topk_variants() {
+  variants v;
+  const fs::path dir = fs::path(KFORGE_SOURCE_DIR) / "tests" / "data" / "specs" / "families";
+  for (const char* file : {"sigmoid-router-topk-f32.yaml", "scaled-masked-topk-bf16.yaml"}) {
+    const workload_spec s = load_spec((dir / file).string());
+    v.push_back({s, {}});
+    v.push_back({s, {{"vec", "1"}, {"threads", "64"}}});
+    v.push_back({s, {{"vec", "2"}, {"threads", "256"}, {"pdl", "0"}, {"unroll", "2"}}});
+    v.push_back({s, {{"vec", "8"}, {"waves", "1"}}});
+  }
+  return v;
+}
+
 void expect_all_pass(const variants& v) {
   test::warm("row_softmax_cuda", device_kind::cuda, v);
   for (size_t i = 0; i < v.size(); ++i)
@@ -121,6 +137,11 @@ void expect_all_pass(const variants& v) {
 TEST(row_softmax_cuda_verify, every_team_on_bool_masks) {
   KF_REQUIRE_GPU();
   expect_all_pass(bool_mask_variants());
+}
+
+TEST(row_softmax_cuda_verify, a_topk_without_a_softmax_on_every_vector_and_block) {
+  KF_REQUIRE_GPU();
+  expect_all_pass(plain_topk_variants());
 }
 
 TEST(row_softmax_cuda_verify, every_team_on_every_mask_kind) {
@@ -135,6 +156,7 @@ TEST(row_softmax_cuda_verify, every_variant_is_valid) {
   ASSERT_NE(f, nullptr);
   variants v = all_variants();
   for (auto& b : bool_mask_variants()) v.push_back(b);
+  for (auto& b : plain_topk_variants()) v.push_back(b);
   for (auto& [s, changes] : v) {
     std::string why;
     ASSERT_TRUE(f->covers(s, &why)) << s.name << ": " << why;

@@ -45,8 +45,9 @@ class row_softmax_cpu final : public family {
   // 3: `split` (a row split across the team: each thread's segment reduced, the statistics combined, each segment
   // written; top-k merged from the segments' lists), the fixed code in three files.
   // 4: the f16_load knob; 5: float16 roundings by kf_round_f16 and float16 stores by kf_st_f16_sel (cpu_prelude.h:
-  // the same bits, in loops that vectorize)
-  int version() const override { return 5; }
+  // the same bits, in loops that vectorize). 6: a top-k of the row's values or of their sigmoid, without a softmax
+  // (kf_row_op).
+  int version() const override { return 6; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_softmax(spec, why_not);
@@ -106,6 +107,15 @@ class row_softmax_cpu final : public family {
   knob_values canonical_knobs(const workload_spec& spec, const knob_values& v) const override {
     knob_values k = v;
     if (k.count("threads") && k.at("threads") == "1") k["split"] = "rows";  // a team of one splits nothing
+    // Without a softmax there are no statistics: the passes, the exponential's knobs and the row cache do nothing.
+    if (auto g = match_softmax(spec, nullptr); g && g->op != softmax_graph::row_op::softmax) {
+      k["passes"] = "two";
+      k["exp_once"] = "0";
+      k["cache_row"] = "0";
+      k["math"] = "poly";
+      k["unroll"] = "1";
+      k["vector_width"] = "8";
+    }
     cpu_emit::canonical_f16_load(spec, k);
     return k;
   }
@@ -165,6 +175,7 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
       "constexpr bool kf_keep_exp = {};  // exp_once with two passes and no log: the sum pass keeps the exponentials\n"
       "constexpr bool kf_log = {};\n"
       "constexpr int kf_k = {};  // top-k (0: none)\n"
+      "constexpr int kf_row_op = {};  // 0: softmax; 1: sigmoid, 2: the values themselves (a top-k of them)\n"
       "constexpr int kf_n_inputs = {}, kf_x_input = {}, kf_rank = {};\n"
       "constexpr int kf_x_dtype = {}, kf_out_dtype = {};\n"
       "constexpr int kf_n_masks = {};\n"
@@ -172,7 +183,7 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
       "constexpr int64_t kf_mask_bytes[] = {{{}}};\n",
       knob_int(v, "vector_width") * knob_int(v, "unroll"), v.at("rows_per_chunk"),
       v.at("split") == "rows" ? 0 : v.at("split") == "auto" ? 1 : 2, flag(v.at("passes") == "online"),
-      flag(v.at("cache_row") == "1"), flag(keep), flag(g->log), g->topk, spec.inputs.size(),
+      flag(v.at("cache_row") == "1"), flag(keep), flag(g->log), g->topk, static_cast<int>(g->op), spec.inputs.size(),
       input_index(spec, g->input), g->rank, ew::abi_code(g->in_type), ew::abi_code(g->out_type), nm,
       nm ? mask_inputs : "-1", nm ? mask_dtypes : "-1", nm ? mask_bytes : "0");
   code += fmt::format(
@@ -185,8 +196,11 @@ std::string row_softmax_cpu::emit(const workload_spec& spec, const knob_values& 
       "\n// A result on its way out: rounded through the softmax's type and each later cast (kf_epi), then stored as\n"
       "// the output's type (kf_store).\n"
       "static inline float kf_epi(float v) {{ return {}; }}\n"
+      "// kf_row_op != 0: what the top-k ranks, before the epilogue's rounding.\n"
+      "static inline float kf_map(float v) {{ return {}; }}\n"
       "static inline kf_out_t kf_store(float v) {{ return {}; }}\n",
-      epi, cpu_emit::store_vec(g->out_type, "v"));
+      epi, g->op == softmax_graph::row_op::sigmoid ? "1.0f / (1.0f + expf(-v))" : "v",
+      cpu_emit::store_vec(g->out_type, "v"));
   return cpu_emit::header(*this, spec, v, g->describe()) + cpu_emit::prelude(v) + cpu_emit::variant(code) +
          cpu_emit::fixed_file("search/families/row_softmax_cpu_part.h") +
          cpu_emit::fixed_file("search/families/row_softmax_cpu_topk.h") +

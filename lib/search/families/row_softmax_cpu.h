@@ -65,6 +65,12 @@ static void kf_rows_whole(const kf_tensor* in, kf_tensor* out, int64_t rows, int
 #pragma omp for schedule(KF_SCHEDULE, kf_rows_per_chunk)
   for (int64_t r = 0; r < rows; ++r) {
     const kf_row rw = kf_row_at(in, &out[0], r);
+    if constexpr (kf_row_op != 0) {  // no statistics: the k best of the mapped values
+      kf_part_mapped(rw, res, 0, L);
+      kf_part_topk(res, 0, L, tv, ti);
+      kf_topk_store(rw, &out[1], tv, ti);
+      continue;
+    }
     const kf_stats a = kf_part_stats(rw, res, 0, L);
     if constexpr (kf_k > 0) {
       // The row's results go to the scratch, then the k best of them to the outputs.
@@ -94,6 +100,21 @@ static void kf_rows_split(const kf_tensor* in, kf_tensor* out, int64_t rows, int
   float* res = sc.data();
   for (int64_t r = 0; r < rows; ++r) {
     const kf_row rw = kf_row_at(in, &out[0], r);
+    if constexpr (kf_row_op != 0) {
+      // No statistics: each thread ranks its mapped segment, thread 0 merges after a barrier, and a second barrier
+      // keeps the lists until it has (there is no statistics barrier on the next row to wait on).
+      kf_part_mapped(rw, res, lo, hi);
+      pn[t] = kf_part_topk(res, lo, hi, pv + t * kf_k, pi + t * kf_k);
+#pragma omp barrier
+      if (t == 0) {
+        float tv[kf_k > 0 ? kf_k : 1];
+        int64_t ti[kf_k > 0 ? kf_k : 1];
+        kf_topk_merge(pv, pi, pn, T, tv, ti);
+        kf_topk_store(rw, &out[1], tv, ti);
+      }
+#pragma omp barrier
+      continue;
+    }
     kf_stats* half = parts + (r & 1) * T;
     const kf_stats p = kf_part_stats(rw, res, lo, hi);
     half[t] = p;

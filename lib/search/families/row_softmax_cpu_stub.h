@@ -19,7 +19,8 @@ constexpr int kf_split = 0;  // rows dealt whole to threads (0), split across th
 constexpr bool kf_online = false, kf_cache_row = true;
 constexpr bool kf_keep_exp = true;  // exp_once with two passes and no log: the sum pass keeps the exponentials
 constexpr bool kf_log = false;
-constexpr int kf_k = 0;  // top-k (0: none)
+constexpr int kf_k = 0;       // top-k (0: none)
+constexpr int kf_row_op = 0;  // 0: softmax; 1: sigmoid, 2: the values themselves (a top-k of them)
 constexpr int kf_n_inputs = 2, kf_x_input = 0, kf_rank = 4;
 constexpr int kf_x_dtype = KF_BFLOAT16, kf_out_dtype = KF_BFLOAT16;
 constexpr int kf_n_masks = 1;
@@ -40,4 +41,6 @@ static inline float kf_pro(const kf_in_t* x, const void* const* mrow, const int6
 // A result on its way out: rounded through the softmax's type and each later cast (kf_epi), then stored as
 // the output's type (kf_store).
 static inline float kf_epi(float v) { return kf_ld_bf16(kf_st_bf16(v)); }
+// kf_row_op != 0: what the top-k ranks, before the epilogue's rounding.
+static inline float kf_map(float v) { return v; }
 static inline kf_out_t kf_store(float v) { return kf_st_bf16(v); }

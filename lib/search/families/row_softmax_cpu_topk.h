@@ -38,6 +38,12 @@ static inline void kf_topk_merge(const float* pv, const int64_t* pi, const int* 
     for (int q = 0; q < pn[i]; ++q) kf_topk_insert(pv[i * kf_k + q], pi[i * kf_k + q], tv, ti, n);
 }
 
+// kf_row_op != 0 (no softmax, a top-k of the row's values or of their sigmoid): a part's values x[lo, hi) after the
+// prologue, mapped (kf_map) and rounded by the epilogue, into res[0, hi - lo).
+static inline void kf_part_mapped(const kf_row& rw, float* res, int64_t lo, int64_t hi) {
+  for (int64_t j = lo; j < hi; ++j) res[j - lo] = kf_epi(kf_map(kf_pro(rw.x, rw.mrow, rw.mstep, j)));
+}
+
 // Stores the row's k best: the values in its output row, the indices in out[1] (int64 or int32) at the row's index.
 static inline void kf_topk_store(const kf_row& rw, const kf_tensor* idx_out, const float* tv, const int64_t* ti) {
   for (int q = 0; q < kf_k; ++q) rw.out[q] = kf_store(tv[q]);

@@ -86,8 +86,9 @@ class row_softmax_cuda final : public family {
   // once). 6: strategy=grid (a team of co-resident CTAs per row) and `split`. 7: `head` (the register cache kept
   // for the first part of a row longer than it). 8: cache=smem holds 16-bit values where the prologue's are
   // (half the shared memory a CTA: more CTAs an SM), in 16-byte accesses. 9: masks' leading dims divided by magic
-  // numbers (a multiply-high and a shift) where rows < 2^31.
-  int version() const override { return 11; }
+  // numbers (a multiply-high and a shift) where rows < 2^31. 12: a top-k of the row's values or of their sigmoid,
+  // without a softmax (k_row_op: a sigmoid router, a sampler's top-k of logits).
+  int version() const override { return 12; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_softmax(spec, why_not);
@@ -276,6 +277,7 @@ class row_softmax_cuda final : public family {
     }
     if (std::stoi(v["chunks"]) * std::stoi(v["vec"]) > 64) v["chunks"] = std::to_string(64 / std::stoi(v["vec"]));
     if (ragged_rows(spec, *g, std::stoi(v["vec"]), true)) v["ragged"] = "1";
+    if (g->op != softmax_graph::row_op::softmax) v["chunks"] = "1";  // one streaming pass holds nothing
     // tanh stays exp-based (~1e-7): tanh.approx measured 15% faster on softcapped attention rows (H200) and
     // passed on the seed's N(0, 3) inputs, but its ~5e-4 relative error becomes up to 2.4% of a softmax value
     // for logits near the cap (verify's large_magnitude inputs): a knob for the search, not a default.
@@ -322,6 +324,12 @@ class row_softmax_cuda final : public family {
       if (holds > 0 && summarize(spec, *g).max_n <= holds) k["head"] = "0";
     }
     if (!g || !ragged_rows(spec, *g, knob_int(v, "vec"))) k["ragged"] = "0";  // no such rows: the same kernel
+    if (g && g->op != softmax_graph::row_op::softmax) {  // no statistics: one pass, nothing cached or combined
+      k["online"] = "0";
+      k["cache"] = "regs";
+      k["head"] = "0";
+      k["chunks"] = "1";
+    }
     if (!softcap) k["tanh"] = "exp";
     return k;
   }
@@ -358,6 +366,7 @@ class row_softmax_cuda final : public family {
         "{};\nconstexpr int k_split = {};  // 0: auto\n"
         "constexpr int k_unroll = {};\nconstexpr bool k_online = {};\nconstexpr bool k_cache_smem = {};\n"
         "constexpr bool k_stream_store = {};\nconstexpr bool k_log = {};\nconstexpr int k_topk = {};\n"
+        "constexpr int k_row_op = {};  // 0: softmax; 1: sigmoid, 2: the values themselves (a top-k of them)\n"
         "constexpr bool k_fit = {};\nconstexpr bool k_pdl = {};\nconstexpr int k_team = {};  // 0: auto\n"
         "constexpr bool k_head = {};\nconstexpr bool k_ragged = {};\n"
         "constexpr int k_waves = {};\nconstexpr size_t k_smem_limit = 227 * 1024;\n"
@@ -366,7 +375,7 @@ class row_softmax_cuda final : public family {
         v.at("unroll"),
         v.at("online") == "1" ? "true" : "false", v.at("cache") == "smem" ? "true" : "false",
         v.at("stream_store") == "1" ? "true" : "false", g.log ? "true" : "false", g.topk,
-        v.at("fit") == "1" ? "true" : "false", v.at("pdl") == "1" ? "true" : "false",
+        static_cast<int>(g.op), v.at("fit") == "1" ? "true" : "false", v.at("pdl") == "1" ? "true" : "false",
         v.at("team") == "auto" ? "0" : v.at("team"), v.at("head") == "1" ? "true" : "false",
         v.at("ragged") == "1" ? "true" : "false", v.at("waves"),
         spec.inputs.size(), input_index(spec, g.input), nm);

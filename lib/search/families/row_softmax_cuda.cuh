@@ -385,6 +385,20 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
     }
   };
 
+  if constexpr (k_row_op != 0) {
+    // No softmax (a top-k of the values, or of their sigmoid): no statistics, one pass. The accurate expf: a
+    // float32 sigmoid is checked to float32's tolerance.
+#pragma unroll k_unroll
+    for (int64_t i = lo + (int64_t)g.tid * V; i < hi; i += span) {
+      float x[V];
+      load_at<V, R>(a, moff, base, i, rr, x);
+#pragma unroll
+      for (int v = 0; v < V; ++v) x[v] = finalize(k_row_op == 1 ? 1.f / (1.f + expf(-x[v])) : x[v]);
+      put(i, x);
+    }
+    if constexpr (k_topk > 0) topk_store(a, row, tl, g.tid);
+    return;
+  }
   if (!(k_cache_smem && a.use_smem) && seg_max <= (int64_t)k_chunks * span) {
     // The whole segment in registers: one read of the input.
     float r[k_chunks][V];

@@ -24,6 +24,7 @@ constexpr bool k_cache_smem = false;
 constexpr bool k_stream_store = false;
 constexpr bool k_log = false;
 constexpr int k_topk = 0;
+constexpr int k_row_op = 0;  // 0: softmax; 1: sigmoid, 2: the values themselves (a top-k of them)
 constexpr bool k_fit = true;
 constexpr bool k_head = false;
 constexpr bool k_ragged = true;
