@@ -1,5 +1,5 @@
 // kforge kernel: family dispatch, version 1
-// knobs: p0=row_softmax_cuda@11/cache:regs/chunks:1/cluster:8/fit:0/head:0/online:1/pdl:1/ragged:0/split:auto/strategy:grid/stream_store:0/tanh:exp/team:32/threads:256/unroll:1/vec:8/waves:0 p1=row_softmax_cuda@11/cache:smem/chunks:4/cluster:8/fit:0/head:0/online:1/pdl:1/ragged:0/split:auto/strategy:cluster/stream_store:1/tanh:exp/team:32/threads:256/unroll:2/vec:4/waves:0 parts=2 upto0=5804203
+// knobs: p0=row_softmax_cuda@12/cache:regs/chunks:1/cluster:8/fit:0/head:0/online:1/pdl:1/ragged:0/split:auto/strategy:grid/stream_store:0/tanh:exp/team:32/threads:256/unroll:1/vec:8/waves:0 p1=row_softmax_cuda@12/cache:smem/chunks:4/cluster:8/fit:0/head:0/online:1/pdl:1/ragged:0/split:auto/strategy:cluster/stream_store:1/tanh:exp/team:32/threads:256/unroll:2/vec:4/waves:0 parts=2 upto0=5804203
 // computes: x[bfloat16] -> log_softmax(float32)
 // kforge winner: llama3-vocab-logsoftmax on sm90-nvidia-h100-80gb-hbm3
 // found: by `kforge search` (template proposer) on 2026-12-06T09:22:59Z
@@ -11,6 +11,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-07T01:48:56Z, dispatch version 1 from version 1; knobs filled: p0.ragged=0 (the code before the knob), p1.ragged=0 (the code before the knob); measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T02:24:37Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T08:56:10Z, dispatch version 1 from version 1; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T12:30:24Z, dispatch version 1 from version 1; measured above is the earlier kernel's
 
 // dispatch: each part below is a whole candidate of its family, its names in a namespace of its own and its kf_launch renamed;
 // the kf_launch at the end picks a part by the bytes of the inputs it receives.
@@ -23,7 +24,7 @@
 // ---- part 0 ----
 #define kf_launch kf_launch_part0
 namespace kf_part0 {
-// kforge kernel: family row_softmax_cuda, version 11
+// kforge kernel: family row_softmax_cuda, version 12
 // knobs: cache=regs chunks=1 cluster=8 fit=0 head=0 online=1 pdl=1 ragged=0 split=auto strategy=grid stream_store=0 tanh=exp team=32 threads=256 unroll=1 vec=8 waves=0
 // computes: x[bfloat16] -> log_softmax(float32)
 
@@ -368,6 +369,7 @@ constexpr bool k_cache_smem = false;
 constexpr bool k_stream_store = false;
 constexpr bool k_log = true;
 constexpr int k_topk = 0;
+constexpr int k_row_op = 0;  // 0: softmax; 1: sigmoid, 2: the values themselves (a top-k of them)
 constexpr bool k_fit = false;
 constexpr bool k_pdl = true;
 constexpr int k_team = 32;  // 0: auto
@@ -783,6 +785,20 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
     }
   };
 
+  if constexpr (k_row_op != 0) {
+    // No softmax (a top-k of the values, or of their sigmoid): no statistics, one pass. The accurate expf: a
+    // float32 sigmoid is checked to float32's tolerance.
+#pragma unroll k_unroll
+    for (int64_t i = lo + (int64_t)g.tid * V; i < hi; i += span) {
+      float x[V];
+      load_at<V, R>(a, moff, base, i, rr, x);
+#pragma unroll
+      for (int v = 0; v < V; ++v) x[v] = finalize(k_row_op == 1 ? 1.f / (1.f + expf(-x[v])) : x[v]);
+      put(i, x);
+    }
+    if constexpr (k_topk > 0) topk_store(a, row, tl, g.tid);
+    return;
+  }
   if (!(k_cache_smem && a.use_smem) && seg_max <= (int64_t)k_chunks * span) {
     // The whole segment in registers: one read of the input.
     float r[k_chunks][V];
@@ -1196,7 +1212,7 @@ extern "C" int kf_launch(const kf_tensor* inputs, int n_inputs, kf_tensor* outpu
 // ---- part 1 ----
 #define kf_launch kf_launch_part1
 namespace kf_part1 {
-// kforge kernel: family row_softmax_cuda, version 11
+// kforge kernel: family row_softmax_cuda, version 12
 // knobs: cache=smem chunks=4 cluster=8 fit=0 head=0 online=1 pdl=1 ragged=0 split=auto strategy=cluster stream_store=1 tanh=exp team=32 threads=256 unroll=2 vec=4 waves=0
 // computes: x[bfloat16] -> log_softmax(float32)
 
@@ -1541,6 +1557,7 @@ constexpr bool k_cache_smem = true;
 constexpr bool k_stream_store = true;
 constexpr bool k_log = true;
 constexpr int k_topk = 0;
+constexpr int k_row_op = 0;  // 0: softmax; 1: sigmoid, 2: the values themselves (a top-k of them)
 constexpr bool k_fit = false;
 constexpr bool k_pdl = true;
 constexpr int k_team = 32;  // 0: auto
@@ -1956,6 +1973,20 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
     }
   };
 
+  if constexpr (k_row_op != 0) {
+    // No softmax (a top-k of the values, or of their sigmoid): no statistics, one pass. The accurate expf: a
+    // float32 sigmoid is checked to float32's tolerance.
+#pragma unroll k_unroll
+    for (int64_t i = lo + (int64_t)g.tid * V; i < hi; i += span) {
+      float x[V];
+      load_at<V, R>(a, moff, base, i, rr, x);
+#pragma unroll
+      for (int v = 0; v < V; ++v) x[v] = finalize(k_row_op == 1 ? 1.f / (1.f + expf(-x[v])) : x[v]);
+      put(i, x);
+    }
+    if constexpr (k_topk > 0) topk_store(a, row, tl, g.tid);
+    return;
+  }
   if (!(k_cache_smem && a.use_smem) && seg_max <= (int64_t)k_chunks * span) {
     // The whole segment in registers: one read of the input.
     float r[k_chunks][V];

@@ -1,4 +1,4 @@
-// kforge kernel: family row_softmax_cpu, version 5
+// kforge kernel: family row_softmax_cpu, version 6
 // knobs: cache_row=1 exp_once=1 f16_load=bits math=poly passes=two rows_per_chunk=64 schedule=static split=rows threads=all unroll=1 vector_width=8
 // computes: x[bfloat16] -> softmax(float32)
 // kforge winner: qwen-router-softmax on cpu-x86-64
@@ -13,6 +13,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T12:22:57Z, row_softmax_cpu version 4 from version 3; knobs filled: f16_load=bits (the code before the knob); measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T18:52:54Z, row_softmax_cpu version 5 from version 4; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T19:34:44Z, row_softmax_cpu version 5 from version 5; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T12:30:24Z, row_softmax_cpu version 6 from version 5; measured above is the earlier kernel's
 
 // cpu_prelude.h: what every cpu family's kernel opens with, after its header (cpu_emit.cpp): the standard includes,
 // the float16 / bfloat16 conversions (bit operations that vectorize; the float16 store by the hardware where the
@@ -172,6 +173,7 @@ constexpr bool kf_online = false, kf_cache_row = true;
 constexpr bool kf_keep_exp = true;  // exp_once with two passes and no log: the sum pass keeps the exponentials
 constexpr bool kf_log = false;
 constexpr int kf_k = 0;  // top-k (0: none)
+constexpr int kf_row_op = 0;  // 0: softmax; 1: sigmoid, 2: the values themselves (a top-k of them)
 constexpr int kf_n_inputs = 1, kf_x_input = 0, kf_rank = 2;
 constexpr int kf_x_dtype = KF_BFLOAT16, kf_out_dtype = KF_FLOAT32;
 constexpr int kf_n_masks = 0;
@@ -188,6 +190,8 @@ static inline float kf_pro(const kf_in_t* x, const void* const*, const int64_t*,
 // A result on its way out: rounded through the softmax's type and each later cast (kf_epi), then stored as
 // the output's type (kf_store).
 static inline float kf_epi(float v) { return v; }
+// kf_row_op != 0: what the top-k ranks, before the epilogue's rounding.
+static inline float kf_map(float v) { return v; }
 static inline kf_out_t kf_store(float v) { return v; }
 
 // row_softmax_cpu_part.h: what one thread does with a part [lo, hi) of a row (the whole row when rows are dealt to
@@ -393,6 +397,12 @@ static inline void kf_topk_merge(const float* pv, const int64_t* pi, const int* 
     for (int q = 0; q < pn[i]; ++q) kf_topk_insert(pv[i * kf_k + q], pi[i * kf_k + q], tv, ti, n);
 }
 
+// kf_row_op != 0 (no softmax, a top-k of the row's values or of their sigmoid): a part's values x[lo, hi) after the
+// prologue, mapped (kf_map) and rounded by the epilogue, into res[0, hi - lo).
+static inline void kf_part_mapped(const kf_row& rw, float* res, int64_t lo, int64_t hi) {
+  for (int64_t j = lo; j < hi; ++j) res[j - lo] = kf_epi(kf_map(kf_pro(rw.x, rw.mrow, rw.mstep, j)));
+}
+
 // Stores the row's k best: the values in its output row, the indices in out[1] (int64 or int32) at the row's index.
 static inline void kf_topk_store(const kf_row& rw, const kf_tensor* idx_out, const float* tv, const int64_t* ti) {
   for (int q = 0; q < kf_k; ++q) rw.out[q] = kf_store(tv[q]);
@@ -466,6 +476,12 @@ static void kf_rows_whole(const kf_tensor* in, kf_tensor* out, int64_t rows, int
 #pragma omp for schedule(KF_SCHEDULE, kf_rows_per_chunk)
   for (int64_t r = 0; r < rows; ++r) {
     const kf_row rw = kf_row_at(in, &out[0], r);
+    if constexpr (kf_row_op != 0) {  // no statistics: the k best of the mapped values
+      kf_part_mapped(rw, res, 0, L);
+      kf_part_topk(res, 0, L, tv, ti);
+      kf_topk_store(rw, &out[1], tv, ti);
+      continue;
+    }
     const kf_stats a = kf_part_stats(rw, res, 0, L);
     if constexpr (kf_k > 0) {
       // The row's results go to the scratch, then the k best of them to the outputs.
@@ -495,6 +511,21 @@ static void kf_rows_split(const kf_tensor* in, kf_tensor* out, int64_t rows, int
   float* res = sc.data();
   for (int64_t r = 0; r < rows; ++r) {
     const kf_row rw = kf_row_at(in, &out[0], r);
+    if constexpr (kf_row_op != 0) {
+      // No statistics: each thread ranks its mapped segment, thread 0 merges after a barrier, and a second barrier
+      // keeps the lists until it has (there is no statistics barrier on the next row to wait on).
+      kf_part_mapped(rw, res, lo, hi);
+      pn[t] = kf_part_topk(res, lo, hi, pv + t * kf_k, pi + t * kf_k);
+#pragma omp barrier
+      if (t == 0) {
+        float tv[kf_k > 0 ? kf_k : 1];
+        int64_t ti[kf_k > 0 ? kf_k : 1];
+        kf_topk_merge(pv, pi, pn, T, tv, ti);
+        kf_topk_store(rw, &out[1], tv, ti);
+      }
+#pragma omp barrier
+      continue;
+    }
     kf_stats* half = parts + (r & 1) * T;
     const kf_stats p = kf_part_stats(rw, res, lo, hi);
     half[t] = p;

@@ -1,4 +1,4 @@
-// kforge kernel: family row_softmax_cuda, version 11
+// kforge kernel: family row_softmax_cuda, version 12
 // knobs: cache=regs chunks=4 cluster=8 fit=1 head=0 online=0 pdl=1 ragged=0 split=auto strategy=block stream_store=0 tanh=exp team=32 threads=128 unroll=1 vec=8 waves=0
 // computes: x[bfloat16] -> scale(0.08838834764831843) -> add_mask(mask) -> softmax(float32) -> cast(bfloat16)
 // kforge winner: llama3-decoder-scale-mask-softmax-cast on sm90-nvidia-h200
@@ -19,6 +19,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-07T01:48:56Z, row_softmax_cuda version 11 from version 10; knobs filled: ragged=0 (the code before the knob); measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T02:24:37Z, row_softmax_cuda version 11 from version 11; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T08:56:10Z, row_softmax_cuda version 11 from version 11; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T12:30:24Z, row_softmax_cuda version 12 from version 11; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -362,6 +363,7 @@ constexpr bool k_cache_smem = false;
 constexpr bool k_stream_store = false;
 constexpr bool k_log = false;
 constexpr int k_topk = 0;
+constexpr int k_row_op = 0;  // 0: softmax; 1: sigmoid, 2: the values themselves (a top-k of them)
 constexpr bool k_fit = true;
 constexpr bool k_pdl = true;
 constexpr int k_team = 32;  // 0: auto
@@ -787,6 +789,20 @@ __device__ __forceinline__ void do_row(const row_args& a, G& g, int64_t row, int
     }
   };
 
+  if constexpr (k_row_op != 0) {
+    // No softmax (a top-k of the values, or of their sigmoid): no statistics, one pass. The accurate expf: a
+    // float32 sigmoid is checked to float32's tolerance.
+#pragma unroll k_unroll
+    for (int64_t i = lo + (int64_t)g.tid * V; i < hi; i += span) {
+      float x[V];
+      load_at<V, R>(a, moff, base, i, rr, x);
+#pragma unroll
+      for (int v = 0; v < V; ++v) x[v] = finalize(k_row_op == 1 ? 1.f / (1.f + expf(-x[v])) : x[v]);
+      put(i, x);
+    }
+    if constexpr (k_topk > 0) topk_store(a, row, tl, g.tid);
+    return;
+  }
   if (!(k_cache_smem && a.use_smem) && seg_max <= (int64_t)k_chunks * span) {
     // The whole segment in registers: one read of the input.
     float r[k_chunks][V];
