@@ -104,14 +104,7 @@ static void kf_rows_split(const kf_tensor* in, kf_tensor* out, int64_t rows, int
       // No statistics: each thread ranks its mapped segment, thread 0 merges after a barrier, and a second barrier
       // keeps the lists until it has (there is no statistics barrier on the next row to wait on).
       kf_part_mapped(rw, res, lo, hi);
-      pn[t] = kf_part_topk(res, lo, hi, pv + t * kf_k, pi + t * kf_k);
-#pragma omp barrier
-      if (t == 0) {
-        float tv[kf_k > 0 ? kf_k : 1];
-        int64_t ti[kf_k > 0 ? kf_k : 1];
-        kf_topk_merge(pv, pi, pn, T, tv, ti);
-        kf_topk_store(rw, &out[1], tv, ti);
-      }
+      kf_team_topk(rw, &out[1], res, lo, hi, pv, pi, pn, T, t);
 #pragma omp barrier
       continue;
     }
@@ -122,14 +115,7 @@ static void kf_rows_split(const kf_tensor* in, kf_tensor* out, int64_t rows, int
     const kf_stats a = kf_combine(half, T);
     if constexpr (kf_k > 0) {
       kf_part_results(rw, res, lo, hi, a, p, [&](int64_t j, float v) { res[j - lo] = v; });
-      pn[t] = kf_part_topk(res, lo, hi, pv + t * kf_k, pi + t * kf_k);
-#pragma omp barrier
-      if (t == 0) {
-        float tv[kf_k > 0 ? kf_k : 1];
-        int64_t ti[kf_k > 0 ? kf_k : 1];
-        kf_topk_merge(pv, pi, pn, T, tv, ti);
-        kf_topk_store(rw, &out[1], tv, ti);
-      }
+      kf_team_topk(rw, &out[1], res, lo, hi, pv, pi, pn, T, t);
     } else {
       kf_out_t* o = rw.out;
       kf_part_results(rw, res, lo, hi, a, p, [&](int64_t j, float v) { o[j] = kf_store(v); });

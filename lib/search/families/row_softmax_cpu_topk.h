@@ -54,3 +54,18 @@ static inline void kf_topk_store(const kf_row& rw, const kf_tensor* idx_out, con
     else ((int32_t*)ib)[ioff + q * is] = (int32_t)ti[q];
   }
 }
+
+// A row split across a team of T threads (this one is t): each ranks its part's results res[0, hi - lo) into its
+// list (pv, pi, pn at t), and after a barrier thread 0 merges the lists and stores the row's k best. Every thread of
+// the team calls it.
+static inline void kf_team_topk(const kf_row& rw, const kf_tensor* idx_out, const float* res, int64_t lo, int64_t hi,
+                                float* pv, int64_t* pi, int* pn, int T, int t) {
+  pn[t] = kf_part_topk(res, lo, hi, pv + t * kf_k, pi + t * kf_k);
+#pragma omp barrier
+  if (t == 0) {
+    float tv[kf_k > 0 ? kf_k : 1];
+    int64_t ti[kf_k > 0 ? kf_k : 1];
+    kf_topk_merge(pv, pi, pn, T, tv, ti);
+    kf_topk_store(rw, idx_out, tv, ti);
+  }
+}

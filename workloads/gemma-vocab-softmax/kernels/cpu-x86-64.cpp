@@ -14,6 +14,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T18:52:54Z, row_softmax_cpu version 5 from version 4; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T19:34:44Z, row_softmax_cpu version 5 from version 5; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T12:30:24Z, row_softmax_cpu version 6 from version 5; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T12:42:12Z, row_softmax_cpu version 6 from version 6; measured above is the earlier kernel's
 
 // cpu_prelude.h: what every cpu family's kernel opens with, after its header (cpu_emit.cpp): the standard includes,
 // the float16 / bfloat16 conversions (bit operations that vectorize; the float16 store by the hardware where the
@@ -415,6 +416,21 @@ static inline void kf_topk_store(const kf_row& rw, const kf_tensor* idx_out, con
   }
 }
 
+// A row split across a team of T threads (this one is t): each ranks its part's results res[0, hi - lo) into its
+// list (pv, pi, pn at t), and after a barrier thread 0 merges the lists and stores the row's k best. Every thread of
+// the team calls it.
+static inline void kf_team_topk(const kf_row& rw, const kf_tensor* idx_out, const float* res, int64_t lo, int64_t hi,
+                                float* pv, int64_t* pi, int* pn, int T, int t) {
+  pn[t] = kf_part_topk(res, lo, hi, pv + t * kf_k, pi + t * kf_k);
+#pragma omp barrier
+  if (t == 0) {
+    float tv[kf_k > 0 ? kf_k : 1];
+    int64_t ti[kf_k > 0 ? kf_k : 1];
+    kf_topk_merge(pv, pi, pn, T, tv, ti);
+    kf_topk_store(rw, idx_out, tv, ti);
+  }
+}
+
 // row_softmax_cpu.h: the fixed code of row_softmax_cpu, emitted after the variant's part (row_softmax_cpu.cpp: its
 // types, constants and knob-selected macros, the fused prologue kf_pro and epilogue kf_epi) and what a thread does
 // with a part of a row (row_softmax_cpu_part.h, row_softmax_cpu_topk.h). Rows are dealt whole to OpenMP threads, or
@@ -516,14 +532,7 @@ static void kf_rows_split(const kf_tensor* in, kf_tensor* out, int64_t rows, int
       // No statistics: each thread ranks its mapped segment, thread 0 merges after a barrier, and a second barrier
       // keeps the lists until it has (there is no statistics barrier on the next row to wait on).
       kf_part_mapped(rw, res, lo, hi);
-      pn[t] = kf_part_topk(res, lo, hi, pv + t * kf_k, pi + t * kf_k);
-#pragma omp barrier
-      if (t == 0) {
-        float tv[kf_k > 0 ? kf_k : 1];
-        int64_t ti[kf_k > 0 ? kf_k : 1];
-        kf_topk_merge(pv, pi, pn, T, tv, ti);
-        kf_topk_store(rw, &out[1], tv, ti);
-      }
+      kf_team_topk(rw, &out[1], res, lo, hi, pv, pi, pn, T, t);
 #pragma omp barrier
       continue;
     }
@@ -534,14 +543,7 @@ static void kf_rows_split(const kf_tensor* in, kf_tensor* out, int64_t rows, int
     const kf_stats a = kf_combine(half, T);
     if constexpr (kf_k > 0) {
       kf_part_results(rw, res, lo, hi, a, p, [&](int64_t j, float v) { res[j - lo] = v; });
-      pn[t] = kf_part_topk(res, lo, hi, pv + t * kf_k, pi + t * kf_k);
-#pragma omp barrier
-      if (t == 0) {
-        float tv[kf_k > 0 ? kf_k : 1];
-        int64_t ti[kf_k > 0 ? kf_k : 1];
-        kf_topk_merge(pv, pi, pn, T, tv, ti);
-        kf_topk_store(rw, &out[1], tv, ti);
-      }
+      kf_team_topk(rw, &out[1], res, lo, hi, pv, pi, pn, T, t);
     } else {
       kf_out_t* o = rw.out;
       kf_part_results(rw, res, lo, hi, a, p, [&](int64_t j, float v) { o[j] = kf_store(v); });
