@@ -16,7 +16,7 @@ class adaptive_pool_cpu final : public family {
  public:
   std::string name() const override { return "adaptive_pool_cpu"; }
   device_kind device() const override { return device_kind::cpu; }
-  int version() const override { return 1; }
+  int version() const override { return 2; }
   std::vector<std::string> selected_by() const override { return {"pool"}; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {

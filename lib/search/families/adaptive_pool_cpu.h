@@ -12,15 +12,6 @@
 static inline int64_t kf_win_lo(int64_t i, int64_t len, int64_t n) { return i * len / n; }
 static inline int64_t kf_win_hi(int64_t i, int64_t len, int64_t n) { return ((i + 1) * len + n - 1) / n; }
 
-static bool kf_y_contiguous(const kf_tensor* t) {
-  int64_t expect = 1;
-  for (int d = t->ndim - 1; d >= 0; --d) {
-    if (t->shape[d] != 1 && t->stride[d] != expect) return false;
-    expect *= t->shape[d];
-  }
-  return true;
-}
-
 extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, void* stream) {
   (void)stream;
   if (n_in != kf_n_inputs || n_out != 1) return 1;
@@ -33,7 +24,7 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
   const int64_t OH = kf_oh, OW = kf_ow;
   int64_t ycount = 1;
   for (int i = 0; i < y->ndim; ++i) ycount *= y->shape[i];
-  if (ycount != N * C * OH * OW || !kf_y_contiguous(y) || H == 0 || W == 0) return 1;
+  if (ycount != N * C * OH * OW || !kf_row_major(y) || H == 0 || W == 0) return 1;
   const kf_in_t* xd = (const kf_in_t*)x->data;
   kf_out_t* yd = (kf_out_t*)y->data;
   if (sC == 1 && C > 1) {

@@ -33,7 +33,7 @@ class col_softmax_cpu final : public family {
   std::string name() const override { return "col_softmax_cpu"; }
   device_kind device() const override { return device_kind::cpu; }
   // 2: `stage`; log_softmax as (x - max) - log sum (x - (max + log sum) lost log sum next to a large max).
-  int version() const override { return 2; }
+  int version() const override { return 3; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_col_softmax(spec, why_not);

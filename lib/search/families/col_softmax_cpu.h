@@ -13,16 +13,6 @@
 
 #include <vector>
 
-// Whether a tensor has the standard row-major strides of its shape (size-1 dims may have any stride).
-static bool kf_dense(const kf_tensor* t) {
-  int64_t expect = 1;
-  for (int d = t->ndim - 1; d >= 0; --d) {
-    if (t->shape[d] != 1 && t->stride[d] != expect) return false;
-    expect *= t->shape[d];
-  }
-  return true;
-}
-
 // 0: handled; 1: arguments that do not match the spec; 2: a layout this kernel does not handle.
 static int kf_check(const kf_tensor* in, int n_in, const kf_tensor* out, int n_out) {
   if (n_in != kf_n_inputs || n_out != 1) return 1;
@@ -31,7 +21,7 @@ static int kf_check(const kf_tensor* in, int n_in, const kf_tensor* out, int n_o
   if (x->dtype != kf_x_dtype || x->ndim != kf_rank || y->dtype != kf_out_dtype || y->ndim != kf_rank) return 1;
   for (int d = 0; d < kf_rank; ++d)
     if (y->shape[d] != x->shape[d]) return 1;
-  return kf_dense(x) && kf_dense(y) ? 0 : 2;
+  return kf_row_major(x) && kf_row_major(y) ? 0 : 2;
 }
 
 // The tile of w columns starting at x (and y): statistics over the n values `inner` apart, then the results.

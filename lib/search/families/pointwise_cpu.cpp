@@ -60,7 +60,7 @@ class pointwise_cpu final : public family {
   // 2: the shared cpu_elementwise.h; 3: the f16_load knob; 4: the stage knob; 5: staged through cpu_elementwise.h's
   // kf_ld_run and kf_st_run (row_norm_cpu's, moved there); 6: float16 roundings by kf_round_f16 (cpu_prelude.h: the
   // same bits, vectorized)
-  int version() const override { return 6; }
+  int version() const override { return 7; }
   bool covers(const workload_spec& spec, std::string* why_not) const override { return match_chain(spec, why_not).has_value(); }
   std::vector<knob> knobs() const override {
     return {

@@ -101,17 +101,6 @@ static kf_pw_opnd kf_pw_classify(const kf_tensor* t, const kf_tensor* y, int siz
   return o;
 }
 
-// Whether t's elements are laid out row-major without gaps (size-1 dims' strides do not count).
-static bool kf_pw_contiguous(const kf_tensor* t) {
-  int64_t expect = 1;
-  for (int d = t->ndim - 1; d >= 0; --d) {
-    if (t->shape[d] == 1) continue;
-    if (t->stride[d] != expect) return false;
-    expect *= t->shape[d];
-  }
-  return true;
-}
-
 // ---- the vectorized path: M's operands constant along each run, the others linear ----
 // One run of len outputs through float buffers (stage=1): per block, the staged operands converted, the chain's
 // loop on floats, the results converted to float16 together (or stored one by one to another type).
@@ -225,7 +214,7 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
   for (int d = 0; d < y->ndim; ++d) n *= y->shape[d];
   bool covered[KF_MAX_DIMS] = {false};  // each of y's dims is some operand's (y is their broadcast shape)
   kf_pw_opnd op[kf_n_opnd];
-  bool vectorized = kf_pw_contiguous(y);
+  bool vectorized = kf_row_major(y);
   int m = 0;
   for (int k = 0; k < kf_n_opnd; ++k) {
     const kf_tensor* t = &in[kf_opnd_input[k]];

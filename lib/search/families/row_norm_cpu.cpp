@@ -23,7 +23,7 @@ class row_norm_cpu final : public family {
   device_kind device() const override { return device_kind::cpu; }
   // 2: the shared cpu_elementwise.h; 3: the f16_load knob; 4: kf_ld_run and kf_st_run moved to cpu_elementwise.h; 5:
   // float16 roundings by kf_round_f16 (cpu_prelude.h: the same bits, vectorized)
-  int version() const override { return 5; }
+  int version() const override { return 6; }
 
   // match_row_norm, with every tensor the kernel reads declared contiguous (it reads rows linearly).
   bool covers(const workload_spec& spec, std::string* why_not) const override {

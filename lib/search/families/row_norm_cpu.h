@@ -132,17 +132,6 @@ static void kf_row(const void* const* p, typename kf_in::t* h, typename kf_out::
   }
 }
 
-// Whether t's elements are laid out row-major without gaps (size-1 dims' strides do not count).
-static bool kf_contiguous(const kf_tensor* t) {
-  int64_t expect = 1;
-  for (int d = t->ndim - 1; d >= 0; --d) {
-    if (t->shape[d] == 1) continue;
-    if (t->stride[d] != expect) return false;
-    expect *= t->shape[d];
-  }
-  return true;
-}
-
 // Whether t, right-aligned to y's dims, has y's dims from `from` on and size 1 before (from 0: y's shape; from the
 // first normalized dim: one row).
 static bool kf_shaped(const kf_tensor* t, const kf_tensor* y, int from) {
@@ -173,13 +162,13 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
   if (n_in != kf_n_inputs || n_out != kf_n_outputs) return 1;
   const kf_tensor* y = &out[kf_y_output];
   const int R = kf_rank, lead = kf_rank - kf_norm_dims;
-  if (y->dtype != kf_out_dtype || y->ndim != R || !kf_contiguous(y)) return 1;
+  if (y->dtype != kf_out_dtype || y->ndim != R || !kf_row_major(y)) return 1;
   int64_t rows = 1, n = 1;
   for (int d = 0; d < R; ++d) (d < lead ? rows : n) *= y->shape[d];
   typename kf_in::t* hd = 0;
   if constexpr (kf_h_output >= 0) {
     const kf_tensor* h = &out[kf_h_output];
-    if (h->dtype != kf_in_dtype || h->ndim != R || !kf_shaped(h, y, 0) || !kf_contiguous(h)) return 1;
+    if (h->dtype != kf_in_dtype || h->ndim != R || !kf_shaped(h, y, 0) || !kf_row_major(h)) return 1;
     hd = (typename kf_in::t*)h->data;
   }
   // Each operand: the value's shape (full) or one row of the normalized dims.
@@ -187,7 +176,7 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
   int64_t row_bytes[kf_n_opnd];  // from one row to the next: 0 for a broadcast row
   for (int k = 0; k < kf_n_opnd; ++k) {
     const kf_tensor* t = &in[kf_opnd_input[k]];
-    if (t->dtype != kf_opnd_dtype[k] || !kf_contiguous(t)) return 1;
+    if (t->dtype != kf_opnd_dtype[k] || !kf_row_major(t)) return 1;
     if (kf_shaped(t, y, 0)) row_bytes[k] = n * kf_size(kf_opnd_dtype[k]);
     else if (k > 0 && kf_shaped(t, y, lead)) row_bytes[k] = 0;
     else return 1;
@@ -197,12 +186,12 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
   const void* bsrc = 0;
   if constexpr (kf_w_input >= 0) {
     const kf_tensor* t = &in[kf_w_input];
-    if (t->dtype != kf_w_dtype || !kf_shaped(t, y, lead) || !kf_contiguous(t)) return 1;
+    if (t->dtype != kf_w_dtype || !kf_shaped(t, y, lead) || !kf_row_major(t)) return 1;
     wsrc = t->data;
   }
   if constexpr (kf_b_input >= 0) {
     const kf_tensor* t = &in[kf_b_input];
-    if (t->dtype != kf_b_dtype || !kf_shaped(t, y, lead) || !kf_contiguous(t)) return 1;
+    if (t->dtype != kf_b_dtype || !kf_shaped(t, y, lead) || !kf_row_major(t)) return 1;
     bsrc = t->data;
   }
   if (rows == 0 || n == 0) return 0;

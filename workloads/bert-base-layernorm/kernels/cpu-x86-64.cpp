@@ -1,4 +1,4 @@
-// kforge kernel: family row_norm_cpu, version 5
+// kforge kernel: family row_norm_cpu, version 6
 // knobs: cache_row=1 f16_load=bits lanes=16 math=poly rows_per_task=4 schedule=static threads=all
 // computes: layer_norm: 0 prologue op(s) -> layer_norm(dims=1, eps=1e-12) * w + b -> 0 epilogue op(s)
 // kforge winner: bert-base-layernorm on cpu-x86-64
@@ -12,11 +12,12 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T15:47:53Z, row_norm_cpu version 4 from version 3; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T18:52:54Z, row_norm_cpu version 5 from version 4; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T19:34:44Z, row_norm_cpu version 5 from version 5; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T14:23:43Z, row_norm_cpu version 6 from version 5; measured above is the earlier kernel's
 
 // cpu_prelude.h: what every cpu family's kernel opens with, after its header (cpu_emit.cpp): the standard includes,
 // the float16 / bfloat16 conversions (bit operations that vectorize; the float16 store by the hardware where the
 // compiler has _Float16; the float16 load by the hardware too where the variant defines KF_F16_LOAD_HW, its
-// `f16_load` knob) and an exp and a tanh that vectorize.
+// `f16_load` knob), an exp and a tanh that vectorize, and the row-major layout test.
 #include "kf_abi.h"
 
 #include <math.h>
@@ -24,6 +25,19 @@
 #include <string.h>
 
 #include <vector>
+
+// ---- layout ----
+// Whether t's elements are laid out row-major without gaps (size-1 dims' strides do not count): the layout every
+// output has (the ABI's) and the one a kernel's dense paths read.
+static inline bool kf_row_major(const kf_tensor* t) {
+  int64_t expect = 1;
+  for (int d = t->ndim - 1; d >= 0; --d) {
+    if (t->shape[d] == 1) continue;
+    if (t->stride[d] != expect) return false;
+    expect *= t->shape[d];
+  }
+  return true;
+}
 
 // ---- dtype conversions (bit operations; round to nearest even, NaN stays NaN) ----
 static inline float kf_ld_bf16(uint16_t h) {
@@ -421,17 +435,6 @@ static void kf_row(const void* const* p, typename kf_in::t* h, typename kf_out::
   }
 }
 
-// Whether t's elements are laid out row-major without gaps (size-1 dims' strides do not count).
-static bool kf_contiguous(const kf_tensor* t) {
-  int64_t expect = 1;
-  for (int d = t->ndim - 1; d >= 0; --d) {
-    if (t->shape[d] == 1) continue;
-    if (t->stride[d] != expect) return false;
-    expect *= t->shape[d];
-  }
-  return true;
-}
-
 // Whether t, right-aligned to y's dims, has y's dims from `from` on and size 1 before (from 0: y's shape; from the
 // first normalized dim: one row).
 static bool kf_shaped(const kf_tensor* t, const kf_tensor* y, int from) {
@@ -462,13 +465,13 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
   if (n_in != kf_n_inputs || n_out != kf_n_outputs) return 1;
   const kf_tensor* y = &out[kf_y_output];
   const int R = kf_rank, lead = kf_rank - kf_norm_dims;
-  if (y->dtype != kf_out_dtype || y->ndim != R || !kf_contiguous(y)) return 1;
+  if (y->dtype != kf_out_dtype || y->ndim != R || !kf_row_major(y)) return 1;
   int64_t rows = 1, n = 1;
   for (int d = 0; d < R; ++d) (d < lead ? rows : n) *= y->shape[d];
   typename kf_in::t* hd = 0;
   if constexpr (kf_h_output >= 0) {
     const kf_tensor* h = &out[kf_h_output];
-    if (h->dtype != kf_in_dtype || h->ndim != R || !kf_shaped(h, y, 0) || !kf_contiguous(h)) return 1;
+    if (h->dtype != kf_in_dtype || h->ndim != R || !kf_shaped(h, y, 0) || !kf_row_major(h)) return 1;
     hd = (typename kf_in::t*)h->data;
   }
   // Each operand: the value's shape (full) or one row of the normalized dims.
@@ -476,7 +479,7 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
   int64_t row_bytes[kf_n_opnd];  // from one row to the next: 0 for a broadcast row
   for (int k = 0; k < kf_n_opnd; ++k) {
     const kf_tensor* t = &in[kf_opnd_input[k]];
-    if (t->dtype != kf_opnd_dtype[k] || !kf_contiguous(t)) return 1;
+    if (t->dtype != kf_opnd_dtype[k] || !kf_row_major(t)) return 1;
     if (kf_shaped(t, y, 0)) row_bytes[k] = n * kf_size(kf_opnd_dtype[k]);
     else if (k > 0 && kf_shaped(t, y, lead)) row_bytes[k] = 0;
     else return 1;
@@ -486,12 +489,12 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
   const void* bsrc = 0;
   if constexpr (kf_w_input >= 0) {
     const kf_tensor* t = &in[kf_w_input];
-    if (t->dtype != kf_w_dtype || !kf_shaped(t, y, lead) || !kf_contiguous(t)) return 1;
+    if (t->dtype != kf_w_dtype || !kf_shaped(t, y, lead) || !kf_row_major(t)) return 1;
     wsrc = t->data;
   }
   if constexpr (kf_b_input >= 0) {
     const kf_tensor* t = &in[kf_b_input];
-    if (t->dtype != kf_b_dtype || !kf_shaped(t, y, lead) || !kf_contiguous(t)) return 1;
+    if (t->dtype != kf_b_dtype || !kf_shaped(t, y, lead) || !kf_row_major(t)) return 1;
     bsrc = t->data;
   }
   if (rows == 0 || n == 0) return 0;

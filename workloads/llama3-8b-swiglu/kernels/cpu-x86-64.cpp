@@ -1,4 +1,4 @@
-// kforge kernel: family pointwise_cpu, version 6
+// kforge kernel: family pointwise_cpu, version 7
 // knobs: chunk=16384 f16_load=bits math=poly schedule=dynamic stage=0 threads=4
 // computes: silu -> mul (one pass)
 // kforge winner: llama3-8b-swiglu on cpu-x86-64
@@ -13,11 +13,12 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T15:47:53Z, pointwise_cpu version 5 from version 4; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T18:52:54Z, pointwise_cpu version 6 from version 5; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-06T19:34:44Z, pointwise_cpu version 6 from version 6; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T14:23:43Z, pointwise_cpu version 7 from version 6; measured above is the earlier kernel's
 
 // cpu_prelude.h: what every cpu family's kernel opens with, after its header (cpu_emit.cpp): the standard includes,
 // the float16 / bfloat16 conversions (bit operations that vectorize; the float16 store by the hardware where the
 // compiler has _Float16; the float16 load by the hardware too where the variant defines KF_F16_LOAD_HW, its
-// `f16_load` knob) and an exp and a tanh that vectorize.
+// `f16_load` knob), an exp and a tanh that vectorize, and the row-major layout test.
 #include "kf_abi.h"
 
 #include <math.h>
@@ -25,6 +26,19 @@
 #include <string.h>
 
 #include <vector>
+
+// ---- layout ----
+// Whether t's elements are laid out row-major without gaps (size-1 dims' strides do not count): the layout every
+// output has (the ABI's) and the one a kernel's dense paths read.
+static inline bool kf_row_major(const kf_tensor* t) {
+  int64_t expect = 1;
+  for (int d = t->ndim - 1; d >= 0; --d) {
+    if (t->shape[d] == 1) continue;
+    if (t->stride[d] != expect) return false;
+    expect *= t->shape[d];
+  }
+  return true;
+}
 
 // ---- dtype conversions (bit operations; round to nearest even, NaN stays NaN) ----
 static inline float kf_ld_bf16(uint16_t h) {
@@ -384,17 +398,6 @@ static kf_pw_opnd kf_pw_classify(const kf_tensor* t, const kf_tensor* y, int siz
   return o;
 }
 
-// Whether t's elements are laid out row-major without gaps (size-1 dims' strides do not count).
-static bool kf_pw_contiguous(const kf_tensor* t) {
-  int64_t expect = 1;
-  for (int d = t->ndim - 1; d >= 0; --d) {
-    if (t->shape[d] == 1) continue;
-    if (t->stride[d] != expect) return false;
-    expect *= t->shape[d];
-  }
-  return true;
-}
-
 // ---- the vectorized path: M's operands constant along each run, the others linear ----
 // One run of len outputs through float buffers (stage=1): per block, the staged operands converted, the chain's
 // loop on floats, the results converted to float16 together (or stored one by one to another type).
@@ -508,7 +511,7 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
   for (int d = 0; d < y->ndim; ++d) n *= y->shape[d];
   bool covered[KF_MAX_DIMS] = {false};  // each of y's dims is some operand's (y is their broadcast shape)
   kf_pw_opnd op[kf_n_opnd];
-  bool vectorized = kf_pw_contiguous(y);
+  bool vectorized = kf_row_major(y);
   int m = 0;
   for (int k = 0; k < kf_n_opnd; ++k) {
     const kf_tensor* t = &in[kf_opnd_input[k]];

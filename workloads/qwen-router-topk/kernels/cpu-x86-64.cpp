@@ -15,11 +15,12 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T19:34:44Z, row_softmax_cpu version 5 from version 5; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T12:30:24Z, row_softmax_cpu version 6 from version 5; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T12:42:12Z, row_softmax_cpu version 6 from version 6; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T14:23:43Z, row_softmax_cpu version 6 from version 6; measured above is the earlier kernel's
 
 // cpu_prelude.h: what every cpu family's kernel opens with, after its header (cpu_emit.cpp): the standard includes,
 // the float16 / bfloat16 conversions (bit operations that vectorize; the float16 store by the hardware where the
 // compiler has _Float16; the float16 load by the hardware too where the variant defines KF_F16_LOAD_HW, its
-// `f16_load` knob) and an exp and a tanh that vectorize.
+// `f16_load` knob), an exp and a tanh that vectorize, and the row-major layout test.
 #include "kf_abi.h"
 
 #include <math.h>
@@ -27,6 +28,19 @@
 #include <string.h>
 
 #include <vector>
+
+// ---- layout ----
+// Whether t's elements are laid out row-major without gaps (size-1 dims' strides do not count): the layout every
+// output has (the ABI's) and the one a kernel's dense paths read.
+static inline bool kf_row_major(const kf_tensor* t) {
+  int64_t expect = 1;
+  for (int d = t->ndim - 1; d >= 0; --d) {
+    if (t->shape[d] == 1) continue;
+    if (t->stride[d] != expect) return false;
+    expect *= t->shape[d];
+  }
+  return true;
+}
 
 // ---- dtype conversions (bit operations; round to nearest even, NaN stays NaN) ----
 static inline float kf_ld_bf16(uint16_t h) {
