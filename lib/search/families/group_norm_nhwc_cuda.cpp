@@ -29,8 +29,9 @@ class group_norm_nhwc_cuda final : public family {
   // 6: the apply kernel over tiles of positions by chunks of channels (`ptile`, `chunk`), reducing only its chunk's
   // groups' partials (every block reduced every group's: 35 MB of L2 reads on SD-UNet's [2, 640, 64, 64]), with
   // 16-byte stores of a contiguous y; a stats tile of at least 4 positions a thread; a warp a group adds a block's
-  // per-channel sums.
-  int version() const override { return 6; }
+  // per-channel sums. 7: a block's sums added in double, and stats=twopass corrects the mean by the second pass's
+  // sum of deviations (v6's float block sums failed float32's tolerance on the GPU, every variant alike).
+  int version() const override { return 7; }
   // A spec that names group_norm gets this layout's kernel too (group_norm_cuda reads contiguous inputs only).
   std::vector<std::string> selected_by() const override { return {"group_norm"}; }
 

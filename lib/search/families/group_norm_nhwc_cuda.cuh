@@ -3,11 +3,11 @@
 // (a group is a run of C / G channels at every position, never contiguous). Two kernels, or three:
 //  - stats: a block takes a tile of one image's positions; each thread owns V neighbouring channels (a 16-byte
 //    load) at every `rows`-th position of the tile and sums them in registers, then leaves its sums in shared
-//    memory, where a warp a group adds them up in a fixed order (reruns give the same bits) into a partial of
-//    (image, group, tile) in global memory;
-//  - with stats=twopass a second stats kernel sums the squared deviations from the mean the first one gave
-//    (float32: a sum of squares around a shift loses precision to cancellation where the shift is far from the
-//    mean, in units of float32's tolerance);
+//    memory, where a warp a group adds them up in double in a fixed order (reruns give the same bits) into a
+//    partial of (image, group, tile) in global memory;
+//  - with stats=twopass a second stats kernel sums the deviations from the mean the first one gave and their
+//    squares, which correct that mean and give the variance (the corrected two-pass: float32's sums around a shift
+//    lose precision in proportion to the shift's distance from the mean, in units of float32's tolerance);
 //  - apply: a block takes k_ptile positions by k_chunk channels, reduces the partials of the groups those channels
 //    fall in (in double) to their mean and rstd, and normalizes its tile with the affine, the activation and the
 //    casts. kforge's outputs are contiguous [N, C, H, W] (the ABI): the tile is transposed through shared memory
@@ -24,8 +24,11 @@ constexpr int k_part_cap = 1 << 17;  // partials (image, group, tile) in the wor
 constexpr int k_group_cap = 1024;    // groups a block keeps statistics for in shared memory
 constexpr int k_slot_cap = 4;        // channel vectors a thread owns at most (C up to 4 x threads x vec)
 
-__device__ float2 g_gn_part[k_part_cap];   // (sum, sum of squares) of x - shift, or of x - mean (twopass)
-__device__ float2 g_gn_part2[k_part_cap];  // stats=twopass: (0, sum of (x - mean)^2)
+// A block's totals, added in double and stored as floats: a float sum of a tile's values (140 a group here) carried its
+// rounding into the mean (v6, float32 [2, 32, 5, 7]: 1.37x the verifier's tolerance at an output near 0); a total
+// rounded once to float costs the mean half a float ulp of its distance from the shift.
+__device__ float2 g_gn_part[k_part_cap];   // (sum, sum of squares) of x - shift
+__device__ float2 g_gn_part2[k_part_cap];  // stats=twopass: (sum, sum of squares) of x - the first pass's mean
 
 struct gn_args {
   const in_t* x;
@@ -77,29 +80,37 @@ __device__ __forceinline__ void gn_walk(const gn_args& a, const gn_lane<V>& l, c
   }
 }
 
-// Group g's (mean, rstd) of image `n` from the partials, in lane 0 of the calling warp; with stats=twopass the
-// variance from the second pass's partials once it has run (`second_done`). The lanes add every 32nd tile's partial,
-// then a butterfly over the lanes (a fixed order: lane 0 gets the same bits on every run).
-__device__ float2 gn_one_group(const gn_args& a, int n, int g, const in_t* x0, bool second_done) {
-  const int lane = (int)(threadIdx.x & 31);
-  const float2* p = g_gn_part + ((int64_t)n * a.groups + g) * a.tiles;
+// The sums of a group's partials (one per tile) in every lane of the calling warp: the lanes add every 32nd tile's,
+// then a butterfly over the lanes (a fixed order: the same bits on every run).
+__device__ double2 gn_sum_parts(const float2* p, int tiles) {
   double s = 0, q = 0;
-  for (int t = lane; t < a.tiles; t += 32) s += p[t].x, q += p[t].y;
-  if (k_twopass && second_done) {
-    const float2* p2 = g_gn_part2 + ((int64_t)n * a.groups + g) * a.tiles;
-    q = 0;
-    for (int t = lane; t < a.tiles; t += 32) q += p2[t].y;
-  }
+  for (int t = (int)(threadIdx.x & 31); t < tiles; t += 32) s += p[t].x, q += p[t].y;
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
     s += __shfl_xor_sync(0xffffffffu, s, o);
     q += __shfl_xor_sync(0xffffffffu, q, o);
   }
+  return make_double2(s, q);
+}
+
+// Group g's (mean, rstd) of image `n` from the partials, in every lane of the calling warp. The first pass's mean is
+// the group's first value plus the mean of the deviations from it. With stats=twopass, once the second pass has run
+// (`second_done`), its sums of the deviations from that mean (d) correct it and give the variance: mean + d / n and
+// (sum d^2 - (sum d)^2 / n) / n. The mean the second pass took is the float the first one stored (gn_group_stats),
+// so the correction starts from that float.
+__device__ float2 gn_one_group(const gn_args& a, int n, int g, const in_t* x0, bool second_done) {
+  const int64_t at = ((int64_t)n * a.groups + g) * a.tiles;
+  const double2 s1 = gn_sum_parts(g_gn_part + at, a.tiles);
   const double shift = to_f(x0[(int64_t)g * a.cpg]);  // the group's first value (position 0)
-  const double dm = s / a.count;
-  double var = q / a.count - dm * dm;
-  if (k_twopass && second_done) var = q / a.count;
-  return make_float2((float)(shift + dm), (float)(1.0 / sqrt((var > 0 ? var : 0) + (double)k_eps)));
+  const double dm = s1.x / a.count;
+  double mean = shift + dm, var = s1.y / a.count - dm * dm;
+  if (k_twopass && second_done) {
+    const double2 s2 = gn_sum_parts(g_gn_part2 + at, a.tiles);
+    const double d = s2.x / a.count;
+    mean = (double)(float)mean + d;
+    var = s2.y / a.count - d * d;
+  }
+  return make_float2((float)mean, (float)(1.0 / sqrt((var > 0 ? var : 0) + (double)k_eps)));
 }
 
 // Every group's (mean, rstd) of image `n` into shared memory, a warp a group (the second stats pass's means).
@@ -143,9 +154,9 @@ __global__ void __launch_bounds__(NT) gn_stats_kernel(gn_args a) {
       sq[k][v] += d * d;
     }
   });
-  // Each thread's sums in its row's slot of each of its channels; then a warp a group adds its channels' slots
-  // (lanes over the group's rows x channels, then a butterfly: a fixed order, so that the verifier's reruns give
-  // the same bits, which float atomics would not).
+  // Each thread's sums in its row's slot of each of its channels; then a warp a group adds its channels' slots in
+  // double (lanes over the group's rows x channels, then a butterfly: a fixed order, so that the verifier's reruns
+  // give the same bits, which float atomics would not).
   float* rs = gn_dyn;                          // [rows][c]
   float* rq = gn_dyn + (int64_t)l.rows * a.c;  // [rows][c]
 #pragma unroll
@@ -161,7 +172,7 @@ __global__ void __launch_bounds__(NT) gn_stats_kernel(gn_args a) {
   float2* part = SECOND ? g_gn_part2 : g_gn_part;
   const int lane = (int)(threadIdx.x & 31), per = l.rows * a.cpg;
   for (int g = (int)(threadIdx.x >> 5); g < a.groups; g += NT / 32) {
-    float ts = 0.f, tq = 0.f;
+    double ts = 0, tq = 0;
     for (int e = lane; e < per; e += 32) {
       const int r = e / a.cpg;
       const int64_t i = (int64_t)r * a.c + (int64_t)g * a.cpg + (e - r * a.cpg);
@@ -173,7 +184,7 @@ __global__ void __launch_bounds__(NT) gn_stats_kernel(gn_args a) {
       ts += __shfl_xor_sync(0xffffffffu, ts, o);
       tq += __shfl_xor_sync(0xffffffffu, tq, o);
     }
-    if (lane == 0) part[((int64_t)n * a.groups + g) * a.tiles + tile] = make_float2(ts, tq);
+    if (lane == 0) part[((int64_t)n * a.groups + g) * a.tiles + tile] = make_float2((float)ts, (float)tq);
   }
 }
 
