@@ -1,7 +1,9 @@
 // adaptive_pool_cuda: adaptive average pooling to an output larger than 1 x 1 (adaptive_avg_pool2d over torch's
-// windows, optional flatten and casts) on the GPU; global pooling is pool_cuda's. A thread an output value (or a
-// vector of channels_last channels), a grid-stride loop over a grid of `waves` full SMs. This file emits the
-// variant's constants, types and casts; the fixed code is adaptive_pool_cuda.cuh.
+// windows, optional flatten and casts) on the GPU; global pooling is pool_cuda's. A contiguous x is staged: a block
+// copies whole planes (or a band of a plane's rows) into shared memory in 16-byte vectors and pools them there
+// (`stage_kb`); otherwise a thread an output value (or a vector of channels_last channels), a grid-stride loop over
+// a grid of `waves` full SMs. This file emits the variant's constants, types and casts; the fixed code is
+// adaptive_pool_cuda.cuh.
 #include <fmt/format.h>
 
 #include "search/families/cuda_emit.h"
@@ -15,7 +17,8 @@ class adaptive_pool_cuda final : public family {
  public:
   std::string name() const override { return "adaptive_pool_cuda"; }
   device_kind device() const override { return device_kind::cuda; }
-  int version() const override { return 1; }
+  // 2: a contiguous x staged through shared memory (stage_kb).
+  int version() const override { return 2; }
   std::vector<std::string> selected_by() const override { return {"pool"}; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
@@ -33,16 +36,23 @@ class adaptive_pool_cuda final : public family {
         {"threads", {"128", "256", "512"}, "threads per block"},
         {"cvec", {"1", "2", "4", "8"}, "channels a thread owns in a channels_last x (one vector load a pixel)"},
         {"waves", {"1", "2", "4", "8"}, "the grid's most blocks: that many full SMs' worth (a grid-stride loop beyond)"},
+        {"stage_kb",
+         {"0", "4", "8", "16", "32"},
+         "a contiguous x: shared memory a block stages its planes (or band of rows) in, in KB; 0: a thread an "
+         "output, reading x where it lies"},
         {"pdl", {"0", "1"}, "1: launched with programmatic dependent launch"},
     };
   }
 
   // cvec: 16 bytes of channels where the dtype allows (the launch falls back to one where the channels or the
-  // strides do not divide).
+  // strides do not divide). A contiguous x is staged, 8 KB a block (8 blocks of 256 threads an SM fit beside it).
   knob_values default_variant(const workload_spec& spec) const override {
-    knob_values v{{"threads", "256"}, {"cvec", "1"}, {"waves", "4"}, {"pdl", "1"}};
+    knob_values v{{"threads", "256"}, {"cvec", "1"}, {"waves", "4"}, {"pdl", "1"}, {"stage_kb", "8"}};
     auto g = match_adaptive_pool(spec, nullptr);
-    if (g && g->channels_last) v["cvec"] = std::to_string(std::min<int64_t>(8, 16 / dtype_size(g->in_type)));
+    if (g && g->channels_last) {
+      v["cvec"] = std::to_string(std::min<int64_t>(8, 16 / dtype_size(g->in_type)));
+      v["stage_kb"] = "0";
+    }
     return v;
   }
 
@@ -50,11 +60,12 @@ class adaptive_pool_cuda final : public family {
     return knobs_in_range(*this, v, why_not) && covers(spec, why_not);
   }
 
-  // cvec is read only by the channels_last path.
+  // cvec is read only by the channels_last path, stage_kb only by the contiguous one.
   knob_values canonical_knobs(const workload_spec& spec, const knob_values& v) const override {
     knob_values k = v;
     auto g = match_adaptive_pool(spec, nullptr);
     if (g && !g->channels_last) k["cvec"] = "1";
+    if (g && g->channels_last) k["stage_kb"] = "0";
     return k;
   }
 
@@ -67,9 +78,10 @@ class adaptive_pool_cuda final : public family {
                                 cuda_emit::c_type(g->out_type));
     s += fmt::format(
         "constexpr int k_threads = {};\nconstexpr int k_cvec = {};\nconstexpr int k_waves = {};\n"
-        "constexpr bool k_pdl = {};\nconstexpr int64_t k_oh = {}, k_ow = {};\n"
+        "constexpr bool k_pdl = {};\nconstexpr int k_stage_kb = {};\nconstexpr int64_t k_oh = {}, k_ow = {};\n"
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\n",
-        v.at("threads"), v.at("cvec"), v.at("waves"), v.at("pdl") == "1", g->out_size[0], g->out_size[1],
+        v.at("threads"), v.at("cvec"), v.at("waves"), v.at("pdl") == "1", v.at("stage_kb"), g->out_size[0],
+        g->out_size[1],
         spec.inputs.size(), input_index(spec, g->input));
     // The mean is x's type (torch pools in it), then each cast; from_f stores the last.
     std::vector<dtype> chain = {g->in_type};

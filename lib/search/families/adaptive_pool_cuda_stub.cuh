@@ -13,6 +13,7 @@ constexpr int k_threads = 256;
 constexpr int k_cvec = 8;
 constexpr int k_waves = 4;
 constexpr bool k_pdl = true;
+constexpr int k_stage_kb = 0;
 constexpr int64_t k_oh = 7, k_ow = 7;
 constexpr int k_n_inputs = 1;
 constexpr int k_x_input = 0;
