@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "exec/device.h"
@@ -50,6 +51,11 @@ class family {
   // another layout's) set to the one value emit uses for it, so that variants differing only there emit one source
   // (the template proposer does not propose it twice). emit(spec, v) == emit(spec, canonical_knobs(spec, v)).
   virtual knob_values canonical_knobs(const workload_spec& spec, const knob_values& v) const { (void)spec; return v; }
+  // Pairs of knobs whose product a variant keeps while it changes how that product is split (threads a row =
+  // cluster x threads; values a thread = chunks x vec): the template proposer tries each pair with one knob a value
+  // up and the other a value down, a move that two single moves reach only through a variant that halves or doubles
+  // the product between them (Llama-3's vocabulary, H100: a cluster of 4 x 512 threads 159.7 us, 8 x 256 174.2).
+  virtual std::vector<std::pair<std::string, std::string>> trades() const { return {}; }
   // The candidate source. Opens with the kernel header (store/kernel_header.h): family, version, every knob at its
   // canonical value, what it computes.
   virtual std::string emit(const workload_spec& spec, const knob_values& v) const = 0;

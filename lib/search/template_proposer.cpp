@@ -42,6 +42,23 @@ std::vector<candidate> template_proposer::propose(const proposer_context& ctx) {
       (pos < 0 || std::abs(j - pos) == 1 ? near : far).push_back(m);
     }
   }
+  // Trades (family::trades): one knob of a pair a value up, the other a value down.
+  std::vector<move> trades;
+  auto neighbour = [&](const std::string& name, int d) -> std::string {
+    for (auto& k : ks) {
+      if (k.name != name) continue;
+      auto at = std::find(k.values.begin(), k.values.end(), base[name]);
+      if (at == k.values.end()) return "";
+      const auto i = (at - k.values.begin()) + d;
+      return i >= 0 && i < static_cast<long>(k.values.size()) ? k.values[i] : "";
+    }
+    return "";
+  };
+  for (auto& [a, b] : f->trades())
+    for (int d : {1, -1}) {
+      const std::string to_a = neighbour(a, d), to_b = neighbour(b, -d);
+      if (!to_a.empty() && !to_b.empty()) trades.push_back({{a, base[a], to_a}, {b, base[b], to_b}});
+    }
   // Two knobs, each to a neighbouring value.
   std::vector<move> pairs;
   for (size_t a = 0; a < near.size(); ++a)
@@ -50,7 +67,13 @@ std::vector<candidate> template_proposer::propose(const proposer_context& ctx) {
   std::shuffle(near.begin(), near.end(), m_rng);
   std::shuffle(pairs.begin(), pairs.end(), m_rng);
   std::shuffle(far.begin(), far.end(), m_rng);
-  std::vector<move> order = near;
+  std::shuffle(trades.begin(), trades.end(), m_rng);
+  // The near single moves with the trades between them: a trade is as near as a single move.
+  std::vector<move> order;
+  for (size_t i = 0; i < std::max(near.size(), trades.size()); ++i) {
+    if (i < near.size()) order.push_back(near[i]);
+    if (i < trades.size()) order.push_back(trades[i]);
+  }
   // Interleave pairs and far single moves so both kinds get tried once the near ones are used up.
   for (size_t i = 0; i < std::max(pairs.size(), far.size()); ++i) {
     if (i < pairs.size()) order.push_back(pairs[i]);

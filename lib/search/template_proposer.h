@@ -1,6 +1,7 @@
 // The offline proposer: moves through a kernel family's knob space. A move changes one knob to a neighbouring
-// value, or one knob to any other value, or two knobs each to a neighbouring value; near moves come first, in
-// a seeded random order. Moves the family rejects (`family::valid`) or that the tree already holds are skipped.
+// value, trades a value between a pair of knobs the family names (family::trades: one up, the other down), changes
+// one knob to any other value, or two knobs each to a neighbouring value; near moves and trades come first, in a
+// seeded random order. Moves the family rejects (`family::valid`) or that the tree already holds are skipped.
 #pragma once
 #include <random>
 

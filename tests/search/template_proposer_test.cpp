@@ -88,6 +88,44 @@ TEST(template_proposer, skips_moves_that_emit_a_source_the_tree_holds) {
   EXPECT_TRUE(chunk_move);
 }
 
+// A family's trades (row_softmax_cuda: cluster x threads, the threads a row): from a cluster of 8 x 256 threads
+// the move to 4 x 512 comes among the near moves, before any pair of neighbouring moves that is not a trade, and
+// every trade keeps its pair's product.
+TEST(template_proposer, trades_keep_a_pairs_product_and_come_with_the_near_moves) {
+  auto spec = test::softmax_spec();
+  auto* f = find_family("row_softmax_cuda", device_kind::cuda);
+  ASSERT_NE(f, nullptr);
+  auto root_knobs = f->default_variant(spec);
+  root_knobs["strategy"] = "cluster", root_knobs["cluster"] = "8", root_knobs["threads"] = "256";
+  ASSERT_TRUE(f->valid(root_knobs, spec, nullptr));
+  mcts_tree tree;
+  auto root = tree.add(0, family_candidate(*f, spec, root_knobs, "default"));
+  tree.record(root, node_status::measured, 10, 0.0);
+  template_proposer p(11);
+  auto all = p.propose({spec, device_kind::cuda, tree, root, 1000});
+  auto product = [](const knob_values& v, const std::string& a, const std::string& b) {
+    return knob_int(v, a) * knob_int(v, b);
+  };
+  size_t the_trade = all.size(), first_pair = all.size(), trades = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const knob_values& k = all[i].knobs;
+    if (changed(root_knobs, k) != 2) continue;
+    bool is_trade = false;
+    for (auto& [a, b] : f->trades())
+      if (k.at(a) != root_knobs.at(a) && k.at(b) != root_knobs.at(b)) {
+        is_trade = product(k, a, b) == product(root_knobs, a, b);
+        ++trades;
+      }
+    if (k.at("cluster") == "4" && k.at("threads") == "512") the_trade = std::min(the_trade, i);
+    if (!is_trade && first_pair == all.size()) first_pair = i;
+  }
+  EXPECT_GE(trades, 4u);
+  ASSERT_LT(the_trade, all.size()) << "no move to a cluster of 4 x 512 threads";
+  EXPECT_LT(the_trade, first_pair);
+  // A family without trades proposes none: group_norm_cpu's first two-knob move comes after its near moves.
+  EXPECT_TRUE(find_family("group_norm_cpu", device_kind::cpu)->trades().empty());
+}
+
 TEST(template_proposer, has_nothing_for_a_node_without_a_family) {
   auto spec = test::pool_spec();
   mcts_tree tree;

@@ -113,6 +113,11 @@ class group_norm_cuda final : public family {
     };
   }
 
+  // Threads a row (cluster x threads) and values a thread (chunks x vec, threads x chunks a block's share).
+  std::vector<std::pair<std::string, std::string>> trades() const override {
+    return {{"cluster", "threads"}, {"chunks", "vec"}, {"threads", "chunks"}};
+  }
+
   knob_values default_variant(const workload_spec& spec) const override {
     knob_values v{{"strategy", "block"}, {"threads", "512"}, {"vec", "8"},     {"chunks", "4"},
                   {"cluster", "8"},      {"splits", "64"},   {"stats", "shifted"}, {"reverse", "1"},

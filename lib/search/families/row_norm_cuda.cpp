@@ -106,6 +106,9 @@ class row_norm_cuda final : public family {
     };
   }
 
+  // Threads a row for strategy=cluster: cluster x block.
+  std::vector<std::pair<std::string, std::string>> trades() const override { return {{"cluster", "block"}}; }
+
   knob_values default_variant(const workload_spec& spec) const override {
     auto g = match_row_norm(spec, nullptr);
     const size_t wide = g ? widest(*g) : 4;

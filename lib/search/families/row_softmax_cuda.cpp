@@ -160,6 +160,11 @@ class row_softmax_cuda final : public family {
     };
   }
 
+  // Threads a row (cluster x threads) and values a thread (chunks x vec, threads x chunks a block's share).
+  std::vector<std::pair<std::string, std::string>> trades() const override {
+    return {{"cluster", "threads"}, {"chunks", "vec"}, {"threads", "chunks"}};
+  }
+
   knob_values default_variant(const workload_spec& spec) const override {
     // pdl=1: H200 harness, Qwen router [4096, 256], hot: 2.89 -> 2.54 us at 256 threads.
     knob_values v{
