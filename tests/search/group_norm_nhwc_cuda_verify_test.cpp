@@ -1,9 +1,10 @@
 // group_norm_nhwc_cuda through the whole verifier on the GPU (skipped without one): channels_last GroupNorm with one-
-// and two-pass statistics, groups of 4 to 80 channels (a thread's vector inside one group or across two), channels
-// more than the threads' vectors (a thread owning several), a column a thread (channels not a whole number of
-// vectors), tiles from one an image to many, apply tiles of 16 to 128 positions by 32 to 128 channels (a tile or a
-// chunk past the image's end), with SiLU and GELU, in bfloat16, float16 and float32. Without a GPU,
-// the launch's checks of the tensors it is given: kforge's outputs are contiguous (the ABI).
+// and two-pass statistics and the fused kernel of a small image's whole groups, groups of 4 to 80 channels (a
+// thread's vector inside one group or across two), channels more than the threads' vectors (a thread owning
+// several), a column a thread (channels not a whole number of vectors), tiles from one an image to many, apply tiles
+// of 16 to 128 positions by 32 to 128 channels (a tile or a chunk past the image's end), with SiLU and GELU, in
+// bfloat16, float16 and float32. Without a GPU, the launch's checks of the tensors it is given: kforge's outputs are
+// contiguous (the ABI).
 #include <gtest/gtest.h>
 
 #include "../support/family_verify.h"
@@ -17,13 +18,19 @@ namespace {
 
 using variants = test::family_variants;
 
+// The default (fused where a block's groups fit: every spec here but the 320-channel one's larger case), the two
+// kernels (fuse_kb 0) with both statistics, every tile shape and vectors of 1 and 2, and the fused kernel at other
+// block sizes (a block of 128 channels over 4-channel groups; one of 32 channels a load at a time).
 void add_variants(variants& out, const workload_spec& s) {
   out.push_back({s, {}});
-  out.push_back({s, {{"stats", "twopass"}, {"threads", "1024"}, {"blocks", "16"}}});
-  out.push_back({s, {{"stats", "shifted"}, {"threads", "128"}, {"blocks", "1"}, {"pdl", "0"}}});
-  out.push_back({s, {{"vec", "1"}, {"blocks", "2"}, {"threads", "1024"}}});
-  out.push_back({s, {{"vec", "2"}, {"threads", "512"}, {"blocks", "8"}, {"chunk", "32"}, {"ptile", "16"}}});
-  out.push_back({s, {{"chunk", "128"}, {"ptile", "128"}, {"threads", "128"}}});
+  out.push_back({s, {{"stats", "twopass"}, {"threads", "1024"}, {"blocks", "16"}, {"fuse_kb", "0"}}});
+  out.push_back({s, {{"stats", "shifted"}, {"threads", "128"}, {"blocks", "1"}, {"pdl", "0"}, {"fuse_kb", "0"}}});
+  out.push_back({s, {{"vec", "1"}, {"blocks", "2"}, {"threads", "1024"}, {"fuse_kb", "0"}}});
+  out.push_back(
+      {s, {{"vec", "2"}, {"threads", "512"}, {"blocks", "8"}, {"chunk", "32"}, {"ptile", "16"}, {"fuse_kb", "0"}}});
+  out.push_back({s, {{"chunk", "128"}, {"ptile", "128"}, {"threads", "128"}, {"fuse_kb", "0"}}});
+  out.push_back({s, {{"chunk", "128"}, {"threads", "128"}, {"fuse_kb", "192"}, {"pdl", "0"}}});
+  out.push_back({s, {{"chunk", "32"}, {"vec", "1"}, {"fuse_kb", "48"}, {"threads", "1024"}}});
 }
 
 // test::group_norm_spec with w and b in x's dtype, as the op asks of a spec the verifier runs (its float32 w and b
@@ -66,7 +73,7 @@ cases: [{N: 1, H: 8, W: 8, gate: true}, {N: 2, H: 3, W: 5}]
 
 TEST(group_norm_nhwc_cuda_verify, every_path_on_every_graph_kind) {
   KF_REQUIRE_GPU();
-  test::expect_all_pass("group_norm_nhwc_cuda", device_kind::cuda, all_variants(), 6);
+  test::expect_all_pass("group_norm_nhwc_cuda", device_kind::cuda, all_variants(), 8);
 }
 
 // Without a GPU, the same variants are still valid and emit (what the GPU run compiles).

@@ -30,7 +30,8 @@ class group_norm_nhwc_cuda final : public family {
   // groups' partials (every block reduced every group's: 35 MB of L2 reads on SD-UNet's [2, 640, 64, 64]), with
   // 16-byte stores of a contiguous y; a stats tile of at least 4 positions a thread; a warp a group adds a block's
   // per-channel sums. 7: a block's sums added in double, and stats=twopass corrects the mean by the second pass's
-  // sum of deviations (v6's float block sums failed float32's tolerance on the GPU, every variant alike).
+  // sum of deviations (v6's float block sums failed float32's tolerance on the GPU, every variant alike); a small
+  // image's blocks of whole groups in one fused kernel (fuse_kb).
   int version() const override { return 7; }
   // A spec that names group_norm gets this layout's kernel too (group_norm_cuda reads contiguous inputs only).
   std::vector<std::string> selected_by() const override { return {"group_norm"}; }
@@ -64,6 +65,12 @@ class group_norm_nhwc_cuda final : public family {
         {"ptile",
          {"16", "32", "64", "128"},
          "positions an apply block normalizes (a contiguous y: the run each channel's stores cover)"},
+        {"fuse_kb",
+         {"0", "48", "96", "192"},
+         "one fused kernel where a block's whole groups (chunk channels' worth) fit in this much shared memory at "
+         "every position (small images: one read, one launch, exact two-pass statistics); 0: always the stats and "
+         "apply kernels",
+         "0"},
         {"stats",
          {"shifted", "twopass"},
          "shifted: sums of x - (the group's first value) and of its square, one read; twopass: the mean, then the "
@@ -77,7 +84,7 @@ class group_norm_nhwc_cuda final : public family {
 
   knob_values default_variant(const workload_spec& spec) const override {
     knob_values v{{"threads", "256"}, {"vec", "8"},         {"blocks", "4"}, {"chunk", "64"},
-                  {"ptile", "64"},    {"stats", "shifted"}, {"pdl", "1"}};
+                  {"ptile", "64"},    {"stats", "shifted"}, {"pdl", "1"},   {"fuse_kb", "96"}};
     auto g = match_norm(spec, nullptr);
     if (!g) return v;
     // The widest vector (16 bytes of x) that every timed case's channels are a whole number of.
@@ -122,12 +129,13 @@ class group_norm_nhwc_cuda final : public family {
                                 has_b ? cuda_emit::c_type(g->bias_type) : "float");
     s += fmt::format(
         "constexpr int NT = {};\nconstexpr int k_vec = {};\nconstexpr int k_blocks = {};\nconstexpr int k_chunk = {};\n"
-        "constexpr int k_ptile = {};\n"
+        "constexpr int k_ptile = {};\nconstexpr int k_fuse_kb = {};\n"
         "constexpr bool k_twopass = {};\nconstexpr bool k_pdl = {};\nconstexpr int k_num_groups = {};\n"
         "constexpr float k_eps = {};\nconstexpr bool k_has_w = {};\nconstexpr bool k_has_b = {};\n"
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\nconstexpr int k_w_input = {};\n"
         "constexpr int k_b_input = {};\nconstexpr size_t k_smem_limit = 227 * 1024;\n",
-        v.at("threads"), v.at("vec"), v.at("blocks"), v.at("chunk"), v.at("ptile"), v.at("stats") == "twopass",
+        v.at("threads"), v.at("vec"), v.at("blocks"), v.at("chunk"), v.at("ptile"), v.at("fuse_kb"),
+        v.at("stats") == "twopass",
         v.at("pdl") == "1", g->num_groups, cuda_emit::float_literal(g->eps), has_w, has_b, spec.inputs.size(),
         input_index(spec, g->input), has_w ? input_index(spec, g->weight) : -1,
         has_b ? input_index(spec, g->bias) : -1);

@@ -1,6 +1,7 @@
 // group_norm_nhwc_cuda.cuh: the fixed code of group_norm_nhwc_cuda, emitted after the variant's constants, types,
 // casts and activation (group_norm_nhwc_cuda.cpp): GroupNorm of a channels_last [N, C, H, W] x, read as [N, HW, C]
-// (a group is a run of C / G channels at every position, never contiguous). Two kernels, or three:
+// (a group is a run of C / G channels at every position, never contiguous). A small image's blocks of whole groups
+// in one fused kernel (gn_fused_kernel, below) where they fit `fuse_kb`; else two kernels, or three:
 //  - stats: a block takes a tile of one image's positions; each thread owns V neighbouring channels (a 16-byte
 //    load) at every `rows`-th position of the tile and sums them in registers, then leaves its sums in shared
 //    memory, where a warp a group adds them up in double in a fixed order (reruns give the same bits) into a
@@ -41,6 +42,7 @@ struct gn_args {
   int64_t per_tile;  // positions a tile
   double count;      // values a group: cpg x hw
   int y_nchw;        // y is contiguous [N, C, H, W] (else channels_last, as x)
+  int fuse_c;        // the fused kernel: channels a block (whole groups)
 };
 
 // This thread's place in its block: `slot` k owns channel vector cv0 + k * cvt (cvt threads across the channel
@@ -269,6 +271,103 @@ __global__ void __launch_bounds__(NT) gn_apply_kernel(gn_args a) {
   }
 }
 
+// The fused kernel (a small image: a block's channels at every position fit in shared memory): a block takes whole
+// groups of one image (blockIdx.x: `fuse_c` channels; blockIdx.y: the image), stages those channels at every
+// position as floats with the prologue applied (V channels a thread's load), takes each group's statistics there (a
+// warp a group: the sum, then the deviations from that mean, which correct it, and their squares) and
+// writes the normalized values: one read of x and one launch, where the two-kernel path's stats and apply launches
+// cost a small image more than its bytes (SD-UNet [2, 640, 16, 16], H100: 7.29 us against torch.compile's 4.82).
+// Dynamic shared memory: hw x (fuse_c + 1) staged floats (an odd row length: a channel's consecutive positions in
+// distinct banks), then per channel its mean, scale and bias, then per group its mean and rstd (gn_fused_smem).
+template <int V>
+__global__ void __launch_bounds__(NT) gn_fused_kernel(gn_args a) {
+  extern __shared__ float gn_stage[];
+  wait_prior_grid<k_pdl>();
+  const int n = blockIdx.y, cb = a.fuse_c, ld = cb + 1, hw = (int)a.hw;
+  const int64_t c0 = (int64_t)blockIdx.x * cb;
+  const int nc = (int)(a.c - c0 < cb ? a.c - c0 : cb);  // whole groups: c0 and C are multiples of cpg
+  float* s_cmean = gn_stage + (int64_t)hw * ld;
+  float* s_cscale = s_cmean + cb;
+  float* s_cbias = s_cscale + cb;
+  float* s_gmean = s_cbias + cb;
+  float* s_grstd = s_gmean + cb;
+  const in_t* x = a.x + (int64_t)n * a.hw * a.c + c0;
+  const int tv = cb / V, prow = NT / tv;  // threads across a position's channels; positions at a time
+  const int cv = (int)threadIdx.x % tv, pr = (int)threadIdx.x / tv;
+  if (pr < prow && cv * V < nc)
+#pragma unroll 4
+    for (int p = pr; p < hw; p += prow) {
+      float o[V];
+      load_vec<in_t, V>(x + (int64_t)p * a.c + cv * V, o);
+      prologue_x<V>(o);
+#pragma unroll
+      for (int v = 0; v < V; ++v) gn_stage[p * ld + cv * V + v] = o[v];
+    }
+  __syncthreads();
+  // A lane a position (every 32nd), its group's channels in two float sums (rows of an odd ld words: the lanes in
+  // distinct banks), the lanes' sums added in double; the first pass's mean corrected by the second's deviations.
+  const int lane = (int)(threadIdx.x & 31), ng = nc / a.cpg;
+  for (int gi = (int)(threadIdx.x >> 5); gi < ng; gi += NT / 32) {
+    const float* t = gn_stage + gi * a.cpg;
+    float s0 = 0.f, s1 = 0.f;
+    for (int p = lane; p < hw; p += 32) {
+      const float* r = t + p * ld;
+      int c = 0;
+      for (; c + 1 < a.cpg; c += 2) s0 += r[c], s1 += r[c + 1];
+      if (c < a.cpg) s0 += r[c];
+    }
+    double s = (double)s0 + (double)s1;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    const float m = (float)(s / a.count);
+    float d0 = 0.f, d1 = 0.f, q0 = 0.f, q1 = 0.f;
+    for (int p = lane; p < hw; p += 32) {
+      const float* r = t + p * ld;
+      int c = 0;
+      for (; c + 1 < a.cpg; c += 2) {
+        const float u = r[c] - m, v = r[c + 1] - m;
+        d0 += u, q0 += u * u, d1 += v, q1 += v * v;
+      }
+      if (c < a.cpg) {
+        const float u = r[c] - m;
+        d0 += u, q0 += u * u;
+      }
+    }
+    double t1 = (double)d0 + (double)d1, t2 = (double)q0 + (double)q1;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      t1 += __shfl_xor_sync(0xffffffffu, t1, o);
+      t2 += __shfl_xor_sync(0xffffffffu, t2, o);
+    }
+    const double dm = t1 / a.count, var = t2 / a.count - dm * dm;
+    if (lane == 0)
+      s_gmean[gi] = (float)(m + dm), s_grstd[gi] = (float)(1.0 / sqrt((var > 0 ? var : 0) + (double)k_eps));
+  }
+  __syncthreads();
+  for (int c = threadIdx.x; c < nc; c += NT) {  // y = (x - mean) * (rstd * w) + b
+    const int gi = c / a.cpg;
+    s_cmean[c] = s_gmean[gi];
+    s_cscale[c] = s_grstd[gi];
+    s_cbias[c] = 0.f;
+    if constexpr (k_has_w) s_cscale[c] *= to_f(a.w[c0 + c]);
+    if constexpr (k_has_b) s_cbias[c] = to_f(a.b[c0 + c]);
+  }
+  __syncthreads();
+  // A contiguous y a channel's run of positions at a time (consecutive threads on consecutive positions); a
+  // channels_last y as x is read.
+  out_t* y = a.y + (int64_t)n * a.hw * a.c;
+  for (int i = threadIdx.x; i < nc * hw; i += NT) {
+    int c, p;
+    if (a.y_nchw) c = i / hw, p = i - c * hw;
+    else p = i / nc, c = i - p * nc;
+    const float v = finalize((gn_stage[p * ld + c] - s_cmean[c]) * s_cscale[c] + s_cbias[c]);
+    if (a.y_nchw) y[(c0 + c) * a.hw + p] = from_f<out_t>(v);
+    else y[(int64_t)p * a.c + c0 + c] = from_f<out_t>(v);
+  }
+}
+
+inline size_t gn_fused_smem(int64_t hw, int64_t cb) { return (size_t)(hw * (cb + 1) + 5 * cb) * sizeof(float); }
+
 inline int gn_sms() {
   static int sms = [] {
     int dev = 0, v = 0;
@@ -318,8 +417,38 @@ inline int gn_launch_as(const gn_args& a, int64_t images, dim3 grid, cudaStream_
   return wide ? gn_apply_launch<V, ow>(a, images, s) : gn_apply_launch<V, 1>(a, images, s);
 }
 
+// The fused kernel where a block's whole groups (k_chunk channels' worth, at least one group) fit in k_fuse_kb of
+// shared memory at every position: V channels a load where the block's channels are a whole number of them (the
+// groups a block rounded up to make them so), else one. 1 where it does not fit (the two kernels run).
+template <int V>
+inline int gn_try_fused(gn_args& a, int64_t images, cudaStream_t s) {
+  if (k_fuse_kb == 0 || a.hw > INT32_MAX) return 1;
+  const int64_t gpb = k_chunk / a.cpg > 1 ? k_chunk / a.cpg : 1;
+  int64_t vgpb = gpb;
+  while (V > 1 && vgpb < gpb * V && (vgpb * a.cpg) % V != 0) ++vgpb;
+  const int64_t limit = (int64_t)k_fuse_kb * 1024;
+  auto go = [&](auto kernel, int64_t cb) {
+    a.fuse_c = (int)cb;
+    const dim3 grid((unsigned)((a.c + cb - 1) / cb), (unsigned)images);
+    const size_t smem = gn_fused_smem(a.hw, cb);
+    if (!gn_smem_opt_in(kernel, smem, 0)) return 3;
+    return launch_kernel<k_pdl>(kernel, grid, NT, smem, s, a);
+  };
+  const int64_t vcb = vgpb * a.cpg, cb = gpb * a.cpg;
+  if (V > 1 && vcb % V == 0 && vcb / V <= NT && (int64_t)gn_fused_smem(a.hw, vcb) <= limit &&
+      (a.c + vcb - 1) / vcb <= 65535)
+    return go(gn_fused_kernel<V>, vcb);
+  if (cb <= NT && (int64_t)gn_fused_smem(a.hw, cb) <= limit && (a.c + cb - 1) / cb <= 65535)
+    return go(gn_fused_kernel<1>, cb);
+  return 1;
+}
+
 template <int V>
 inline int gn_launch(gn_args a, int64_t images, cudaStream_t s) {
+  if (images <= 65535) {
+    const int rc = gn_try_fused<V>(a, images, s);
+    if (rc != 1) return rc;
+  }
   const int64_t cv = a.c / V;
   if (cv > (int64_t)k_slot_cap * NT) return 1;  // more channel vectors than the threads' slots
   if (images > 65535 || (a.c + k_chunk - 1) / k_chunk > 65535) return 1;

@@ -15,6 +15,7 @@ constexpr int NT = 256;
 constexpr int k_vec = 8;
 constexpr int k_blocks = 4;
 constexpr int k_chunk = 64;
+constexpr int k_fuse_kb = 96;
 constexpr int k_ptile = 64;
 constexpr bool k_twopass = false;
 constexpr bool k_pdl = true;
