@@ -190,6 +190,21 @@ __global__ void __launch_bounds__(NT) gn_stats_kernel(gn_args a) {
   }
 }
 
+// Channels [c0, c0 + nc), from their groups' (mean, rstd) (gmean, grstd: c0's group first), as y = (x - mean) x
+// scale + bias: each channel's mean, scale (rstd x w) and bias.
+__device__ void gn_channel_affine(const gn_args& a, int64_t c0, int nc, const float* gmean, const float* grstd,
+                                  float* mean, float* scale, float* bias) {
+  const int64_t g0 = c0 / a.cpg;
+  for (int i = threadIdx.x; i < nc; i += NT) {
+    const int gi = (int)((c0 + i) / a.cpg - g0);
+    mean[i] = gmean[gi];
+    scale[i] = grstd[gi];
+    bias[i] = 0.f;
+    if constexpr (k_has_w) scale[i] *= to_f(a.w[c0 + i]);
+    if constexpr (k_has_b) bias[i] = to_f(a.b[c0 + i]);
+  }
+}
+
 // The stats kernel's dynamic shared memory: a sum and a sum of squares for every row of threads and channel.
 template <int V>
 inline size_t gn_stats_smem(const gn_args& a) {
@@ -226,14 +241,7 @@ __global__ void __launch_bounds__(NT) gn_apply_kernel(gn_args a) {
     if ((threadIdx.x & 31) == 0) s_gmean[i] = mr.x, s_grstd[i] = mr.y;
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < c1 - c0; i += NT) {  // y = (x - mean) * (rstd * w) + b
-    const int gi = (int)((c0 + i) / a.cpg) - g0;
-    s_mean[i] = s_gmean[gi];
-    s_scale[i] = s_grstd[gi];
-    s_bias[i] = 0.f;
-    if constexpr (k_has_w) s_scale[i] *= to_f(a.w[c0 + i]);
-    if constexpr (k_has_b) s_bias[i] = to_f(a.b[c0 + i]);
-  }
+  gn_channel_affine(a, c0, (int)(c1 - c0), s_gmean, s_grstd, s_mean, s_scale, s_bias);
   __syncthreads();
   constexpr int tv = k_chunk / V, prow = NT / tv;  // threads across a position's chunk; positions at a time
   const int cv = (int)threadIdx.x % tv, pr = (int)threadIdx.x / tv;
@@ -344,14 +352,7 @@ __global__ void __launch_bounds__(NT) gn_fused_kernel(gn_args a) {
       s_gmean[gi] = (float)(m + dm), s_grstd[gi] = (float)(1.0 / sqrt((var > 0 ? var : 0) + (double)k_eps));
   }
   __syncthreads();
-  for (int c = threadIdx.x; c < nc; c += NT) {  // y = (x - mean) * (rstd * w) + b
-    const int gi = c / a.cpg;
-    s_cmean[c] = s_gmean[gi];
-    s_cscale[c] = s_grstd[gi];
-    s_cbias[c] = 0.f;
-    if constexpr (k_has_w) s_cscale[c] *= to_f(a.w[c0 + c]);
-    if constexpr (k_has_b) s_cbias[c] = to_f(a.b[c0 + c]);
-  }
+  gn_channel_affine(a, c0, nc, s_gmean, s_grstd, s_cmean, s_cscale, s_cbias);
   __syncthreads();
   // A contiguous y a channel's run of positions at a time (consecutive threads on consecutive positions); a
   // channels_last y as x is read.
