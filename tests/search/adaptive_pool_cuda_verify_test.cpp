@@ -11,6 +11,8 @@
 #include "../support/family_verify.h"
 #include "search/family.h"
 #include "search_test_specs.h"
+#include "util/fs.h"
+#include "util/subprocess.h"
 
 namespace kf {
 namespace {
@@ -49,6 +51,91 @@ TEST(adaptive_pool_cuda_verify, every_layout_and_window) {
 
 TEST(adaptive_pool_cuda_verify, every_variant_is_valid) {
   test::expect_all_valid("adaptive_pool_cuda", device_kind::cuda, all_variants());
+}
+
+// The staged launch's plan, on the host (no GPU: apool_stage_plan is host code): for planes of 1 x 1 to 300 x 300
+// pooled to 6 x 5 and to 1 x 3, at every stage size, a plan either stages whole planes (at least one a block, as
+// many as fit with a 16-byte vector's slack) or bands of output rows that cover every
+// row once, each band's input rows (torch's windows) fitting the stage; or it declines, and then not even one
+// output row's input rows fit. A plan whose copy overran its shared memory would corrupt the block's neighbours.
+TEST(adaptive_pool_cuda_verify, a_staged_plan_fits_its_shared_memory_and_covers_every_output) {
+  if (std::string(KFORGE_NVCC).empty()) GTEST_SKIP() << "built without CUDA: no nvcc to compile the check";
+  const family* f = find_family("adaptive_pool_cuda", device_kind::cuda);
+  ASSERT_NE(f, nullptr);
+  temp_dir dir("kf-apool-plan");
+  std::vector<std::string> outs;
+  for (const char* out : {"[6, 5]", "[1, 3]"})
+    for (const char* kb : {"4", "8", "32"}) {
+      const workload_spec spec = test::parse(fmt::format(R"(version: 1
+name: plan-avgpool
+inputs:
+  x: {{shape: [N, 3, 9, 9], dtype: float16}}
+graph:
+  - adaptive_avg_pool2d: {{input: x, output_size: {}}}
+cases: [{{N: 2, gate: true}}]
+)",
+                                                         out));
+      knob_values v = f->default_variant(spec);
+      v["stage_kb"] = kb;
+      const std::string name = fmt::format("plan_{}_{}", out[1], kb);
+      write_file_atomic(dir.path() / (name + ".cu"), f->emit(spec, v) + R"(
+#include <algorithm>
+#include <cstdio>
+static int64_t lo(int64_t i, int64_t len, int64_t n) { return i * len / n; }
+static int64_t hi(int64_t i, int64_t len, int64_t n) { return ((i + 1) * len + n - 1) / n; }
+int main() {
+  using namespace kfk;
+  const int64_t elems = (int64_t)k_stage_kb * 1024 / sizeof(in_t), E = 16 / sizeof(in_t);
+  int bad = 0, staged = 0, banded = 0, declined = 0;
+  for (int64_t h = 1; h <= 300; h += (h < 20 ? 1 : 37))
+    for (int64_t w = 1; w <= 300; w += (w < 20 ? 1 : 41))
+      for (int64_t planes : {1, 7, 1000, 100000}) {
+        apool_args a = {};
+        a.h = h, a.w = w, a.planes = planes;
+        if (!apool_stage_plan(a, 132)) {
+          ++declined;
+          // Declined: neither a whole plane nor the most rows one output row's window can span fit.
+          if (h * w + E <= elems || (k_oh > 1 && ((h + k_oh - 1) / k_oh + 1) * w + E <= elems))
+            ++bad, printf("declined h=%ld w=%ld\n", (long)h, (long)w);
+          continue;
+        }
+        if (a.ob == k_oh) {
+          ++staged;
+          if (a.pp < 1 || a.pp * h * w + E - 1 > elems)
+            ++bad, printf("planes h=%ld w=%ld pp=%d\n", (long)h, (long)w, a.pp);
+          continue;
+        }
+        ++banded;
+        if (a.ob < 1 || a.bands * a.ob < k_oh || (a.bands - 1) * a.ob >= k_oh) ++bad, printf("bands h=%ld ob=%d\n", (long)h, a.ob);
+        for (int64_t r0 = 0; r0 < k_oh; r0 += a.ob) {
+          const int64_t r1 = std::min<int64_t>(r0 + a.ob, k_oh);
+          if ((hi(r1 - 1, h, k_oh) - lo(r0, h, k_oh)) * w + E - 1 > elems) ++bad, printf("band h=%ld w=%ld r0=%ld\n", (long)h, (long)w, (long)r0);
+        }
+      }
+  printf("staged %d banded %d declined %d bad %d\n", staged, banded, declined, bad);
+  return bad != 0;
+}
+)");
+      outs.push_back(name);
+    }
+  int banded = 0, declined = 0;
+  for (const std::string& name : outs) {
+    const std::string exe = (dir.path() / name).string();
+    auto build = run_process({KFORGE_NVCC, "-O1", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a",
+                              "-I" KFORGE_SOURCE_DIR "/lib/exec", "-o", exe, exe + ".cu"});
+    ASSERT_TRUE(build.ok()) << build.err.substr(0, 4000);
+    auto r = run_process({exe});
+    EXPECT_TRUE(r.ok()) << name << ": " << r.out.substr(0, 4000) << r.err;
+    int s = 0, b = 0, d = 0, bad = 0;
+    ASSERT_EQ(std::sscanf(r.out.substr(r.out.rfind("staged")).c_str(), "staged %d banded %d declined %d bad %d", &s,
+                          &b, &d, &bad),
+              4)
+        << r.out;
+    EXPECT_GT(s, 0) << name;
+    banded += b, declined += d;
+  }
+  EXPECT_GT(banded, 0);  // big planes at 4 KB were cut into bands
+  EXPECT_GT(declined, 0);  // and a 1 x 3 pooling of 300 rows declined
 }
 
 }  // namespace
