@@ -2,6 +2,7 @@
 // Arguments are stored normalized (defaults filled in, dtypes by their canonical name, int lists as lists).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <regex>
 
 #include <fmt/format.h>
@@ -20,6 +21,19 @@ std::vector<std::string> input_names(const workload_spec& s) {
   std::vector<std::string> v;
   for (auto& in : s.inputs) v.push_back(in.name);
   return v;
+}
+
+// A number written where a tensor argument names an input (`mul: {other: 1.702}`, as `x * 1.702` reads in
+// PyTorch): what to write instead, by the op the field `graph[i].<op>.<arg>` belongs to.
+std::string number_operand_error(const std::string& field, const std::string& text, double v) {
+  const auto dot = field.find("]."), end = field.rfind('.');
+  const std::string op = dot == std::string::npos || end <= dot + 2 ? "" : field.substr(dot + 2, end - dot - 2);
+  const std::string what = fmt::format("`{}` is a number, and this argument names an input tensor", text);
+  if (op == "mul") return fmt::format("{}: multiply by a number with `scale: {{factor: {}}}`", what, text);
+  if (op == "div" && v != 0)
+    return fmt::format("{}: divide by a number with `scale: {{factor: {:.9g}}}` (1 / {})", what, 1.0 / v, text);
+  return fmt::format("{} (only `scale` takes a number; a number operand of {} is not supported)", what,
+                     op.empty() ? "this op" : op);
 }
 
 // Reads one argument by its kind; nullopt after reporting.
@@ -51,6 +65,12 @@ std::optional<json> read_arg(yaml_reader& r, const arg_def& a, const YAML::Node&
       auto v = r.get_string(n, field);
       if (!v) return std::nullopt;
       if (s.find_input(*v)) return json(*v);
+      char* end = nullptr;
+      const double number = std::strtod(v->c_str(), &end);
+      if (!v->empty() && end == v->c_str() + v->size()) {
+        r.error(n, field, number_operand_error(field, *v, number));
+        return std::nullopt;
+      }
       std::string hint = did_you_mean(*v, input_names(s));
       r.error(n, field, hint.empty() ? fmt::format("`{}` is not an input (expected the name of one of `inputs`)", *v)
                                      : fmt::format("`{}` is not an input; did you mean `{}`?", *v, hint));
