@@ -108,19 +108,6 @@ static void kf_apply(S src, kf_out_t* o, int64_t nseg, int64_t len, int64_t ss, 
   }
 }
 
-// Folds dims [from, ndim) of t into one of stride *stride (size-1 dims ignored); false when they do not fold.
-static bool kf_fold(const kf_tensor* t, int from, int64_t* stride) {
-  int64_t expect = -1, first = 1;
-  for (int i = t->ndim - 1; i >= from; --i) {
-    if (t->shape[i] == 1) continue;
-    if (expect < 0) first = t->stride[i];
-    else if (t->stride[i] != expect) return false;
-    expect = t->stride[i] * t->shape[i];
-  }
-  *stride = first;
-  return true;
-}
-
 extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, void* stream) {
   (void)stream;
   if (n_in != kf_n_inputs || n_out != 1) return 1;

@@ -15,8 +15,9 @@ class pool_cpu final : public family {
  public:
   std::string name() const override { return "pool_cpu"; }
   device_kind device() const override { return device_kind::cpu; }
-  // 3: the f16_load knob; 4: float16 roundings by kf_round_f16 (cpu_prelude.h: the same bits, vectorized)
-  int version() const override { return 4; }
+  // 3: the f16_load knob; 4: float16 roundings by kf_round_f16 (cpu_prelude.h: the same bits, vectorized).
+  // 5: kf_fold from cpu_prelude.h
+  int version() const override { return 5; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_pool(spec, why_not);

@@ -7,19 +7,6 @@
 #include "pool_cpu_stub.h"
 #endif  // KF_EMITTED
 
-// Folds dims [from, ndim) of t into one of stride *stride (size-1 dims ignored); false when they do not fold.
-static bool kf_fold(const kf_tensor* t, int from, int64_t* stride) {
-  int64_t expect = -1, first = 1;
-  for (int i = t->ndim - 1; i >= from; --i) {
-    if (t->shape[i] == 1) continue;
-    if (expect < 0) first = t->stride[i];
-    else if (t->stride[i] != expect) return false;
-    expect = t->stride[i] * t->shape[i];
-  }
-  *stride = first;
-  return true;
-}
-
 // The offset of linear element i of t (row-major over its shape).
 static inline int64_t kf_linear(const kf_tensor* t, int64_t i) {
   int64_t off = 0;

@@ -16,11 +16,12 @@
 // re-emitted: by `kforge reemit` on 2026-12-07T12:30:24Z, row_softmax_cpu version 6 from version 5; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T12:42:12Z, row_softmax_cpu version 6 from version 6; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T14:23:43Z, row_softmax_cpu version 6 from version 6; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T15:50:13Z, row_softmax_cpu version 6 from version 6; measured above is the earlier kernel's
 
 // cpu_prelude.h: what every cpu family's kernel opens with, after its header (cpu_emit.cpp): the standard includes,
 // the float16 / bfloat16 conversions (bit operations that vectorize; the float16 store by the hardware where the
 // compiler has _Float16; the float16 load by the hardware too where the variant defines KF_F16_LOAD_HW, its
-// `f16_load` knob), an exp and a tanh that vectorize, and the row-major layout test.
+// `f16_load` knob), an exp and a tanh that vectorize, and the layout tests (kf_fold, kf_row_major).
 #include "kf_abi.h"
 
 #include <math.h>
@@ -30,16 +31,24 @@
 #include <vector>
 
 // ---- layout ----
-// Whether t's elements are laid out row-major without gaps (size-1 dims' strides do not count): the layout every
-// output has (the ABI's) and the one a kernel's dense paths read.
-static inline bool kf_row_major(const kf_tensor* t) {
-  int64_t expect = 1;
-  for (int d = t->ndim - 1; d >= 0; --d) {
-    if (t->shape[d] == 1) continue;
-    if (t->stride[d] != expect) return false;
-    expect *= t->shape[d];
+// Folds dims [from, ndim) of t into one of stride *stride (size-1 dims ignored); false when they do not fold.
+static inline bool kf_fold(const kf_tensor* t, int from, int64_t* stride) {
+  int64_t expect = -1, first = 1;
+  for (int i = t->ndim - 1; i >= from; --i) {
+    if (t->shape[i] == 1) continue;
+    if (expect < 0) first = t->stride[i];
+    else if (t->stride[i] != expect) return false;
+    expect = t->stride[i] * t->shape[i];
   }
+  *stride = first;
   return true;
+}
+
+// Whether t's elements are laid out row-major without gaps (size-1 dims' strides do not count): all its dims fold
+// into one of stride 1. The layout every output has (the ABI's) and the one a kernel's dense paths read.
+static inline bool kf_row_major(const kf_tensor* t) {
+  int64_t stride = 1;
+  return kf_fold(t, 0, &stride) && stride == 1;
 }
 
 // ---- dtype conversions (bit operations; round to nearest even, NaN stays NaN) ----
