@@ -183,6 +183,42 @@ std::vector<tensor_desc> adaptive_avg_pool2d(const op_context& c) {
   return {out};
 }
 
+// F.avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) as torch checks it:
+// sizes of one or two integers (stride: none or empty means kernel_size), padding at most half the kernel, an output
+// of at least one window.
+std::vector<tensor_desc> avg_pool2d(const op_context& c) {
+  need_floating(c);
+  size_t r = c.input.shape.size();
+  if (r != 3 && r != 4) c.fail("", fmt::format("avg_pool2d needs a 3-d or 4-d input, got {}", c.input.str()));
+  auto pair = [&](const std::string& name, int64_t least) {
+    auto v = c.get_int_list(name);
+    if (v.size() == 1) v.push_back(v[0]);
+    if (v.size() != 2 || v[0] < least || v[1] < least)
+      c.fail(name, fmt::format("expected an integer or [h, w] of integers >= {}, got [{}]", least, fmt::join(v, ", ")));
+    return v;
+  };
+  const auto k = pair("kernel_size", 1);
+  if (c.has("stride") && !c.get_int_list("stride").empty()) pair("stride", 1);
+  const auto p = pair("padding", 0);
+  if (p[0] > k[0] / 2 || p[1] > k[1] / 2)
+    c.fail("padding", fmt::format("padding [{}] is more than half the kernel [{}] (torch refuses it)", fmt::join(p, ", "), fmt::join(k, ", ")));
+  if (c.has("divisor_override") && c.get_int("divisor_override") == 0) c.fail("divisor_override", "expected a nonzero divisor (or none)");
+  // Checked above, so pool_window_of reads the same values.
+  op_call call;
+  call.op = c.op.name;
+  call.args = c.args;
+  const pool_window win = pool_window_of(call);
+  tensor_desc out = c.input;
+  for (int d = 0; d < 2; ++d) {
+    const int64_t len = c.input.shape[r - 2 + d], n = win.out_len(d, len);
+    if (n < 1)
+      c.fail("kernel_size", fmt::format("a window of {} (padding {}) does not fit the input's {} of {}: expected an output of at least 1",
+                                        d ? win.kw : win.kh, d ? win.pw : win.ph, d ? "width" : "height", len));
+    out.shape[r - 2 + d] = n;
+  }
+  return {out};
+}
+
 std::vector<tensor_desc> flatten(const op_context& c) {
   int64_t rank = static_cast<int64_t>(c.input.shape.size());
   if (rank == 0) return {{{1}, c.input.type}};
@@ -270,6 +306,10 @@ std::vector<op_def> make_table() {
       {"div", "x / other", {req("other", k::tensor)}, false, {}, binary},
       {"gelu", "F.gelu(x, approximate)", {choice("approximate", {"none", "tanh"}, "none")}, false, {}, elementwise_float},
       {"adaptive_avg_pool2d", "F.adaptive_avg_pool2d(x, output_size)", {req("output_size", k::int_list)}, false, {}, adaptive_avg_pool2d},
+      {"avg_pool2d", "F.avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)",
+       {req("kernel_size", k::int_list), arg("stride", k::int_list), arg("padding", k::int_list, 0),
+        arg("ceil_mode", k::boolean, false), arg("count_include_pad", k::boolean, true), arg("divisor_override", k::integer)},
+       false, {}, avg_pool2d},
       {"flatten", "torch.flatten(x, start_dim, end_dim)", {arg("start_dim", k::integer, 0), arg("end_dim", k::integer, -1)}, false, {}, flatten},
       {"cast", "x.to(dtype)", {req("dtype", k::dtype)}, false, {}, cast},
       {"linear", "F.linear(x, weight, bias)", {req("weight", k::tensor), arg("bias", k::tensor)}, false, {}, linear},
@@ -355,6 +395,51 @@ std::vector<int64_t> pool_output_size(const nlohmann::json& output_size) {
       if (e.is_number_integer()) out.push_back(e.get<int64_t>());
   if (out.size() == 1) out.push_back(out[0]);
   return out;
+}
+
+int64_t pool_window::out_len(int dim, int64_t len) const {
+  if (adaptive) return dim ? out_w : out_h;
+  const int64_t k = dim ? kw : kh, s = dim ? sw : sh, p = dim ? pw : ph;
+  // torch's pooling_output_shape (dilation 1): rounded down (or up with ceil_mode, where the last window still starts
+  // inside the input or its left padding).
+  const int64_t num = len + 2 * p - k + (ceil_mode ? s - 1 : 0);
+  int64_t n = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+  if (ceil_mode && n > 0 && (n - 1) * s >= len + p) --n;
+  return n > 0 ? n : 0;
+}
+
+std::string pool_window::describe() const {
+  if (adaptive) return out_h == out_w ? fmt::format("adaptive_avg_pool2d({})", out_h) : fmt::format("adaptive_avg_pool2d({}, {})", out_h, out_w);
+  auto two = [](int64_t a, int64_t b) { return a == b ? fmt::format("{}", a) : fmt::format("[{}, {}]", a, b); };
+  std::string s = fmt::format("avg_pool2d({}", two(kh, kw));
+  if (sh != kh || sw != kw) s += fmt::format(", stride {}", two(sh, sw));
+  if (ph || pw) s += fmt::format(", padding {}", two(ph, pw));
+  if (ceil_mode) s += ", ceil_mode";
+  if ((ph || pw) && !count_include_pad) s += ", count_include_pad false";
+  if (divisor) s += fmt::format(", divisor {}", divisor);
+  return s + ")";
+}
+
+pool_window pool_window_of(const op_call& call) {
+  pool_window w;
+  if (call.op == "adaptive_avg_pool2d") {
+    const auto os = pool_output_size(call.args.value("output_size", json()));
+    if (os.size() == 2) w.out_h = os[0], w.out_w = os[1];
+    return w;
+  }
+  w.adaptive = false;
+  auto pair = [&](const char* name, std::vector<int64_t> dflt) {
+    const json v = call.args.value(name, json());
+    std::vector<int64_t> out = v.is_null() ? std::vector<int64_t>{} : pool_output_size(v);
+    return out.size() == 2 ? out : dflt;
+  };
+  const auto k = pair("kernel_size", {1, 1}), s = pair("stride", k), p = pair("padding", {0, 0});
+  w.kh = k[0], w.kw = k[1], w.sh = s[0], w.sw = s[1], w.ph = p[0], w.pw = p[1];
+  w.ceil_mode = call.args.value("ceil_mode", false);
+  w.count_include_pad = call.args.value("count_include_pad", true);
+  const json d = call.args.value("divisor_override", json());
+  w.divisor = d.is_number_integer() ? d.get<int64_t>() : 0;
+  return w;
 }
 
 }  // namespace kf

@@ -114,6 +114,24 @@ std::vector<tensor_desc> infer_outputs(const workload_spec& spec, const case_spe
 // adaptive_avg_pool2d's output_size as torch reads it: a size s or [s] means [s, s]; [h, w] stays; anything else
 // (a wrong length, not integers) comes back as the integers it has, for the caller to reject.
 std::vector<int64_t> pool_output_size(const nlohmann::json& output_size);
+// The windows of an average pooling over the last two dims, for either op: adaptive_avg_pool2d (torch's adaptive
+// windows [floor(i len / out), ceil((i + 1) len / out)) of a fixed output size) or avg_pool2d (kernel, stride and
+// padding, the output's size following the input's; a window's divisor is its size counting the padding, or not, or
+// divisor_override).
+struct pool_window {
+  bool adaptive = true;
+  int64_t out_h = 1, out_w = 1;       // adaptive: the output size
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0;  // avg_pool2d
+  bool ceil_mode = false;
+  bool count_include_pad = true;
+  int64_t divisor = 0;                // divisor_override (0: none)
+  bool global() const { return adaptive && out_h == 1 && out_w == 1; }
+  // The output's length along a dim of the input's `len` (dim 0: rows, 1: columns); 0 where none fits.
+  int64_t out_len(int dim, int64_t len) const;
+  std::string describe() const;  // "adaptive_avg_pool2d(7, 7)", "avg_pool2d(3, stride 2, padding 1, ceil_mode)"
+};
+// The windows an adaptive_avg_pool2d or avg_pool2d call pools over (its arguments checked by the op's inference).
+pool_window pool_window_of(const op_call& call);
 // Input descriptors for a case (shapes with the case's bindings).
 std::vector<tensor_desc> input_descs(const workload_spec& spec, const case_spec& c);
 // One result the kernel writes: which op made it (graph index), which of that op's results, and its name.

@@ -69,6 +69,13 @@ std::vector<torch_op> make_table() {
       {"adaptive_avg_pool2d", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
          return {at::adaptive_avg_pool2d(x, pool_output_size(a.value("output_size")))};
        }},
+      {"avg_pool2d", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
+         op_call call{"avg_pool2d", a.args, {}, {}};
+         const pool_window w = pool_window_of(call);
+         std::optional<int64_t> divisor;
+         if (w.divisor) divisor = w.divisor;
+         return {at::avg_pool2d(x, {w.kh, w.kw}, {w.sh, w.sw}, {w.ph, w.pw}, w.ceil_mode, w.count_include_pad, divisor)};
+       }},
       {"flatten", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
          return {at::flatten(x, a.value("start_dim").get<int64_t>(), a.value("end_dim").get<int64_t>())};
        }},

@@ -43,7 +43,7 @@ std::vector<tensor_desc> outputs_of(const std::string& text) {
 TEST(ops, registry_lists_every_op_with_a_schema) {
   auto names = op_names();
   for (const char* n : {"softcap", "scale", "add_mask", "softmax", "log_softmax", "topk", "group_norm", "layer_norm",
-                        "rms_norm", "silu", "gelu", "adaptive_avg_pool2d", "flatten", "cast", "linear", "matmul"})
+                        "rms_norm", "silu", "gelu", "adaptive_avg_pool2d", "avg_pool2d", "flatten", "cast", "linear", "matmul"})
     EXPECT_NE(find_op(n), nullptr) << n;
   EXPECT_EQ(names.size(), op_table().size());
   EXPECT_EQ(find_op("nope"), nullptr);
@@ -79,6 +79,38 @@ TEST(ops, pool_then_flatten) {
   EXPECT_EQ(o.at(0), (tensor_desc{{3, 2048}, dtype::float16}));
   o = outputs_of(spec_text("[3, 4, 7, 7]", "float32", "  - adaptive_avg_pool2d: {input: x, output_size: [2, 3]}\n"));
   EXPECT_EQ(o.at(0).shape, (std::vector<int64_t>{3, 4, 2, 3}));
+}
+
+// avg_pool2d sizes its output as torch does (pooling_output_shape): rounded down, or up with ceil_mode but never a
+// window that starts past the input and its left padding; stride defaults to the kernel; padding at most half the
+// kernel. The sizes below are torch 2.11's for the same calls.
+TEST(ops, avg_pool2d_sizes_its_output_as_torch_does) {
+  auto shape_of = [](const std::string& x, const std::string& args) {
+    return outputs_of(spec_text(x, "float16", "  - avg_pool2d: {input: x, " + args + "}\n")).at(0).shape;
+  };
+  EXPECT_EQ(shape_of("[2, 3, 9, 9]", "kernel_size: 2"), (std::vector<int64_t>{2, 3, 4, 4}));
+  EXPECT_EQ(shape_of("[2, 3, 9, 9]", "kernel_size: 2, ceil_mode: true"), (std::vector<int64_t>{2, 3, 5, 5}));
+  EXPECT_EQ(shape_of("[3, 9, 9]", "kernel_size: 3, stride: 2, padding: 1"), (std::vector<int64_t>{3, 5, 5}));
+  EXPECT_EQ(shape_of("[1, 1, 9, 9]", "kernel_size: 3, padding: 1, ceil_mode: true"), (std::vector<int64_t>{1, 1, 4, 4}));
+  // ceil_mode's sixth window would start at (6 - 1) x 2 = 10 >= 9 + 1 (past the input and its padding): dropped.
+  EXPECT_EQ(shape_of("[1, 1, 9, 9]", "kernel_size: 2, padding: 1, ceil_mode: true"), (std::vector<int64_t>{1, 1, 5, 5}));
+  EXPECT_EQ(shape_of("[1, 1, 7, 12]", "kernel_size: [3, 2], stride: [2, 5], padding: [1, 0]"), (std::vector<int64_t>{1, 1, 4, 3}));
+  EXPECT_EQ(shape_of("[1, 1, 6, 6]", "kernel_size: 2, stride: []"), (std::vector<int64_t>{1, 1, 3, 3}));
+
+  auto error_of = [](const std::string& x, const std::string& args) {
+    return first_diagnostic(spec_text(x, "float16", "  - avg_pool2d: {input: x, " + args + "}\n"));
+  };
+  spec_diagnostic d = error_of("[1, 1, 9, 9]", "kernel_size: 3, padding: 2");
+  EXPECT_NE(d.field.find("padding"), std::string::npos) << d.str();
+  EXPECT_NE(d.message.find("more than half the kernel"), std::string::npos) << d.str();
+  d = error_of("[1, 1, 2, 9]", "kernel_size: 3");
+  EXPECT_NE(d.message.find("does not fit the input's height of 2"), std::string::npos) << d.str();
+  d = error_of("[1, 1, 9, 9]", "kernel_size: 2, divisor_override: 0");
+  EXPECT_NE(d.field.find("divisor_override"), std::string::npos) << d.str();
+  d = error_of("[1, 1, 9, 9]", "kernel_size: [2, 2, 2]");
+  EXPECT_NE(d.message.find("expected an integer or [h, w]"), std::string::npos) << d.str();
+  d = error_of("[9, 9]", "kernel_size: 2");
+  EXPECT_NE(d.message.find("3-d or 4-d"), std::string::npos) << d.str();
 }
 
 TEST(ops, norms_keep_shape_and_dtype) {

@@ -107,6 +107,13 @@ TEST(ops_torch, norms_match_hand_values) {
 TEST(ops_torch, pool_flatten_linear_matmul_match_hand_values) {
   at::Tensor x = t({1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f}, {1, 2, 2, 2});
   expect_close(run1("adaptive_avg_pool2d: {input: x, output_size: 1}", {1, 2, 2, 2}, x)[0], {2.5, 6.5});
+  // A 3 x 3 window a row apart, padded by one: the corner's window holds 4 of x's values and 5 of padding.
+  at::Tensor g = t({1.f, 2.f, 3.f, 4.f}, {1, 1, 2, 2});
+  expect_close(run1("avg_pool2d: {input: x, kernel_size: 3, stride: 1, padding: 1}", {1, 1, 2, 2}, g)[0],
+               {10. / 9, 10. / 9, 10. / 9, 10. / 9});
+  expect_close(run1("avg_pool2d: {input: x, kernel_size: 3, stride: 1, padding: 1, count_include_pad: false}", {1, 1, 2, 2}, g)[0],
+               {2.5, 2.5, 2.5, 2.5});
+  expect_close(run1("avg_pool2d: {input: x, kernel_size: 2, divisor_override: 2}", {1, 1, 2, 2}, g)[0], {5});
   auto f = run1("flatten: {input: x, start_dim: 1}", {1, 2, 2, 2}, x)[0];
   EXPECT_EQ(f.sizes(), (at::IntArrayRef{1, 8}));
   at::Tensor v = t({1.f, 2.f}, {1, 2}), w = t({1.f, 1.f, 2.f, 0.f}, {2, 2}), b = t({0.5f, 0.f}, {2});
