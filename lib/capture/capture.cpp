@@ -20,7 +20,7 @@ std::string short_name(const std::string& op) {
   static const std::map<std::string, std::string> names = {
       {"rms_norm", "rmsnorm"},     {"layer_norm", "layernorm"}, {"group_norm", "groupnorm"},
       {"log_softmax", "logsoftmax"}, {"add_mask", "mask"},      {"adaptive_avg_pool2d", "avgpool"},
-      {"masked_fill", "fill"},
+      {"masked_fill", "fill"},     {"avg_pool2d", "avgpool2d"},
   };
   auto it = names.find(op);
   return it == names.end() ? op : it->second;

@@ -176,6 +176,23 @@ std::optional<lifted_op> adaptive_pool(const trace& t, const traced_op& op) {
   return l;
 }
 
+// avg_pool2d(self, kernel_size, stride=[], padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None)
+std::optional<lifted_op> avg_pool(const trace& t, const traced_op& op) {
+  auto l = floating(t, start(t, op, "avg_pool2d", op.arg(0, "self")));
+  auto kernel = int_list_arg(op.arg(1, "kernel_size"));
+  if (!l || !kernel) return std::nullopt;
+  auto pair = [](const std::vector<int64_t>& v) { return v.size() == 2 && v[0] == v[1] ? json(v[0]) : json(v); };
+  l->args = {{"kernel_size", pair(*kernel)}};
+  const json stride = op.arg(2, "stride");
+  if (auto s = int_list_arg(stride); s && !s->empty() && *s != *kernel) l->args["stride"] = pair(*s);
+  if (auto p = int_list_arg(op.arg(3, "padding")); p && std::any_of(p->begin(), p->end(), [](int64_t v) { return v != 0; }))
+    l->args["padding"] = pair(*p);
+  if (op.arg(4, "ceil_mode") == true) l->args["ceil_mode"] = true;
+  if (op.arg(5, "count_include_pad") == false) l->args["count_include_pad"] = false;
+  if (auto d = int_arg(op.arg(6, "divisor_override"))) l->args["divisor_override"] = *d;
+  return l;
+}
+
 std::optional<lifted_op> topk(const trace& t, const traced_op& op) {
   auto l = start(t, op, "topk", op.arg(0, "self"), /*all_results=*/true);  // values and indices
   auto k = int_arg(op.arg(1, "k"));
@@ -297,6 +314,7 @@ const std::map<std::string, rule>& lift_rules() {
         {"aten.gelu_.default", gelu},
         {"aten.mean.dim", pool_mean},
         {"aten._adaptive_avg_pool2d.default", adaptive_pool},
+        {"aten.avg_pool2d.default", avg_pool},
         {"aten.topk.default", topk},
         {"aten.masked_fill.Scalar", fill},
         {"aten.masked_fill_.Scalar", fill},
@@ -331,7 +349,7 @@ const std::map<std::string, rule>& lift_rules() {
 
 op_role role_of(const std::string& spec_op) {
   static const std::set<std::string> reductions = {"softmax", "log_softmax", "topk", "group_norm", "layer_norm",
-                                                   "rms_norm", "adaptive_avg_pool2d"};
+                                                   "rms_norm", "adaptive_avg_pool2d", "avg_pool2d"};
   if (spec_op == "flatten" || spec_op == "alias") return op_role::view;
   return reductions.count(spec_op) ? op_role::reduction : op_role::elementwise;
 }

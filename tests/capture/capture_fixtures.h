@@ -10,7 +10,8 @@
 namespace kf::capture::test {
 
 inline const std::vector<std::string>& fixture_names() {
-  static const std::vector<std::string> names = {"norm_two_sizes", "llama_block", "resnet_tail", "router_softcap"};
+  static const std::vector<std::string> names = {"norm_two_sizes", "llama_block", "resnet_tail", "router_softcap",
+                                                         "pool_branches"};
   return names;
 }
 

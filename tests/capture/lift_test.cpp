@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "capture/capture.h"
 #include "capture/lift.h"
 #include "capture_fixtures.h"
 
@@ -52,6 +53,20 @@ TEST(capture_lift, maps_the_operators_of_a_resnet_block) {
       EXPECT_NE(t.ops[i].name, "aten.convolution.default");
       EXPECT_NE(t.ops[i].name, "aten.native_batch_norm.default");
     }
+}
+
+// nn.AvgPool2d(2) (stride traced as [2, 2], the kernel's: left out) and F.avg_pool2d(3, 1, 1, count_include_pad=False):
+// avg_pool2d with the arguments that differ from its defaults, each its own workload (a pooling starts a pattern).
+TEST(capture_lift, avg_pool2d_keeps_the_arguments_that_differ_from_its_defaults) {
+  const trace t = fixture("pool_branches");
+  const auto pools = lifted_named(lift(t), "avg_pool2d");
+  ASSERT_EQ(pools.size(), 2u);
+  EXPECT_EQ(pools[0].args, (nlohmann::json{{"kernel_size", 2}}));
+  EXPECT_EQ(pools[1].args, (nlohmann::json{{"kernel_size", 3}, {"stride", 1}, {"padding", 1}, {"count_include_pad", false}}));
+  const capture_result r = analyze(t);
+  int pooled = 0;
+  for (const auto& w : r.workloads) pooled += w.spec.graph.front().op == "avg_pool2d";
+  EXPECT_EQ(pooled, 2);
 }
 
 TEST(capture_lift, numbers_become_scales_and_topk_keeps_both_results) {

@@ -162,7 +162,26 @@ def router_softcap():
     return RouterSoftcap(), (torch.randn(5, 16), torch.randn(2, 3, 7, 7))
 
 
-MODELS = ["norm_two_sizes", "llama_block", "resnet_tail", "router_softcap"]
+# ---- pool_branches: a DenseNet transition (AvgPool2d(2) after a 1x1 conv) and an Inception pool branch ----
+
+class PoolBranches(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(8, 4, 1, bias=False)
+        self.pool = nn.AvgPool2d(kernel_size=2, stride=2)
+
+    def forward(self, x):
+        t = self.pool(self.conv(F.relu(x)))
+        b = F.avg_pool2d(x, kernel_size=3, stride=1, padding=1, count_include_pad=False)
+        return t, b
+
+
+def pool_branches():
+    torch.manual_seed(0)
+    return PoolBranches(), (torch.randn(2, 8, 10, 10),)
+
+
+MODELS = ["norm_two_sizes", "llama_block", "resnet_tail", "router_softcap", "pool_branches"]
 
 
 def main():
