@@ -385,26 +385,27 @@ std::optional<norm_graph> match_norm(const workload_spec& spec, std::string* why
 }
 
 std::string pool_graph::describe() const {
-  const bool global = out_size == std::vector<int64_t>{1, 1};
-  return fmt::format("{}[{}{}] -> adaptive_avg_pool2d({}){}{}", input, dtype_name(in_type),
-                     channels_last ? ", channels_last" : "", global ? "1" : fmt::format("{}, {}", out_size[0], out_size[1]),
+  return fmt::format("{}[{}{}] -> {}{}{}", input, dtype_name(in_type), channels_last ? ", channels_last" : "", window.describe(),
                      flatten ? " -> flatten" : "", casts_text(epilogue_casts));
 }
 
 namespace {
 
-// match_pool (global) and match_adaptive_pool (any other output size): one walk.
+// match_pool (global) and match_adaptive_pool (any other adaptive output size, or avg_pool2d's windows): one walk.
 std::optional<pool_graph> match_pool_of(const workload_spec& spec, std::string* why_not, bool global) {
   walker w{spec, why_not};
   pool_graph g;
   if (!start(w, &g.input, &g.in_type, &g.rank)) return std::nullopt;
   if (g.rank != 3 && g.rank != 4) { w.fail("pooling needs x of rank 3 or 4"); return std::nullopt; }
   g.channels_last = spec.find_input(g.input)->memory_format == "channels_last";
-  if (!w.is("adaptive_avg_pool2d")) { w.fail(fmt::format("{}: expected adaptive_avg_pool2d", w.where())); return std::nullopt; }
+  if (!w.is("adaptive_avg_pool2d") && !w.is("avg_pool2d")) {
+    w.fail(fmt::format("{}: expected adaptive_avg_pool2d or avg_pool2d", w.where()));
+    return std::nullopt;
+  }
   // [1] and [1, 1] (and a bare 1) all mean global pooling.
-  g.out_size = pool_output_size(w.peek()->args.value("output_size", nlohmann::json()));
-  const bool one = g.out_size == std::vector<int64_t>{1, 1};
-  if (global && !one) { w.fail(fmt::format("{}: only output_size 1 (global pooling) is pool's (adaptive_pool takes the others)", w.where())); return std::nullopt; }
+  g.window = pool_window_of(*w.peek());
+  const bool one = g.window.global();
+  if (global && !one) { w.fail(fmt::format("{}: only adaptive_avg_pool2d to 1 (global pooling) is pool's (adaptive_pool takes the others)", w.where())); return std::nullopt; }
   if (!global && one) { w.fail(fmt::format("{}: output_size 1 is global pooling (pool's)", w.where())); return std::nullopt; }
   ++w.at;
   if (w.is("flatten")) {  // a flatten keeps the element order of the contiguous [N, C, OH, OW] result

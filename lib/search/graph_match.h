@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "spec/ops.h"
 #include "spec/spec.h"
 
 namespace kf {
@@ -100,7 +101,7 @@ struct pool_graph {
   dtype in_type = dtype::float32;
   int rank = 4;                         // 3 ([C, H, W]) or 4 ([N, C, H, W])
   bool channels_last = false;           // the input's declared memory format (kernels still read strides)
-  std::vector<int64_t> out_size = {1, 1};  // (OH, OW): {1, 1} is global pooling (match_pool's), any other adaptive
+  pool_window window;  // adaptive to 1 x 1 is global pooling (match_pool's); any other, or avg_pool2d, match_adaptive_pool's
   bool flatten = false;
   std::vector<dtype> epilogue_casts;
   dtype out_type = dtype::float32;

@@ -4,7 +4,9 @@
 // after. A contiguous x staged through shared memory: several whole planes a block (13 x 10 float16 planes: runs
 // that start off a 16-byte boundary, ragged ends), bands of a plane's rows where a plane outgrows `stage_kb` (a
 // 67 x 45 float32 plane in 4 KB: one output row a band), and the thread-an-output kernel where not even one output
-// row's input rows fit (67 rows into 1) or stage_kb is 0. Without a GPU, every variant is valid and emits.
+// row's input rows fit (67 rows into 1) or stage_kb is 0. avg_pool2d's windows (test::avg_pool_windows: padding
+// counted or not, ceil_mode, divisor_override, a stride past the window) in both layouts, staged, banded and not,
+// over two sizes of x. Without a GPU, every variant is valid and emits.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -27,6 +29,17 @@ test::family_variants all_variants() {
     v.push_back({s, {{"cvec", "2"}, {"threads", "512"}}});
     v.push_back({s, {{"stage_kb", "0"}}});
     v.push_back({s, {{"stage_kb", "32"}, {"threads", "128"}}});
+  }
+  // avg_pool2d's windows (padding, ceil_mode, divisors, gaps), their output following x's size from case to case.
+  for (const nlohmann::json& win : test::avg_pool_windows()) {
+    for (auto [format, t] : {std::pair{"contiguous", dtype::float16}, std::pair{"channels_last", dtype::bfloat16}}) {
+      const workload_spec s = test::avg_pool_spec(win, format, t);
+      v.push_back({s, {}});
+      v.push_back({s, {{"stage_kb", "0"}, {"threads", "128"}}});
+    }
+    workload_spec big = test::avg_pool_spec(win, "contiguous", dtype::float32);
+    big.cases = {test::make_case({{"N", 2}, {"C", 3}, {"H", 67}, {"W", 45}}, true), test::make_case({{"N", 1}, {"C", 1}, {"H", 5}, {"W", 4}}, false)};
+    v.push_back({big, {{"stage_kb", "4"}}});  // bands of a plane's rows
   }
   for (const char* out : {"[6, 5]", "[1, 3]"}) {
     const workload_spec big = test::parse(fmt::format(R"(version: 1
@@ -64,25 +77,35 @@ TEST(adaptive_pool_cuda_verify, a_staged_plan_fits_its_shared_memory_and_covers_
   ASSERT_NE(f, nullptr);
   temp_dir dir("kf-apool-plan");
   std::vector<std::string> outs;
-  for (const char* out : {"[6, 5]", "[1, 3]"})
+  for (const char* op : {"adaptive_avg_pool2d: {input: x, output_size: [6, 5]}", "adaptive_avg_pool2d: {input: x, output_size: [1, 3]}",
+                         "avg_pool2d: {input: x, kernel_size: 3, stride: 2, padding: 1, ceil_mode: true}",
+                         "avg_pool2d: {input: x, kernel_size: [5, 2], stride: [1, 3]}"})
     for (const char* kb : {"4", "8", "32"}) {
       const workload_spec spec = test::parse(fmt::format(R"(version: 1
 name: plan-avgpool
 inputs:
   x: {{shape: [N, 3, 9, 9], dtype: float16}}
 graph:
-  - adaptive_avg_pool2d: {{input: x, output_size: {}}}
+  - {}
 cases: [{{N: 2, gate: true}}]
 )",
-                                                         out));
+                                                         op));
       knob_values v = f->default_variant(spec);
       v["stage_kb"] = kb;
-      const std::string name = fmt::format("plan_{}_{}", out[1], kb);
+      const std::string name = fmt::format("plan_{}_{}", outs.size() / 3, kb);
       write_file_atomic(dir.path() / (name + ".cu"), f->emit(spec, v) + R"(
 #include <algorithm>
 #include <cstdio>
-static int64_t lo(int64_t i, int64_t len, int64_t n) { return i * len / n; }
-static int64_t hi(int64_t i, int64_t len, int64_t n) { return ((i + 1) * len + n - 1) / n; }
+// The windows as torch defines them (not the kernel's helpers): adaptive, or avg_pool2d's clipped to x.
+static int64_t lo(int64_t i, int64_t len, int64_t n) {
+  if (!kfk::k_fixed) return i * len / n;
+  const int64_t start = i * kfk::k_sh - kfk::k_ph;
+  return start > 0 ? start : 0;
+}
+static int64_t hi(int64_t i, int64_t len, int64_t n) {
+  if (!kfk::k_fixed) return ((i + 1) * len + n - 1) / n;
+  return std::min<int64_t>(i * kfk::k_sh - kfk::k_ph + kfk::k_kh, len);
+}
 int main() {
   using namespace kfk;
   const int64_t elems = (int64_t)k_stage_kb * 1024 / sizeof(in_t), E = 16 / sizeof(in_t);
@@ -92,24 +115,29 @@ int main() {
       for (int64_t planes : {1, 7, 1000, 100000}) {
         apool_args a = {};
         a.h = h, a.w = w, a.planes = planes;
+        a.oh = apool_out_len<0>(h), a.ow = apool_out_len<1>(w);
+        if (a.oh < 1 || a.ow < 1) continue;  // the launch declines (torch refuses it)
+        const int64_t oh = a.oh;
         if (!apool_stage_plan(a, 132)) {
           ++declined;
-          // Declined: neither a whole plane nor the most rows one output row's window can span fit.
-          if (h * w + E <= elems || (k_oh > 1 && ((h + k_oh - 1) / k_oh + 1) * w + E <= elems))
+          // Declined: neither a whole plane nor the most rows one output row's window can span fit (adaptive:
+          // ceil(h / oh) + 1; avg_pool2d: the kernel's height).
+          const int64_t one_row = k_fixed ? std::min<int64_t>(k_kh, h) : (h + oh - 1) / oh + 1;
+          if (h * w + E <= elems || (oh > 1 && one_row * w + E <= elems))
             ++bad, printf("declined h=%ld w=%ld\n", (long)h, (long)w);
           continue;
         }
-        if (a.ob == k_oh) {
+        if (a.ob == oh) {
           ++staged;
           if (a.pp < 1 || a.pp * h * w + E - 1 > elems)
             ++bad, printf("planes h=%ld w=%ld pp=%d\n", (long)h, (long)w, a.pp);
           continue;
         }
         ++banded;
-        if (a.ob < 1 || a.bands * a.ob < k_oh || (a.bands - 1) * a.ob >= k_oh) ++bad, printf("bands h=%ld ob=%d\n", (long)h, a.ob);
-        for (int64_t r0 = 0; r0 < k_oh; r0 += a.ob) {
-          const int64_t r1 = std::min<int64_t>(r0 + a.ob, k_oh);
-          if ((hi(r1 - 1, h, k_oh) - lo(r0, h, k_oh)) * w + E - 1 > elems) ++bad, printf("band h=%ld w=%ld r0=%ld\n", (long)h, (long)w, (long)r0);
+        if (a.ob < 1 || a.bands * a.ob < oh || (a.bands - 1) * a.ob >= oh) ++bad, printf("bands h=%ld ob=%d\n", (long)h, a.ob);
+        for (int64_t r0 = 0; r0 < oh; r0 += a.ob) {
+          const int64_t r1 = std::min<int64_t>(r0 + a.ob, oh);
+          if ((hi(r1 - 1, h, oh) - lo(r0, h, oh)) * w + E - 1 > elems) ++bad, printf("band h=%ld w=%ld r0=%ld\n", (long)h, (long)w, (long)r0);
         }
       }
   printf("staged %d banded %d declined %d bad %d\n", staged, banded, declined, bad);

@@ -443,6 +443,25 @@ TEST(graph_match, adaptive_pooling_to_more_than_one_is_adaptive_pool) {
   }
 }
 
+// avg_pool2d is adaptive_pool's too (the same walk over other windows): kernel, stride, padding counted or not,
+// ceil_mode, divisor_override, the output's size following x's from case to case; in both layouts and three dtypes.
+TEST(graph_match, avg_pool2d_is_adaptive_pool_for_every_window) {
+  std::string why;
+  const auto windows = test::avg_pool_windows();
+  auto g = match_adaptive_pool(test::avg_pool_spec(windows[3]), &why);
+  ASSERT_TRUE(g.has_value()) << why;
+  EXPECT_EQ(g->describe(), "x[float16] -> avg_pool2d([3, 2], stride [2, 1], padding [1, 0], ceil_mode, count_include_pad false) -> cast(float32)");
+  EXPECT_FALSE(match_pool(test::avg_pool_spec(windows[0]), &why).has_value());
+  const family* f = find_family("adaptive_pool_cpu", device_kind::cpu);
+  for (size_t i = 0; i < windows.size(); ++i)
+    for (auto [format, t] : {std::pair{"contiguous", dtype::float16}, std::pair{"channels_last", dtype::bfloat16},
+                             std::pair{"contiguous", dtype::float32}}) {
+      const workload_spec s = test::avg_pool_spec(windows[i], format, t);
+      ASSERT_TRUE(f->covers(s, &why)) << why;
+      test::expect_passes(s, fmt::format("{} {} {}", windows[i].dump(), format, dtype_name(t)), "adaptive_pool_cpu", device_kind::cpu);
+    }
+}
+
 // The softmax kernels read each row as one contiguous run: a channels_last x, whose last dim is strided, is not
 // theirs (a family that claimed it emitted a kernel that declined every case).
 TEST(graph_match, softmax_over_a_strided_last_dim_is_not_covered) {

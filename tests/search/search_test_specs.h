@@ -137,6 +137,33 @@ inline workload_spec adaptive_pool_spec(std::string format = "contiguous", dtype
   return s;
 }
 
+// avg_pool2d with `args` (kernel_size and whichever of stride, padding, ceil_mode, count_include_pad,
+// divisor_override) over [N, C, H, W], then a cast to float32; two cases of different sizes (the output's follows x's).
+inline workload_spec avg_pool_spec(nlohmann::json args, std::string format = "contiguous", dtype in = dtype::float16) {
+  workload_spec s;
+  s.name = "test-avg-pool2d";
+  s.inputs.push_back(tensor_input("x", {sym("N"), sym("C"), sym("H"), sym("W")}, in, format));
+  args["input"] = "x";
+  s.graph.push_back({"avg_pool2d", args, {}});
+  s.graph.push_back({"cast", {{"dtype", "float32"}}, {}});
+  s.cases = {make_case({{"N", 2}, {"C", 24}, {"H", 13}, {"W", 10}}, true), make_case({{"N", 1}, {"C", 3}, {"H", 7}, {"W", 9}}, false)};
+  return s;
+}
+
+// The avg_pool2d windows the pooling tests try: DenseNet's and ResNet-D's 2 x 2 (stride the kernel), a 3 x 3 stride-2
+// window padded by one (counting the padding), Inception's 3 x 3 stride-1 with the padding not counted, an uneven
+// window and stride with ceil_mode, a divisor_override, and a stride longer than the window (rows skipped).
+inline std::vector<nlohmann::json> avg_pool_windows() {
+  return {
+      {{"kernel_size", 2}},
+      {{"kernel_size", 3}, {"stride", 2}, {"padding", 1}},
+      {{"kernel_size", 3}, {"stride", 1}, {"padding", 1}, {"count_include_pad", false}},
+      {{"kernel_size", {3, 2}}, {"stride", {2, 1}}, {"padding", {1, 0}}, {"ceil_mode", true}, {"count_include_pad", false}},
+      {{"kernel_size", 3}, {"stride", 2}, {"ceil_mode", true}, {"divisor_override", 5}},
+      {{"kernel_size", 2}, {"stride", 3}},
+  };
+}
+
 // silu(gate) * up on [T, D] (a SwiGLU activation): elementwise with a binary op, which no reduction family covers.
 inline workload_spec swiglu_spec(dtype in = dtype::bfloat16) {
   workload_spec s;

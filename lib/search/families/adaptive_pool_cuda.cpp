@@ -1,5 +1,6 @@
-// adaptive_pool_cuda: adaptive average pooling to an output larger than 1 x 1 (adaptive_avg_pool2d over torch's
-// windows, optional flatten and casts) on the GPU; global pooling is pool_cuda's. A contiguous x is staged: a block
+// adaptive_pool_cuda: average pooling over windows, adaptive_avg_pool2d to an output larger than 1 x 1 (torch's
+// adaptive windows) or avg_pool2d (kernel, stride, padding, ceil_mode, count_include_pad, divisor_override), optional
+// flatten and casts, on the GPU; global pooling is pool_cuda's. A contiguous x is staged: a block
 // copies whole planes (or a band of a plane's rows) into shared memory in 16-byte vectors and pools them there
 // (`stage_kb`); otherwise a thread an output value (or a vector of channels_last channels), a grid-stride loop over
 // a grid of `waves` full SMs. This file emits the variant's constants, types and casts; the fixed code is
@@ -17,8 +18,8 @@ class adaptive_pool_cuda final : public family {
  public:
   std::string name() const override { return "adaptive_pool_cuda"; }
   device_kind device() const override { return device_kind::cuda; }
-  // 2: a contiguous x staged through shared memory (stage_kb).
-  int version() const override { return 2; }
+  // 2: a contiguous x staged through shared memory (stage_kb). 3: avg_pool2d's windows (and y's size at run time).
+  int version() const override { return 3; }
   std::vector<std::string> selected_by() const override { return {"pool"}; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
@@ -80,9 +81,13 @@ class adaptive_pool_cuda final : public family {
         "constexpr int k_threads = {};\nconstexpr int k_cvec = {};\nconstexpr int k_waves = {};\n"
         "constexpr bool k_pdl = {};\nconstexpr int k_stage_kb = {};\nconstexpr int64_t k_oh = {}, k_ow = {};\n"
         "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\n",
-        v.at("threads"), v.at("cvec"), v.at("waves"), v.at("pdl") == "1", v.at("stage_kb"), g->out_size[0],
-        g->out_size[1],
-        spec.inputs.size(), input_index(spec, g->input));
+        v.at("threads"), v.at("cvec"), v.at("waves"), v.at("pdl") == "1", v.at("stage_kb"), g->window.out_h,
+        g->window.out_w, spec.inputs.size(), input_index(spec, g->input));
+    const pool_window& win = g->window;
+    s += fmt::format(
+        "constexpr bool k_fixed = {};\nconstexpr int64_t k_kh = {}, k_kw = {}, k_sh = {}, k_sw = {}, k_ph = {}, k_pw = {};\n"
+        "constexpr bool k_ceil = {}, k_incl_pad = {};\nconstexpr int64_t k_divisor = {};\n",
+        !win.adaptive, win.kh, win.kw, win.sh, win.sw, win.ph, win.pw, win.ceil_mode, win.count_include_pad, win.divisor);
     // The mean is x's type (torch pools in it), then each cast; from_f stores the last.
     std::vector<dtype> chain = {g->in_type};
     chain.insert(chain.end(), g->epilogue_casts.begin(), g->epilogue_casts.end());

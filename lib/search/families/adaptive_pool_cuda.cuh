@@ -1,6 +1,8 @@
 // adaptive_pool_cuda.cuh: the fixed code of adaptive_pool_cuda, emitted after the variant's constants, types and
 // casts (adaptive_pool_cuda.cpp): average pooling of x [N, C, H, W] (or [C, H, W]) to a contiguous [N, C, OH, OW]
-// over torch's adaptive windows [floor(i H / OH), ceil((i + 1) H / OH)). A thread an output value, any strides:
+// over torch's adaptive windows [floor(i H / OH), ceil((i + 1) H / OH)) (k_fixed false: OH x OW is k_oh x k_ow) or
+// avg_pool2d's (k_fixed: k_kh x k_kw windows k_sh, k_sw apart from -k_ph, -k_pw, clipped to x; OH x OW follows x's
+// size). A thread an output value, any strides:
 //  - channels_last x (a pixel's channels contiguous): consecutive threads take consecutive channels of one output
 //    position, so each load of the window is coalesced across the warp (the stores to y are C apart);
 //  - a contiguous x with k_stage_kb > 0 (staged): a block copies a contiguous run of x into shared memory in
@@ -23,50 +25,88 @@ struct apool_args {
   out_t* y;
   int64_t n, c, h, w;      // x's sizes (n = 1 for a 3-d x)
   int64_t sn, sc, sh, sw;  // x's strides, in elements
+  int64_t oh, ow;          // y's pooled sizes (k_oh, k_ow where the windows are adaptive)
   int64_t planes;          // staged: n x c planes of h x w, one after another
-  int pp, ob, bands;       // staged: planes a block, output rows a block (k_oh: whole planes), bands a plane
+  int pp, ob, bands;       // staged: planes a block, output rows a block (oh: whole planes), bands a plane
 };
 
-__device__ __forceinline__ int64_t win_lo(int64_t i, int64_t len, int64_t n) { return i * len / n; }
-__device__ __forceinline__ int64_t win_hi(int64_t i, int64_t len, int64_t n) { return ((i + 1) * len + n - 1) / n; }
+// The output's length along dim D (0: rows, 1: columns) of x's `len`: torch's (pooling_output_shape for avg_pool2d:
+// rounded down, or up with ceil_mode where the last window still starts inside x or its left padding).
+template <int D>
+__host__ __device__ __forceinline__ int64_t apool_out_len(int64_t len) {
+  if constexpr (!k_fixed) return D ? k_ow : k_oh;
+  const int64_t k = D ? k_kw : k_kh, st = D ? k_sw : k_sh, p = D ? k_pw : k_ph;
+  const int64_t num = len + 2 * p - k + (k_ceil ? st - 1 : 0);
+  int64_t n = (num >= 0 ? num / st : -((-num + st - 1) / st)) + 1;
+  if (k_ceil && n > 0 && (n - 1) * st >= len + p) --n;
+  return n > 0 ? n : 0;
+}
+
+// Output index i's window along dim D of x's `len` (of n outputs): x's rows (or columns) [lo, hi), and span, the
+// window's size counting its padding (avg_pool2d's count_include_pad divisor).
+struct apool_win {
+  int64_t lo, hi, span;
+};
+template <int D>
+__host__ __device__ __forceinline__ apool_win apool_window(int64_t i, int64_t len, int64_t n) {
+  if constexpr (!k_fixed) {
+    const int64_t lo = i * len / n, hi = ((i + 1) * len + n - 1) / n;
+    return {lo, hi, hi - lo};
+  } else {
+    const int64_t k = D ? k_kw : k_kh, st = D ? k_sw : k_sh, p = D ? k_pw : k_ph;
+    const int64_t start = i * st - p, end = start + k < len + p ? start + k : len + p;
+    return {start > 0 ? start : 0, end < len ? end : len, end - start};
+  }
+}
+
+// What a window's sum is divided by: divisor_override, or the window's size with or without its padding.
+__device__ __forceinline__ float apool_divisor(const apool_win& r, const apool_win& c) {
+  if constexpr (k_divisor != 0) return (float)k_divisor;
+  if constexpr (k_fixed && k_incl_pad) return (float)(r.span * c.span);
+  return (float)((r.hi - r.lo) * (c.hi - c.lo));
+}
+
+// y's pooled sizes: constants where the windows are adaptive (divisions by them fold), else the launch's.
+__device__ __forceinline__ int64_t apool_oh(const apool_args& a) { return k_fixed ? a.oh : k_oh; }
+__device__ __forceinline__ int64_t apool_ow(const apool_args& a) { return k_fixed ? a.ow : k_ow; }
 
 // Output (n, c .. c + V - 1, oi, oj): the window's mean, cast and stored.
 template <int V>
 __device__ __forceinline__ void apool_one(const apool_args& a, int64_t n, int64_t c, int64_t oi, int64_t oj) {
-  const int64_t h0 = win_lo(oi, a.h, k_oh), h1 = win_hi(oi, a.h, k_oh);
-  const int64_t w0 = win_lo(oj, a.w, k_ow), w1 = win_hi(oj, a.w, k_ow);
+  const apool_win r = apool_window<0>(oi, a.h, apool_oh(a)), q = apool_window<1>(oj, a.w, apool_ow(a));
   float s[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) s[v] = 0.f;
   const in_t* base = a.x + n * a.sn + c * a.sc;
-  for (int64_t hh = h0; hh < h1; ++hh)
-    for (int64_t ww = w0; ww < w1; ++ww) {
+  for (int64_t hh = r.lo; hh < r.hi; ++hh)
+    for (int64_t ww = q.lo; ww < q.hi; ++ww) {
       float xv[V];
       load_vec<in_t, V>(base + hh * a.sh + ww * a.sw, xv);
 #pragma unroll
       for (int v = 0; v < V; ++v) s[v] += xv[v];
     }
-  const float count = (float)((h1 - h0) * (w1 - w0));
+  const float count = apool_divisor(r, q);
 #pragma unroll
-  for (int v = 0; v < V; ++v) a.y[((n * a.c + c + v) * k_oh + oi) * k_ow + oj] = from_f<out_t>(finalize(s[v] / count));
+  for (int v = 0; v < V; ++v)
+    a.y[((n * a.c + c + v) * apool_oh(a) + oi) * apool_ow(a) + oj] = from_f<out_t>(finalize(s[v] / count));
 }
 
 template <int V>
 __global__ void __launch_bounds__(k_threads) apool_cl_kernel(apool_args a) {
   wait_prior_grid<k_pdl>();
-  const int64_t cv = a.c / V, total = a.n * k_oh * k_ow * cv;
+  const int64_t OH = apool_oh(a), OW = apool_ow(a), cv = a.c / V, total = a.n * OH * OW * cv;
   for (int64_t t = (int64_t)blockIdx.x * k_threads + threadIdx.x; t < total; t += (int64_t)gridDim.x * k_threads) {
     const int64_t c = t % cv * V, pos = t / cv;
-    apool_one<V>(a, pos / (k_oh * k_ow), c, pos / k_ow % k_oh, pos % k_ow);
+    apool_one<V>(a, pos / (OH * OW), c, pos / OW % OH, pos % OW);
   }
 }
 
 __global__ void __launch_bounds__(k_threads) apool_planes_kernel(apool_args a) {
   wait_prior_grid<k_pdl>();
-  const int64_t total = a.n * a.c * k_oh * k_ow;
+  const int64_t OH = apool_oh(a), OW = apool_ow(a), total = a.n * a.c * OH * OW;
   for (int64_t t = (int64_t)blockIdx.x * k_threads + threadIdx.x; t < total; t += (int64_t)gridDim.x * k_threads) {
-    const int64_t plane = t / (k_oh * k_ow);
-    apool_one<1>(a, plane / a.c, plane % a.c, t / k_ow % k_oh, t % k_ow);
+    const int64_t plane = t / (OH * OW);
+    apool_one<1>(a, plane / a.c, plane % a.c, t / OW % OH, t % OW);
   }
 }
 
@@ -81,28 +121,29 @@ inline int apool_sms() {
 }
 
 // Staged (a contiguous x): block b takes planes [p0, p0 + np) and output rows [r0, r1) of each (whole planes where
-// a.ob == k_oh, else one plane's band of a.ob rows). The input rows their windows cover, [hs, he) of each plane, are
-// one contiguous run of x, copied to shared memory as x's type in 16-byte vectors: the run's element at address e
-// lands at e's offset from the 16-byte boundary below the run's start, so the vectors line up on both sides, and the
-// run's ragged ends are copied an element at a time (nothing outside x is read).
+// a.ob == oh, else one plane's band of a.ob rows). The input rows their windows cover, [hs, he) of each plane (all
+// of them for whole planes), are one contiguous run of x, copied to shared memory as x's type in 16-byte vectors: the
+// run's element at address e lands at e's offset from the 16-byte boundary below the run's start, so the vectors line
+// up on both sides, and the run's ragged ends are copied an element at a time (nothing outside x is read).
 __global__ void __launch_bounds__(k_threads) apool_staged_kernel(apool_args a) {
   extern __shared__ __align__(16) unsigned char apool_smem[];
   in_t* sx = reinterpret_cast<in_t*>(apool_smem);
   wait_prior_grid<k_pdl>();
-  const int h = (int)a.h, w = (int)a.w;
+  const int h = (int)a.h, w = (int)a.w, OH = (int)apool_oh(a), OW = (int)apool_ow(a);
   int64_t p0;
-  int np, r0, r1;
-  if (a.ob == k_oh) {
+  int np, r0, r1, hs, he;
+  if (a.ob == OH) {
     p0 = (int64_t)blockIdx.x * a.pp;
     np = (int)(a.planes - p0 < a.pp ? a.planes - p0 : a.pp);
-    r0 = 0, r1 = (int)k_oh;
+    r0 = 0, r1 = OH, hs = 0, he = h;
   } else {
     p0 = blockIdx.x / a.bands;
     np = 1;
     r0 = (int)(blockIdx.x % a.bands) * a.ob;
-    r1 = r0 + a.ob < (int)k_oh ? r0 + a.ob : (int)k_oh;
+    r1 = r0 + a.ob < OH ? r0 + a.ob : OH;
+    hs = (int)apool_window<0>(r0, h, OH).lo, he = (int)apool_window<0>(r1 - 1, h, OH).hi;
   }
-  const int hs = (int)win_lo(r0, h, k_oh), he = (int)win_hi(r1 - 1, h, k_oh), rows = he - hs;
+  const int rows = he - hs;
   const int64_t len = (int64_t)np * rows * w;  // whole planes: rows = h, so the planes' runs are one run
   const in_t* run = a.x + p0 * h * w + (int64_t)hs * w;
   constexpr int E = 16 / (int)sizeof(in_t);  // elements a 16-byte vector
@@ -117,17 +158,23 @@ __global__ void __launch_bounds__(k_threads) apool_staged_kernel(apool_args a) {
     sx[pad + e] = run[e];
   }
   __syncthreads();
-  const int orows = r1 - r0, per_plane = orows * (int)k_ow;
+  const int orows = r1 - r0, per_plane = orows * OW;
   for (int o = threadIdx.x; o < np * per_plane; o += k_threads) {
-    const int pl = o / per_plane, oi = r0 + (o - pl * per_plane) / (int)k_ow, oj = o % (int)k_ow;
-    const int h0 = (int)win_lo(oi, h, k_oh), h1 = (int)win_hi(oi, h, k_oh);
-    const int w0 = (int)win_lo(oj, w, k_ow), w1 = (int)win_hi(oj, w, k_ow);
+    const int pl = o / per_plane, oi = r0 + (o - pl * per_plane) / OW, oj = o % OW;
+    const apool_win r = apool_window<0>(oi, h, OH), q = apool_window<1>(oj, w, OW);
     const in_t* px = sx + pad + (int64_t)pl * rows * w;
     float sum = 0.f;
-    for (int hh = h0; hh < h1; ++hh)
-      for (int ww = w0; ww < w1; ++ww) sum += to_f(px[(hh - hs) * w + ww]);
-    a.y[((p0 + pl) * k_oh + oi) * k_ow + oj] = from_f<out_t>(finalize(sum / (float)((h1 - h0) * (w1 - w0))));
+    for (int hh = (int)r.lo; hh < (int)r.hi; ++hh)
+      for (int ww = (int)q.lo; ww < (int)q.hi; ++ww) sum += to_f(px[(hh - hs) * w + ww]);
+    a.y[((p0 + pl) * OH + oi) * OW + oj] = from_f<out_t>(finalize(sum / apool_divisor(r, q)));
   }
+}
+
+// The most input rows a band of ob output rows' windows cover: ceil(ob h / oh) + 1 for adaptive windows (each
+// window's rows overlap its neighbour's by at most one), (ob - 1) stride + kernel for avg_pool2d's.
+inline int64_t apool_band_rows(int64_t ob, int64_t h, int64_t oh) {
+  if constexpr (k_fixed) return (ob - 1) * k_sh + k_kh < h ? (ob - 1) * k_sh + k_kh : h;
+  return (ob * h + oh - 1) / oh + 1;
 }
 
 // The staged launch's plan: whole planes a block where one fits in k_stage_kb (as many as fit, but no fewer
@@ -136,17 +183,18 @@ __global__ void __launch_bounds__(k_threads) apool_staged_kernel(apool_args a) {
 inline bool apool_stage_plan(apool_args& a, int sms) {
   constexpr int E = 16 / (int)sizeof(in_t);
   const int64_t cap = (int64_t)k_stage_kb * 1024 / (int64_t)sizeof(in_t) - E, hw = a.h * a.w;
-  if (a.h > INT32_MAX / k_oh || a.w > INT32_MAX / k_ow || hw > INT32_MAX) return false;
+  if (a.oh < 1 || a.ow < 1 || a.h > INT32_MAX / a.oh || a.w > INT32_MAX / a.ow || hw > INT32_MAX ||
+      a.oh * a.ow > INT32_MAX)
+    return false;
   if (hw <= cap) {
     const int64_t fit = cap / hw, spread = (a.planes + 2 * (int64_t)sms - 1) / (2 * (int64_t)sms);
     a.pp = (int)(fit < spread ? fit : (spread > 0 ? spread : 1));
-    a.ob = (int)k_oh, a.bands = 1;
+    a.ob = (int)a.oh, a.bands = 1;
     return (a.planes + a.pp - 1) / a.pp <= INT32_MAX;
   }
-  // A band of ob output rows covers at most ceil(ob h / k_oh) + 1 input rows.
-  for (int64_t ob = k_oh - 1; ob >= 1; --ob)
-    if (((ob * a.h + k_oh - 1) / k_oh + 1) * a.w <= cap) {
-      a.ob = (int)ob, a.pp = 1, a.bands = (int)((k_oh + ob - 1) / ob);
+  for (int64_t ob = a.oh - 1; ob >= 1; --ob)
+    if (apool_band_rows(ob, a.h, a.oh) * a.w <= cap) {
+      a.ob = (int)ob, a.pp = 1, a.bands = (int)((a.oh + ob - 1) / ob);
       return a.planes * a.bands <= INT32_MAX;
     }
   return false;
@@ -172,7 +220,9 @@ inline int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cuda
   a.c = x.shape[d0], a.h = x.shape[d0 + 1], a.w = x.shape[d0 + 2];
   a.sn = x.ndim == 4 ? x.stride[0] : 0;
   a.sc = x.stride[d0], a.sh = x.stride[d0 + 1], a.sw = x.stride[d0 + 2];
-  if (!contiguous(y) || numel(y) != a.n * a.c * k_oh * k_ow) return 1;
+  a.oh = apool_out_len<0>(a.h), a.ow = apool_out_len<1>(a.w);
+  if (a.oh < 1 || a.ow < 1) return 1;  // torch refuses an input smaller than one window
+  if (!contiguous(y) || numel(y) != a.n * a.c * a.oh * a.ow) return 1;
   if (a.n * a.c == 0) return 0;
   if (a.h == 0 || a.w == 0) return 1;  // torch refuses an empty window
   if (a.sc == 1 && a.c > 1) {
@@ -180,19 +230,19 @@ inline int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cuda
     const bool vec = k_cvec > 1 && a.c % k_cvec == 0 && a.sh % k_cvec == 0 && a.sw % k_cvec == 0 &&
                      a.sn % k_cvec == 0 && aligned(a.x, vec_align<in_t, k_cvec>());
     if (vec)
-      return launch_kernel<k_pdl>(apool_cl_kernel<k_cvec>, dim3(apool_blocks(a.n * k_oh * k_ow * a.c / k_cvec)),
+      return launch_kernel<k_pdl>(apool_cl_kernel<k_cvec>, dim3(apool_blocks(a.n * a.oh * a.ow * a.c / k_cvec)),
                                   k_threads, 0, s, a);
-    return launch_kernel<k_pdl>(apool_cl_kernel<1>, dim3(apool_blocks(a.n * k_oh * k_ow * a.c)), k_threads, 0, s, a);
+    return launch_kernel<k_pdl>(apool_cl_kernel<1>, dim3(apool_blocks(a.n * a.oh * a.ow * a.c)), k_threads, 0, s, a);
   }
   // Staged where x is a contiguous [N, C, H, W] (or [C, H, W]): its planes one after another.
   a.planes = a.n * a.c;
   const bool dense = (a.w == 1 || a.sw == 1) && (a.h == 1 || a.sh == a.w) && (a.c == 1 || a.sc == a.h * a.w) &&
                      (a.n == 1 || a.sn == a.c * a.h * a.w);
   if (k_stage_kb > 0 && dense && apool_stage_plan(a, apool_sms())) {
-    const unsigned blocks = (unsigned)(a.ob == k_oh ? (a.planes + a.pp - 1) / a.pp : a.planes * a.bands);
+    const unsigned blocks = (unsigned)(a.ob == a.oh ? (a.planes + a.pp - 1) / a.pp : a.planes * a.bands);
     return launch_kernel<k_pdl>(apool_staged_kernel, dim3(blocks), k_threads, (size_t)k_stage_kb * 1024, s, a);
   }
-  return launch_kernel<k_pdl>(apool_planes_kernel, dim3(apool_blocks(a.n * a.c * k_oh * k_ow)), k_threads, 0, s, a);
+  return launch_kernel<k_pdl>(apool_planes_kernel, dim3(apool_blocks(a.n * a.c * a.oh * a.ow)), k_threads, 0, s, a);
 }
 
 }  // namespace kfk

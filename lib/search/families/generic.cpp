@@ -197,12 +197,19 @@ void emit_other(const plan& p, size_t i, std::string* body) {
     b += fmt::format("    if (!kf_same_shape(O[{0}], sh) || !kf_same_shape(O[{1}], sh)) {{ rc = 1; break; }}\n", ov, oi);
     b += fmt::format("    if ((rc = kf_items(kf_numel({0}) / ({0}.ndim ? {0}.shape[{1}] : 1), kf_topk_item{{{0}, O[{2}], O[{3}], {1}, {4}, {5}}}, stream, kf_par))) break;\n",
                      x, dim, ov, oi, k, a.value("largest", true) ? "true" : "false");
-  } else if (call.op == "adaptive_avg_pool2d") {
-    const auto os = pool_output_size(a.at("output_size"));
+  } else if (call.op == "adaptive_avg_pool2d" || call.op == "avg_pool2d") {
+    const pool_window w = pool_window_of(call);
     shape_same();
-    b += fmt::format("    sh.shape[sh.ndim - 2] = {};\n    sh.shape[sh.ndim - 1] = {};\n    sh = kf_contiguous(KF_ACC_CODE, sh.ndim, sh.shape);\n", os.at(0), os.at(1));
+    b += fmt::format("    if (sh.ndim < 2) {{ rc = 1; break; }}\n");
+    for (int d = 0; d < 2; ++d)  // avg_pool2d's pooled sizes follow x's
+      b += fmt::format("    sh.shape[sh.ndim - {0}] = kf_pool_item::out_len({1}, {2}, {3}.shape[{3}.ndim - {0}], {4}, {5}, {6}, {7});\n",
+                       2 - d, w.adaptive ? "false" : "true", d ? w.out_w : w.out_h, x, d ? w.kw : w.kh, d ? w.sw : w.sh,
+                       d ? w.pw : w.ph, w.ceil_mode ? "true" : "false");
+    b += "    if (sh.shape[sh.ndim - 2] < 1 || sh.shape[sh.ndim - 1] < 1) { rc = 1; break; }\n";
+    b += "    sh = kf_contiguous(KF_ACC_CODE, sh.ndim, sh.shape);\n";
     b += destination(p, i, "sh");
-    b += fmt::format("    if ((rc = kf_items(kf_numel({1}), kf_pool_item{{{0}, {1}}}, stream, kf_par))) break;\n", x, r);
+    b += fmt::format("    if ((rc = kf_items(kf_numel({1}), kf_pool_item{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}}}, stream, kf_par))) break;\n",
+                     x, r, w.adaptive ? "false" : "true", w.kh, w.kw, w.sh, w.sw, w.ph, w.pw, w.count_include_pad ? "true" : "false", w.divisor);
   } else if (call.op == "flatten") {
     const int rank = p.rank_in(i);
     const int64_t s = rank ? p.dim_arg(i, "start_dim", 0) : 0, e = rank ? p.dim_arg(i, "end_dim", -1) : 0;
@@ -348,7 +355,8 @@ class generic_family final : public family {
  private:
   device_kind m_device;
   inline static const std::set<std::string> k_other_ops = {"softmax", "log_softmax", "layer_norm", "rms_norm", "group_norm",
-                                                           "topk", "adaptive_avg_pool2d", "flatten", "linear", "matmul"};
+                                                           "topk", "adaptive_avg_pool2d", "avg_pool2d", "flatten", "linear",
+                                                           "matmul"};
 };
 
 }  // namespace
