@@ -7,7 +7,7 @@ the module's parameters being the spec's other inputs. The module types it reads
 each giving the module's forward as steps of the spec's op language:
 
 - one module: nn.LayerNorm, nn.RMSNorm, nn.GroupNorm, nn.Linear, nn.SiLU, nn.GELU, nn.ReLU, nn.Sigmoid, nn.Tanh,
-  nn.Softmax, nn.LogSoftmax (with a dim), nn.AdaptiveAvgPool2d, nn.Flatten;
+  nn.Softmax, nn.LogSoftmax (with a dim), nn.AdaptiveAvgPool2d, nn.AvgPool2d, nn.Flatten;
 - consecutive children of an nn.Sequential whose steps together are one workload's graph (GroupNorm then SiLU,
   AdaptiveAvgPool2d then Flatten, LayerNorm then GELU): the first child computes the whole run, the others become
   nn.Identity.
@@ -93,8 +93,18 @@ MODULE_RULES = {
     nn.AdaptiveAvgPool2d: lambda m: (None if m.output_size is None or
                                      (isinstance(m.output_size, (tuple, list)) and None in m.output_size) else
                                      [Step("adaptive_avg_pool2d", {"output_size": m.output_size}, module=m)]),
+    nn.AvgPool2d: lambda m: [Step("avg_pool2d", {"kernel_size": m.kernel_size, "stride": m.stride, "padding": m.padding,
+                                                 "ceil_mode": m.ceil_mode, "count_include_pad": m.count_include_pad,
+                                                 "divisor_override": m.divisor_override}, module=m)],
     nn.Flatten: lambda m: [Step("flatten", {"start_dim": m.start_dim, "end_dim": m.end_dim}, module=m)],
 }
+
+
+def _canonical(op, args):
+    """avg_pool2d's stride as it runs: none (or []) is the kernel's."""
+    if op == "avg_pool2d" and args.get("stride") in (None, [], ()):
+        return dict(args, stride=args.get("kernel_size"))
+    return args
 
 
 def _steps(m):
@@ -104,8 +114,9 @@ def _steps(m):
 
 def _as_list(op, name, v):
     v = [v] if isinstance(v, int) else list(v)
-    if op == "adaptive_avg_pool2d" and name == "output_size" and len(v) == 1:
-        return v * 2  # a size s or [s] is [s, s] (spec/ops.h pool_output_size)
+    if (op, name) in (("adaptive_avg_pool2d", "output_size"), ("avg_pool2d", "kernel_size"), ("avg_pool2d", "stride"),
+                      ("avg_pool2d", "padding")) and len(v) == 1:
+        return v * 2  # a size s or [s] is [s, s] (spec/ops.h pool_output_size, pool_window_of)
     return v
 
 
@@ -179,8 +190,9 @@ def _match(steps, description, op_table):
     for step, g in zip(steps, graph):
         if step.op != g["op"]:
             return None
+        g_args, step_args = _canonical(g["op"], g["args"]), _canonical(step.op, step.args)
         for a in op_table[g["op"]]["args"]:
-            name, theirs = a["name"], g["args"].get(a["name"], a["default"])
+            name, theirs = a["name"], g_args.get(a["name"], a["default"])
             if a["kind"] == "tensor":
                 ours = step.tensors.get(name)
                 if (ours is None) != (theirs is None):
@@ -189,7 +201,7 @@ def _match(steps, description, op_table):
                     if theirs in sources:
                         return None
                     sources[theirs] = (step.module, ours)
-            elif not _same(g["op"], name, a["kind"], step.args.get(name, a["default"]), theirs, spec_dtype):
+            elif not _same(g["op"], name, a["kind"], step_args.get(name, a["default"]), theirs, spec_dtype):
                 return None
     if set(sources) != set(inputs):
         return None
