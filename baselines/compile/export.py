@@ -109,10 +109,11 @@ def make_ops(torch):
         "exp": lambda x, a, t: (torch.exp(x),),
         "rsqrt": lambda x, a, t: (torch.rsqrt(x),),
         "neg": lambda x, a, t: (torch.neg(x),),
-        "add": lambda x, a, t: (x + t["other"],),
-        "sub": lambda x, a, t: (x - t["other"],),
-        "mul": lambda x, a, t: (x * t["other"],),
-        "div": lambda x, a, t: (x / t["other"],),
+        # other: an input, or a number (a Python scalar operand, as `x + 1.0` is written)
+        "add": lambda x, a, t: (x + t.get("other", a["other"]),),
+        "sub": lambda x, a, t: (x - t.get("other", a["other"]),),
+        "mul": lambda x, a, t: (x * t.get("other", a["other"]),),
+        "div": lambda x, a, t: (x / t.get("other", a["other"]),),
         "gelu": lambda x, a, t: (F.gelu(x, approximate=a.get("approximate", "none")),),
         "adaptive_avg_pool2d": pool,
         "avg_pool2d": avg_pool,
@@ -144,7 +145,7 @@ def build_module(torch, spec):
             out, steps = None, []
             for i, step in enumerate(graph):
                 args = step["args"]
-                tensors = {k: by_name[args[k]] for k in TENSOR_ARGS.get(step["op"], []) if args.get(k) is not None}
+                tensors = {k: by_name[args[k]] for k in TENSOR_ARGS.get(step["op"], []) if isinstance(args.get(k), str)}
                 x = by_name[args["input"]] if i == 0 else out[0]
                 out = ops[step["op"]](x, args, tensors)
                 steps.append(out)

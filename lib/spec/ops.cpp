@@ -18,6 +18,12 @@ arg_def arg(std::string name, arg_kind kind, json def = nullptr, std::string hel
 arg_def req(std::string name, arg_kind kind, std::string help = {}) {
   return {std::move(name), kind, true, nullptr, {}, std::move(help)};
 }
+// A required tensor argument that may be a number instead (a Python scalar operand).
+arg_def operand_or_number(std::string name) {
+  arg_def a{std::move(name), arg_kind::tensor, true, nullptr, {}, {}};
+  a.number_ok = true;
+  return a;
+}
 arg_def choice(std::string name, std::vector<std::string> choices, std::string def) {
   return {std::move(name), arg_kind::string, false, def, std::move(choices), {}};
 }
@@ -159,6 +165,13 @@ std::vector<tensor_desc> masked_fill(const op_context& c) {
 // tensors, so the result type is promote_types of the two; div of two integer tensors is true division (float32).
 // kforge's kernels compute in floating point: a result that is not floating is rejected.
 std::vector<tensor_desc> binary(const op_context& c) {
+  if (c.value("other").is_number()) {
+    // A Python scalar operand: torch keeps a floating x's dtype (an integer x would stay integer or become the
+    // default dtype, neither of which kforge computes).
+    if (!is_floating(c.input.type))
+      c.fail("other", fmt::format("a number operand needs a floating-point input, got {} (cast it first)", dtype_name(c.input.type)));
+    return {c.input};
+  }
   const tensor_desc& o = c.tensors.at("other");
   tensor_desc out{{}, promote_types(c.input.type, o.type)};
   if (c.op.name == "div" && !is_floating(out.type)) out.type = dtype::float32;
@@ -300,10 +313,10 @@ std::vector<op_def> make_table() {
       {"exp", "torch.exp(x)", {}, false, {}, elementwise_float},
       {"rsqrt", "torch.rsqrt(x)", {}, false, {}, elementwise_float},
       {"neg", "torch.neg(x)", {}, false, {}, elementwise_float},
-      {"add", "x + other", {req("other", k::tensor)}, false, {}, binary},
-      {"sub", "x - other", {req("other", k::tensor)}, false, {}, binary},
-      {"mul", "x * other", {req("other", k::tensor)}, false, {}, binary},
-      {"div", "x / other", {req("other", k::tensor)}, false, {}, binary},
+      {"add", "x + other", {operand_or_number("other")}, false, {}, binary},
+      {"sub", "x - other", {operand_or_number("other")}, false, {}, binary},
+      {"mul", "x * other", {operand_or_number("other")}, false, {}, binary},
+      {"div", "x / other", {operand_or_number("other")}, false, {}, binary},
       {"gelu", "F.gelu(x, approximate)", {choice("approximate", {"none", "tanh"}, "none")}, false, {}, elementwise_float},
       {"adaptive_avg_pool2d", "F.adaptive_avg_pool2d(x, output_size)", {req("output_size", k::int_list)}, false, {}, adaptive_avg_pool2d},
       {"avg_pool2d", "F.avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)",

@@ -28,6 +28,7 @@ struct arg_def {
   nlohmann::json default_value;      // null: no default (absent means "not given", e.g. softmax's dtype)
   std::vector<std::string> choices;  // for strings: the allowed values
   std::string help;
+  bool number_ok = false;            // a tensor argument that may be a number instead (add/sub/mul/div's other: x + 1)
 };
 
 struct tensor_desc {
@@ -76,6 +77,9 @@ const std::vector<op_def>& op_table();
 const op_def* find_op(std::string_view name);
 std::vector<std::string> op_names();
 
+// Whether a call's argument `name` is a number where a tensor may stand (`add: {other: 1.0}`: x + 1.0, a Python
+// scalar operand: x's dtype is kept).
+bool is_number_operand(const op_call& call, const std::string& name);
 // The names of the inputs an op's tensor arguments refer to (the first op's "input" included), in schema order.
 std::vector<std::string> tensor_arg_inputs(const op_call& call);
 // The graph's primary input: the one the first op names.

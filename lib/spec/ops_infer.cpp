@@ -48,6 +48,11 @@ dtype promote_types(dtype a, dtype b) {
   return dtype_size(a) >= dtype_size(b) ? a : b;
 }
 
+bool is_number_operand(const op_call& call, const std::string& name) {
+  auto it = call.args.find(name);
+  return it != call.args.end() && it->is_number();
+}
+
 std::vector<std::string> tensor_arg_inputs(const op_call& call) {
   std::vector<std::string> names;
   if (auto it = call.args.find("input"); it != call.args.end() && it->is_string()) names.push_back(*it);
@@ -140,7 +145,7 @@ bool try_infer_graph(const workload_spec& spec, const case_spec& c, graph_shapes
     }
     op_context ctx{*op, current, call.args, {}};
     for (auto& a : op->args) {
-      if (a.kind != arg_kind::tensor || !ctx.has(a.name)) continue;
+      if (a.kind != arg_kind::tensor || !ctx.has(a.name) || ctx.value(a.name).is_number()) continue;
       const tensor_desc* t = desc_of(ctx.value(a.name).get<std::string>());
       if (!t) return fail(i, a.name, fmt::format("`{}` is not an input", ctx.value(a.name).get<std::string>()));
       ctx.tensors[a.name] = *t;

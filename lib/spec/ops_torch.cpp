@@ -59,10 +59,22 @@ std::vector<torch_op> make_table() {
       {"exp", [](const at::Tensor& x, const torch_op_args&) -> tensors { return {at::exp(x)}; }},
       {"rsqrt", [](const at::Tensor& x, const torch_op_args&) -> tensors { return {at::rsqrt(x)}; }},
       {"neg", [](const at::Tensor& x, const torch_op_args&) -> tensors { return {at::neg(x)}; }},
-      {"add", [](const at::Tensor& x, const torch_op_args& a) -> tensors { return {at::add(x, *a.tensor("other"))}; }},
-      {"sub", [](const at::Tensor& x, const torch_op_args& a) -> tensors { return {at::sub(x, *a.tensor("other"))}; }},
-      {"mul", [](const at::Tensor& x, const torch_op_args& a) -> tensors { return {at::mul(x, *a.tensor("other"))}; }},
-      {"div", [](const at::Tensor& x, const torch_op_args& a) -> tensors { return {at::div(x, *a.tensor("other"))}; }},
+      {"add", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
+         if (a.value("other").is_number()) return {at::add(x, at::Scalar(a.value("other").get<double>()))};
+         return {at::add(x, *a.tensor("other"))};
+       }},
+      {"sub", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
+         if (a.value("other").is_number()) return {at::sub(x, at::Scalar(a.value("other").get<double>()))};
+         return {at::sub(x, *a.tensor("other"))};
+       }},
+      {"mul", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
+         if (a.value("other").is_number()) return {at::mul(x, at::Scalar(a.value("other").get<double>()))};
+         return {at::mul(x, *a.tensor("other"))};
+       }},
+      {"div", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
+         if (a.value("other").is_number()) return {at::div(x, at::Scalar(a.value("other").get<double>()))};
+         return {at::div(x, *a.tensor("other"))};
+       }},
       {"gelu", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
          return {at::gelu(x, a.value("approximate").get<std::string>())};
        }},

@@ -23,17 +23,12 @@ std::vector<std::string> input_names(const workload_spec& s) {
   return v;
 }
 
-// A number written where a tensor argument names an input (`mul: {other: 1.702}`, as `x * 1.702` reads in
-// PyTorch): what to write instead, by the op the field `graph[i].<op>.<arg>` belongs to.
-std::string number_operand_error(const std::string& field, const std::string& text, double v) {
-  const auto dot = field.find("]."), end = field.rfind('.');
-  const std::string op = dot == std::string::npos || end <= dot + 2 ? "" : field.substr(dot + 2, end - dot - 2);
-  const std::string what = fmt::format("`{}` is a number, and this argument names an input tensor", text);
-  if (op == "mul") return fmt::format("{}: multiply by a number with `scale: {{factor: {}}}`", what, text);
-  if (op == "div" && v != 0)
-    return fmt::format("{}: divide by a number with `scale: {{factor: {:.9g}}}` (1 / {})", what, 1.0 / v, text);
-  return fmt::format("{} (only `scale` takes a number; a number operand of {} is not supported)", what,
-                     op.empty() ? "this op" : op);
+// A number written where a tensor argument that takes none names an input (`add_mask: {mask: -1e4}`): what the
+// argument wants, and the ops that do take a number.
+std::string number_operand_error(const std::string& text) {
+  return fmt::format("`{}` is a number, and this argument names an input tensor (add, sub, mul and div take a number "
+                     "as `other`: `add: {{other: {}}}` is x + {})",
+                     text, text, text);
 }
 
 // Reads one argument by its kind; nullopt after reporting.
@@ -68,7 +63,8 @@ std::optional<json> read_arg(yaml_reader& r, const arg_def& a, const YAML::Node&
       char* end = nullptr;
       const double number = std::strtod(v->c_str(), &end);
       if (!v->empty() && end == v->c_str() + v->size()) {
-        r.error(n, field, number_operand_error(field, *v, number));
+        if (a.number_ok && std::isfinite(number)) return json(number);
+        r.error(n, field, a.number_ok ? fmt::format("`{}` is not a finite number", *v) : number_operand_error(*v));
         return std::nullopt;
       }
       std::string hint = did_you_mean(*v, input_names(s));

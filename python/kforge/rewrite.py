@@ -138,8 +138,9 @@ def _reference(op, x, args, values, form="aten"):
         return F.gelu(x, approximate=args.get("approximate", "none"))
     if op in ("sigmoid", "tanh", "relu", "exp", "rsqrt", "neg"):
         return getattr(torch, op)(x)
-    if op in ("add", "sub", "mul", "div"):
-        return getattr(torch, op)(x, t("other"))
+    if op in ("add", "sub", "mul", "div"):  # other: an input, or a number (x + 1.0)
+        other = args["other"]
+        return getattr(torch, op)(x, other if isinstance(other, (int, float)) else t("other"))
     if op == "adaptive_avg_pool2d":
         return F.adaptive_avg_pool2d(x, args["output_size"])
     if op == "avg_pool2d":

@@ -113,6 +113,18 @@ TEST(ops, avg_pool2d_sizes_its_output_as_torch_does) {
   EXPECT_NE(d.message.find("3-d or 4-d"), std::string::npos) << d.str();
 }
 
+// A number as add/sub/mul/div's other is a Python scalar operand: x's shape and dtype stay (no promotion), and it
+// names no input.
+TEST(ops, a_number_operand_keeps_the_inputs_dtype) {
+  workload_spec s = parse_ok(spec_text("[2, 3]", "bfloat16",
+                                       "  - add: {input: x, other: 1.0}\n  - mul: {other: 1.702}\n  - sub: {other: -3}\n  - div: {other: 0.5}\n"));
+  EXPECT_EQ(infer_outputs(s, s.cases.at(0)).at(0), (tensor_desc{{2, 3}, dtype::bfloat16}));
+  EXPECT_TRUE(is_number_operand(s.graph[1], "other"));
+  EXPECT_DOUBLE_EQ(s.graph[1].args.at("other").get<double>(), 1.702);
+  EXPECT_EQ(tensor_arg_inputs(s.graph[1]), std::vector<std::string>{});
+  EXPECT_EQ(tensor_arg_inputs(s.graph[0]), std::vector<std::string>{"x"});
+}
+
 TEST(ops, norms_keep_shape_and_dtype) {
   std::string wb = "  w: {shape: [C], dtype: bfloat16}\n  b: {shape: [C], dtype: bfloat16}\n";
   auto o = outputs_of(spec_text("[1, C, 5, 5]", "bfloat16", "  - group_norm: {input: x, num_groups: 4, weight: w, bias: b}\n  - silu\n",

@@ -114,6 +114,9 @@ TEST(ops_torch, pool_flatten_linear_matmul_match_hand_values) {
   expect_close(run1("avg_pool2d: {input: x, kernel_size: 3, stride: 1, padding: 1, count_include_pad: false}", {1, 1, 2, 2}, g)[0],
                {2.5, 2.5, 2.5, 2.5});
   expect_close(run1("avg_pool2d: {input: x, kernel_size: 2, divisor_override: 2}", {1, 1, 2, 2}, g)[0], {5});
+  // Number operands, as x + 1.5 and x / 4 are written in Python.
+  expect_close(run1("add: {input: x, other: 1.5}", {1, 1, 2, 2}, g)[0], {2.5, 3.5, 4.5, 5.5});
+  expect_close(run1("div: {input: x, other: 4}", {1, 1, 2, 2}, g)[0], {0.25, 0.5, 0.75, 1});
   auto f = run1("flatten: {input: x, start_dim: 1}", {1, 2, 2, 2}, x)[0];
   EXPECT_EQ(f.sizes(), (at::IntArrayRef{1, 8}));
   at::Tensor v = t({1.f, 2.f}, {1, 2}), w = t({1.f, 1.f, 2.f, 0.f}, {2, 2}), b = t({0.5f, 0.f}, {2});
