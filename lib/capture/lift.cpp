@@ -2,6 +2,7 @@
 #include "capture/lift.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -71,14 +72,20 @@ std::optional<lifted_op> gelu(const trace& t, const traced_op& op) {
   return l;
 }
 
-// add, sub, mul, div of two tensors; mul and div by a number are the spec's scale.
+// add, sub, mul, div of two tensors; mul and div by a number are the spec's scale, add and sub of one a number
+// operand (`add: {other: 1.0}`).
 rule binary(std::string spec_op) {
   return [spec_op](const trace& t, const traced_op& op) -> std::optional<lifted_op> {
     const json& alpha = op.arg(2, "alpha");
     if (!alpha.is_null() && number_arg(alpha) != 1.0) return std::nullopt;
     const json& other = op.arg(1, "other");
     if (auto v = number_arg(other)) {
-      if (spec_op != "mul" && spec_op != "div") return std::nullopt;  // x + 1: no spec op adds a number
+      if (!std::isfinite(*v)) return std::nullopt;
+      if (spec_op == "add" || spec_op == "sub") {
+        auto l = floating(t, start(t, op, spec_op, op.arg(0, "self")));
+        if (l) l->args["other"] = *v;
+        return l;
+      }
       if (spec_op == "div" && *v == 0) return std::nullopt;
       auto l = floating(t, start(t, op, "scale", op.arg(0, "self")));
       if (l) l->args["factor"] = spec_op == "mul" ? *v : 1.0 / *v;

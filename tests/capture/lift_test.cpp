@@ -57,7 +57,7 @@ TEST(capture_lift, maps_the_operators_of_a_resnet_block) {
 
 // nn.AvgPool2d(2) (stride traced as [2, 2], the kernel's: left out) and F.avg_pool2d(3, 1, 1, count_include_pad=False):
 // avg_pool2d with the arguments that differ from its defaults, each its own workload (a pooling starts a pattern).
-TEST(capture_lift, avg_pool2d_keeps_the_arguments_that_differ_from_its_defaults) {
+TEST(capture_lift, avg_pool2d_keeps_the_arguments_that_differ_from_its_defaults_and_a_number_stays_an_operand) {
   const trace t = fixture("pool_branches");
   const auto pools = lifted_named(lift(t), "avg_pool2d");
   ASSERT_EQ(pools.size(), 2u);
@@ -67,6 +67,11 @@ TEST(capture_lift, avg_pool2d_keeps_the_arguments_that_differ_from_its_defaults)
   int pooled = 0;
   for (const auto& w : r.workloads) pooled += w.spec.graph.front().op == "avg_pool2d";
   EXPECT_EQ(pooled, 2);
+  // x - 0.5 before the Inception branch's pooling: a sub with a number operand (no tensor to bind).
+  const auto subs = lifted_named(lift(t), "sub");
+  ASSERT_EQ(subs.size(), 1u);
+  EXPECT_EQ(subs[0].args, (nlohmann::json{{"other", 0.5}}));
+  EXPECT_TRUE(subs[0].tensors.empty());
 }
 
 TEST(capture_lift, numbers_become_scales_and_topk_keeps_both_results) {

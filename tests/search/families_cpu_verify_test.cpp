@@ -54,6 +54,12 @@ void expect_family_passes(const std::string& spec_file, const std::string& famil
   }
 }
 
+// Numbers as add/sub/mul/div operands (literals in the emitted chain, no tensor operand), alone and around a norm.
+TEST(families_cpu_verify, number_operands_pass_in_a_chain_and_around_a_norm) {
+  expect_family_passes("number-operands-f16.yaml", "pointwise_cpu", {});
+  expect_family_passes("number-shift-rms-norm-bf16.yaml", "row_norm_cpu", {});
+}
+
 TEST(families_cpu_verify, float32_log_softmax_passes_large_magnitudes) {
   expect_family_passes("log-softmax-f32.yaml", "row_softmax_cpu",
                        {{{"passes", "online"}}, {{"math", "libm"}, {"cache_row", "1"}}});

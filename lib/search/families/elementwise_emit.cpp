@@ -27,7 +27,8 @@ bool calls_transcendental(std::string_view op) {
 std::string operand_arg(const op_call& call) {
   if (call.op == "add_mask" || call.op == "masked_fill") return "mask";
   if (call.op == "where") return "condition";
-  if (call.op == "add" || call.op == "sub" || call.op == "mul" || call.op == "div") return "other";
+  if (call.op == "add" || call.op == "sub" || call.op == "mul" || call.op == "div")
+    return is_number_operand(call, "other") ? "" : "other";  // a number is a literal in the statement
   return "";
 }
 
@@ -58,17 +59,20 @@ std::string statement(const op_call& call, const std::string& v, const std::stri
   const auto& a = call.args;
   auto num = [&](const char* k) { return literal(a.at(k).get<double>(), acc); };
   const std::string& op = call.op;
+  // add/sub/mul/div of a number: the number as a literal of the value type, where a tensor operand's value would be.
+  const std::string o = is_number_operand(call, "other") ? literal(a.at("other").get<double>(), acc) : operand;
   std::string s;
   if (op == "scale") s = fmt::format("{0} = {0} * {1};", v, num("factor"));
   else if (op == "softcap") s = fmt::format("{0} = kf_tanh({0} / {1}) * {1};", v, num("cap"));
-  else if (op == "add_mask" || op == "add") s = fmt::format("{0} = {0} + {1};", v, operand);
+  else if (op == "add_mask") s = fmt::format("{0} = {0} + {1};", v, operand);
+  else if (op == "add") s = fmt::format("{0} = {0} + {1};", v, o);
   else if (op == "masked_fill")
     s = fmt::format("{0} = {1} != ({2})0 ? {3} : {0};", v, operand, acc, literal(number_value(a.at("value")), acc));
   else if (op == "where")
     s = fmt::format("{0} = {1} != ({2})0 ? {0} : {3};", v, operand, acc, literal(number_value(a.at("value")), acc));
-  else if (op == "sub") s = fmt::format("{0} = {0} - {1};", v, operand);
-  else if (op == "mul") s = fmt::format("{0} = {0} * {1};", v, operand);
-  else if (op == "div") s = fmt::format("{0} = {0} / {1};", v, operand);
+  else if (op == "sub") s = fmt::format("{0} = {0} - {1};", v, o);
+  else if (op == "mul") s = fmt::format("{0} = {0} * {1};", v, o);
+  else if (op == "div") s = fmt::format("{0} = {0} / {1};", v, o);
   else if (op == "silu") s = fmt::format("{0} = {0} * kf_sigmoid({0});", v);
   else if (op == "sigmoid") s = fmt::format("{0} = kf_sigmoid({0});", v);
   else if (op == "gelu") s = fmt::format("{0} = {1}({0});", v, a.value("approximate", "none") == "tanh" ? "kf_gelu_tanh" : "kf_gelu");

@@ -20,7 +20,7 @@ namespace kf::ew {
 bool is_elementwise(std::string_view op);
 // Whether the op calls exp, tanh or erf (a family's math knob matters for a graph that has one).
 bool calls_transcendental(std::string_view op);
-// The op's tensor operand ("other", "mask"), or "" when it has none.
+// The op's tensor operand ("other", "mask"), or "" when it has none (add/sub/mul/div of a number: a literal).
 std::string operand_arg(const op_call& call);
 
 // A literal of the value type `acc` ("float" or "double") for v: "0.5f", "(double)0.5", "INFINITY".

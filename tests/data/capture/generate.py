@@ -162,7 +162,8 @@ def router_softcap():
     return RouterSoftcap(), (torch.randn(5, 16), torch.randn(2, 3, 7, 7))
 
 
-# ---- pool_branches: a DenseNet transition (AvgPool2d(2) after a 1x1 conv) and an Inception pool branch ----
+# ---- pool_branches: a DenseNet transition (AvgPool2d(2) after a 1x1 conv), an Inception pool branch (after a
+# subtraction of a number) ----
 
 class PoolBranches(nn.Module):
     def __init__(self):
@@ -172,7 +173,7 @@ class PoolBranches(nn.Module):
 
     def forward(self, x):
         t = self.pool(self.conv(F.relu(x)))
-        b = F.avg_pool2d(x, kernel_size=3, stride=1, padding=1, count_include_pad=False)
+        b = F.avg_pool2d(x - 0.5, kernel_size=3, stride=1, padding=1, count_include_pad=False)
         return t, b
 
 
