@@ -83,6 +83,7 @@ class adaptive_pool_cpu final : public family {
         win.count_include_pad ? 1 : 0, win.divisor);
     code += cpu_emit::pool_io(*g);
     return cpu_emit::header(*this, spec, v, g->describe()) + cpu_emit::prelude(v) + cpu_emit::variant(code) +
+           "\n#define KF_POOL_FN static inline\n" + cpu_emit::fixed_file("search/families/pool_window.h") +
            cpu_emit::fixed_file("search/families/adaptive_pool_cpu.h");
   }
 };

@@ -10,39 +10,17 @@
 #include "adaptive_pool_cpu_stub.h"
 #endif  // KF_EMITTED
 
-// The output's length along dim d (0: rows, 1: columns) of x's `len`, as torch sizes it (avg_pool2d: rounded down,
-// or up with ceil_mode where the last window still starts inside x or its left padding).
+// The output's length along dim d (0: rows, 1: columns) of x's `len`, output i's window there (of n) and a window's
+// divisor: pool_window.h's, with this variant's constants.
 static inline int64_t kf_out_len(int d, int64_t len) {
-  if (!kf_fixed) return d ? kf_ow : kf_oh;
-  const int64_t k = d ? kf_kw : kf_kh, st = d ? kf_sw : kf_sh, p = d ? kf_pw : kf_ph;
-  const int64_t num = len + 2 * p - k + (kf_ceil ? st - 1 : 0);
-  int64_t n = (num >= 0 ? num / st : -((-num + st - 1) / st)) + 1;
-  if (kf_ceil && n > 0 && (n - 1) * st >= len + p) --n;
-  return n > 0 ? n : 0;
+  return kf_pool_out_len(kf_fixed, d ? kf_ow : kf_oh, len, d ? kf_kw : kf_kh, d ? kf_sw : kf_sh, d ? kf_pw : kf_ph,
+                         kf_ceil);
 }
-
-// Output index i of n along dim d of x's `len`: x's rows (or columns) [lo, hi) and the window's size counting its
-// padding (span, avg_pool2d's count_include_pad divisor). Adaptive: [floor(i len / n), ceil((i + 1) len / n)).
-typedef struct {
-  int64_t lo, hi, span;
-} kf_win;
-static inline kf_win kf_window(int d, int64_t i, int64_t len, int64_t n) {
-  kf_win r;
-  if (!kf_fixed) {
-    r.lo = i * len / n, r.hi = ((i + 1) * len + n - 1) / n, r.span = r.hi - r.lo;
-    return r;
-  }
-  const int64_t k = d ? kf_kw : kf_kh, st = d ? kf_sw : kf_sh, p = d ? kf_pw : kf_ph;
-  const int64_t start = i * st - p, end = start + k < len + p ? start + k : len + p;
-  r.lo = start > 0 ? start : 0, r.hi = end < len ? end : len, r.span = end - start;
-  return r;
+static inline kf_pool_win kf_window(int d, int64_t i, int64_t len, int64_t n) {
+  return kf_pool_window(kf_fixed, i, len, n, d ? kf_kw : kf_kh, d ? kf_sw : kf_sh, d ? kf_pw : kf_ph);
 }
-
-// What a window's sum is divided by: divisor_override, or the window's size with or without its padding.
-static inline float kf_divisor_of(kf_win r, kf_win c) {
-  if (kf_divisor) return (float)kf_divisor;
-  if (kf_fixed && kf_incl_pad) return (float)(r.span * c.span);
-  return (float)((r.hi - r.lo) * (c.hi - c.lo));
+static inline float kf_divisor_of(kf_pool_win r, kf_pool_win c) {
+  return (float)kf_pool_count(r, c, kf_fixed, kf_incl_pad, kf_divisor);
 }
 
 extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, void* stream) {
@@ -66,7 +44,7 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
 #pragma omp parallel for KF_NUM_THREADS schedule(KF_SCHEDULE)
     for (int64_t t = 0; t < N * OH * OW; ++t) {
       const int64_t n = t / (OH * OW), oi = t / OW % OH, oj = t % OW;
-      const kf_win r = kf_window(0, oi, H, OH), q = kf_window(1, oj, W, OW);
+      const kf_pool_win r = kf_window(0, oi, H, OH), q = kf_window(1, oj, W, OW);
       const int64_t h0 = r.lo, h1 = r.hi, w0 = q.lo, w1 = q.hi;
       const float count = kf_divisor_of(r, q);
       for (int64_t c0 = 0; c0 < C; c0 += kf_cblock) {
@@ -90,9 +68,9 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
     const int64_t n = t / C, c = t % C;
     const kf_in_t* px = xd + n * sN + c * sC;
     for (int64_t oi = 0; oi < OH; ++oi) {
-      const kf_win r = kf_window(0, oi, H, OH);
+      const kf_pool_win r = kf_window(0, oi, H, OH);
       for (int64_t oj = 0; oj < OW; ++oj) {
-        const kf_win q = kf_window(1, oj, W, OW);
+        const kf_pool_win q = kf_window(1, oj, W, OW);
         kf_acc_t s = 0;
         for (int64_t h = r.lo; h < r.hi; ++h)
           for (int64_t w = q.lo; w < q.hi; ++w) s += kf_load(px[h * sH + w * sW]);

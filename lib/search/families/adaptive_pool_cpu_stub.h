@@ -25,3 +25,6 @@ constexpr int64_t kf_divisor = 0;
 static inline float kf_load(kf_in_t v) { return kf_ld_f16(v); }
 static inline float kf_fin(float v) { return kf_round_f16(v); }
 static inline kf_out_t kf_store(float v) { return kf_st_f16(v); }
+
+#define KF_POOL_FN static inline
+#include "pool_window.h"

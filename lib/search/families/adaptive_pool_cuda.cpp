@@ -94,6 +94,8 @@ class adaptive_pool_cuda final : public family {
     s += fmt::format("\n__device__ __forceinline__ float finalize(float x) {{\n{}  return x;\n}}\n",
                      cuda_emit::rounding_code(chain, g->out_type));
     return cuda_emit::prelude(*this, spec, v, g->describe()) + cuda_emit::variant(s) +
+           "\n#define KF_POOL_FN static __host__ __device__ __forceinline__\n" +
+           cuda_emit::fixed_file("search/families/pool_window.h") +
            cuda_emit::fixed_file("search/families/adaptive_pool_cuda.cuh") + cuda_emit::epilogue();
   }
 };

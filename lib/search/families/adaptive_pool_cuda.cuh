@@ -30,40 +30,18 @@ struct apool_args {
   int pp, ob, bands;       // staged: planes a block, output rows a block (oh: whole planes), bands a plane
 };
 
-// The output's length along dim D (0: rows, 1: columns) of x's `len`: torch's (pooling_output_shape for avg_pool2d:
-// rounded down, or up with ceil_mode where the last window still starts inside x or its left padding).
+// The output's length along dim D (0: rows, 1: columns) of x's `len`, output i's window there (of n) and a window's
+// divisor: pool_window.h's, with this variant's constants.
 template <int D>
 __host__ __device__ __forceinline__ int64_t apool_out_len(int64_t len) {
-  if constexpr (!k_fixed) return D ? k_ow : k_oh;
-  const int64_t k = D ? k_kw : k_kh, st = D ? k_sw : k_sh, p = D ? k_pw : k_ph;
-  const int64_t num = len + 2 * p - k + (k_ceil ? st - 1 : 0);
-  int64_t n = (num >= 0 ? num / st : -((-num + st - 1) / st)) + 1;
-  if (k_ceil && n > 0 && (n - 1) * st >= len + p) --n;
-  return n > 0 ? n : 0;
+  return kf_pool_out_len(k_fixed, D ? k_ow : k_oh, len, D ? k_kw : k_kh, D ? k_sw : k_sh, D ? k_pw : k_ph, k_ceil);
 }
-
-// Output index i's window along dim D of x's `len` (of n outputs): x's rows (or columns) [lo, hi), and span, the
-// window's size counting its padding (avg_pool2d's count_include_pad divisor).
-struct apool_win {
-  int64_t lo, hi, span;
-};
 template <int D>
-__host__ __device__ __forceinline__ apool_win apool_window(int64_t i, int64_t len, int64_t n) {
-  if constexpr (!k_fixed) {
-    const int64_t lo = i * len / n, hi = ((i + 1) * len + n - 1) / n;
-    return {lo, hi, hi - lo};
-  } else {
-    const int64_t k = D ? k_kw : k_kh, st = D ? k_sw : k_sh, p = D ? k_pw : k_ph;
-    const int64_t start = i * st - p, end = start + k < len + p ? start + k : len + p;
-    return {start > 0 ? start : 0, end < len ? end : len, end - start};
-  }
+__host__ __device__ __forceinline__ kf_pool_win apool_window(int64_t i, int64_t len, int64_t n) {
+  return kf_pool_window(k_fixed, i, len, n, D ? k_kw : k_kh, D ? k_sw : k_sh, D ? k_pw : k_ph);
 }
-
-// What a window's sum is divided by: divisor_override, or the window's size with or without its padding.
-__device__ __forceinline__ float apool_divisor(const apool_win& r, const apool_win& c) {
-  if constexpr (k_divisor != 0) return (float)k_divisor;
-  if constexpr (k_fixed && k_incl_pad) return (float)(r.span * c.span);
-  return (float)((r.hi - r.lo) * (c.hi - c.lo));
+__device__ __forceinline__ float apool_divisor(const kf_pool_win& r, const kf_pool_win& c) {
+  return (float)kf_pool_count(r, c, k_fixed, k_incl_pad, k_divisor);
 }
 
 // y's pooled sizes: constants where the windows are adaptive (divisions by them fold), else the launch's.
@@ -73,7 +51,7 @@ __device__ __forceinline__ int64_t apool_ow(const apool_args& a) { return k_fixe
 // Output (n, c .. c + V - 1, oi, oj): the window's mean, cast and stored.
 template <int V>
 __device__ __forceinline__ void apool_one(const apool_args& a, int64_t n, int64_t c, int64_t oi, int64_t oj) {
-  const apool_win r = apool_window<0>(oi, a.h, apool_oh(a)), q = apool_window<1>(oj, a.w, apool_ow(a));
+  const kf_pool_win r = apool_window<0>(oi, a.h, apool_oh(a)), q = apool_window<1>(oj, a.w, apool_ow(a));
   float s[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) s[v] = 0.f;
@@ -161,7 +139,7 @@ __global__ void __launch_bounds__(k_threads) apool_staged_kernel(apool_args a) {
   const int orows = r1 - r0, per_plane = orows * OW;
   for (int o = threadIdx.x; o < np * per_plane; o += k_threads) {
     const int pl = o / per_plane, oi = r0 + (o - pl * per_plane) / OW, oj = o % OW;
-    const apool_win r = apool_window<0>(oi, h, OH), q = apool_window<1>(oj, w, OW);
+    const kf_pool_win r = apool_window<0>(oi, h, OH), q = apool_window<1>(oj, w, OW);
     const in_t* px = sx + pad + (int64_t)pl * rows * w;
     float sum = 0.f;
     for (int hh = (int)r.lo; hh < (int)r.hi; ++hh)

@@ -25,3 +25,6 @@ constexpr int k_x_input = 0;
 __device__ __forceinline__ float finalize(float x) { return x; }
 
 }  // namespace kfk
+
+#define KF_POOL_FN static __host__ __device__ __forceinline__
+#include "pool_window.h"

@@ -3,6 +3,7 @@
 // flatten, linear, matmul) its own loop over work items from generic_ops.h, with intermediate results in kf_acc
 // buffers. It is the search's root when no family covers a spec (a fallback family) and what the LLM proposer
 // rewrites; it is correct on every op and dtype of the spec language, not fast.
+#include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
@@ -202,7 +203,7 @@ void emit_other(const plan& p, size_t i, std::string* body) {
     shape_same();
     b += fmt::format("    if (sh.ndim < 2) {{ rc = 1; break; }}\n");
     for (int d = 0; d < 2; ++d)  // avg_pool2d's pooled sizes follow x's
-      b += fmt::format("    sh.shape[sh.ndim - {0}] = kf_pool_item::out_len({1}, {2}, {3}.shape[{3}.ndim - {0}], {4}, {5}, {6}, {7});\n",
+      b += fmt::format("    sh.shape[sh.ndim - {0}] = kf_pool_out_len({1}, {2}, {3}.shape[{3}.ndim - {0}], {4}, {5}, {6}, {7});\n",
                        2 - d, w.adaptive ? "false" : "true", d ? w.out_w : w.out_h, x, d ? w.kw : w.kh, d ? w.sw : w.sh,
                        d ? w.pw : w.ph, w.ceil_mode ? "true" : "false");
     b += "    if (sh.shape[sh.ndim - 2] < 1 || sh.shape[sh.ndim - 1] < 1) { rc = 1; break; }\n";
@@ -259,7 +260,8 @@ class generic_family final : public family {
   explicit generic_family(device_kind d) : m_device(d) {}
   std::string name() const override { return m_device == device_kind::cuda ? "generic_cuda" : "generic_cpu"; }
   device_kind device() const override { return m_device; }
-  int version() const override { return 1; }
+  // 2: avg_pool2d, and pool_window.h emitted ahead of generic_ops.h where the graph pools.
+  int version() const override { return 2; }
   bool fallback() const override { return true; }
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     graph_shapes g;
@@ -306,6 +308,14 @@ class generic_family final : public family {
     src += "\n";
     src += fmt::format("#undef KF_GENERIC_CUDA\n#undef KF_ACC_TYPE\n#undef KF_ACC_CODE\n#define KF_GENERIC_CUDA {}\n#define KF_ACC_CODE {}\n#define KF_ACC_TYPE {}\n",
                        m_device == device_kind::cuda ? 1 : 0, p.acc == "double" ? "KF_FLOAT64" : "KF_FLOAT32", p.acc);
+    // pool_window.h for kf_pool_item, where the graph pools (KF_POOLS leaves the item out elsewhere).
+    const bool pools = std::any_of(spec.graph.begin(), spec.graph.end(), [](const op_call& c) {
+      return c.op == "adaptive_avg_pool2d" || c.op == "avg_pool2d";
+    });
+    if (pools) {
+      src += fmt::format("#define KF_POOLS 1\n#define KF_POOL_FN static {}inline\n", m_device == device_kind::cuda ? "__host__ __device__ " : "");
+      src += embedded_file("search/families/pool_window.h");
+    }
     src += embedded_file("search/families/generic_ops.h");
     std::string functors, body;
     for (const stage& st : stages_of(spec)) {

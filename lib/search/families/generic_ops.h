@@ -8,11 +8,15 @@
 // outputs of any dtype. Intermediate results live in contiguous kf_acc buffers.
 //
 // The emitter (generic.cpp) defines before this text KF_GENERIC_CUDA (0 or 1), KF_ACC_TYPE (kf_acc) and KF_ACC_CODE
-// (its kf_abi.h dtype code), and writes after it the spec's elementwise stages (in namespace kfk too) and kf_launch.
+// (its kf_abi.h dtype code) and pool_window.h, and writes after it the spec's elementwise stages (in namespace kfk too)
+// and kf_launch.
 #ifndef KF_EMITTED
 #define KF_GENERIC_CUDA 0
 #define KF_ACC_TYPE float
 #define KF_ACC_CODE KF_FLOAT32
+#define KF_POOLS 1
+#define KF_POOL_FN static inline
+#include "pool_window.h"
 #endif  // KF_EMITTED
 #include "kf_abi.h"
 
@@ -453,55 +457,36 @@ struct kf_topk_item {
   }
 };
 
-// adaptive_avg_pool2d or avg_pool2d over the last two dims: an item is one output element. fixed: avg_pool2d's
-// windows (k x k, s apart from -p, clipped to x; divided by their size counting the padding where incl_pad, by divisor
-// where it is nonzero), else torch's adaptive windows [floor(i H / OH), ceil((i + 1) H / OH)).
+#ifdef KF_POOLS
+// adaptive_avg_pool2d or avg_pool2d over the last two dims: an item is one output element, its window pool_window.h's
+// (fixed: avg_pool2d's kernel, stride and padding; else adaptive).
 struct kf_pool_item {
   kf_view x, y;
   bool fixed;
   int64_t kh, kw, sh, sw, ph, pw;
   bool incl_pad;
   int64_t divisor;
-  // The output's length along a dim of x's `len`: n where adaptive, else torch's for avg_pool2d (rounded down, or up
-  // with ceil_mode where the last window still starts inside x or its left padding).
-  static int64_t out_len(bool fixed, int64_t n, int64_t len, int64_t k, int64_t s, int64_t p, bool ceil_mode) {
-    if (!fixed) return n;
-    const int64_t num = len + 2 * p - k + (ceil_mode ? s - 1 : 0);
-    int64_t o = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
-    if (ceil_mode && o > 0 && (o - 1) * s >= len + p) --o;
-    return o > 0 ? o : 0;
-  }
-  KF_HD static void window(bool fixed, int64_t i, int64_t len, int64_t n, int64_t k, int64_t s, int64_t p, int64_t* lo,
-                           int64_t* hi, int64_t* span) {
-    if (!fixed) {
-      *lo = i * len / n, *hi = ((i + 1) * len + n - 1) / n, *span = *hi - *lo;
-      return;
-    }
-    const int64_t start = i * s - p, end = start + k < len + p ? start + k : len + p;
-    *lo = start > 0 ? start : 0, *hi = end < len ? end : len, *span = end - start;
-  }
   KF_HD void operator()(int64_t i) const {
     int64_t idx[KF_MAX_DIMS];
     const int r = y.ndim;
     kf_unravel(i, y.shape, r, idx);
     const int64_t H = x.shape[r - 2], W = x.shape[r - 1], OH = y.shape[r - 2], OW = y.shape[r - 1];
     const int64_t oh = idx[r - 2], ow = idx[r - 1];
-    int64_t h0, h1, hspan, w0, w1, wspan;
-    window(fixed, oh, H, OH, kh, sh, ph, &h0, &h1, &hspan);
-    window(fixed, ow, W, OW, kw, sw, pw, &w0, &w1, &wspan);
+    const kf_pool_win rows = kf_pool_window(fixed, oh, H, OH, kh, sh, ph),
+                      cols = kf_pool_window(fixed, ow, W, OW, kw, sw, pw);
     kf_acc s = 0;
-    for (int64_t h = h0; h < h1; ++h)
-      for (int64_t w = w0; w < w1; ++w) {
+    for (int64_t h = rows.lo; h < rows.hi; ++h)
+      for (int64_t w = cols.lo; w < cols.hi; ++w) {
         idx[r - 2] = h;
         idx[r - 1] = w;
         s += kf_load(x, kf_offset(x, idx, r));
       }
     idx[r - 2] = oh;
     idx[r - 1] = ow;
-    const int64_t d = divisor ? divisor : (fixed && incl_pad ? hspan * wspan : (h1 - h0) * (w1 - w0));
-    kf_store(y, kf_offset(y, idx, r), s / (kf_acc)d);
+    kf_store(y, kf_offset(y, idx, r), s / (kf_acc)kf_pool_count(rows, cols, fixed, incl_pad, divisor));
   }
 };
+#endif  // KF_POOLS
 
 // A reshape (flatten): the i-th element of x (row-major) is the i-th of y.
 struct kf_reshape_item {
