@@ -6,7 +6,8 @@
 // 67 x 45 float32 plane in 4 KB: one output row a band), and the thread-an-output kernel where not even one output
 // row's input rows fit (67 rows into 1) or stage_kb is 0. avg_pool2d's windows (test::avg_pool_windows: padding
 // counted or not, ceil_mode, divisor_override, a stride past the window) in both layouts, staged, banded and not,
-// over two sizes of x. Without a GPU, every variant is valid and emits.
+// over two sizes of x. channels_last tiled (ptile: tiles of 16, 32 and 64 positions, ragged at the plane's end and in
+// the channels) and not. Without a GPU, every variant is valid and emits.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -29,6 +30,9 @@ test::family_variants all_variants() {
     v.push_back({s, {{"cvec", "2"}, {"threads", "512"}}});
     v.push_back({s, {{"stage_kb", "0"}}});
     v.push_back({s, {{"stage_kb", "32"}, {"threads", "128"}}});
+    v.push_back({s, {{"ptile", "0"}}});                         // channels_last: a thread an output
+    v.push_back({s, {{"ptile", "64"}, {"threads", "128"}}});    // two channel vectors a position
+    v.push_back({s, {{"ptile", "16"}, {"threads", "512"}, {"cvec", "2"}}});
   }
   // avg_pool2d's windows (padding, ceil_mode, divisors, gaps), their output following x's size from case to case.
   for (const nlohmann::json& win : test::avg_pool_windows()) {
@@ -36,6 +40,7 @@ test::family_variants all_variants() {
       const workload_spec s = test::avg_pool_spec(win, format, t);
       v.push_back({s, {}});
       v.push_back({s, {{"stage_kb", "0"}, {"threads", "128"}}});
+      v.push_back({s, {{"ptile", "0"}}});
     }
     workload_spec big = test::avg_pool_spec(win, "contiguous", dtype::float32);
     big.cases = {test::make_case({{"N", 2}, {"C", 3}, {"H", 67}, {"W", 45}}, true), test::make_case({{"N", 1}, {"C", 1}, {"H", 5}, {"W", 4}}, false)};

@@ -2,9 +2,10 @@
 // adaptive windows) or avg_pool2d (kernel, stride, padding, ceil_mode, count_include_pad, divisor_override), optional
 // flatten and casts, on the GPU; global pooling is pool_cuda's. A contiguous x is staged: a block
 // copies whole planes (or a band of a plane's rows) into shared memory in 16-byte vectors and pools them there
-// (`stage_kb`); otherwise a thread an output value (or a vector of channels_last channels), a grid-stride loop over
-// a grid of `waves` full SMs. This file emits the variant's constants, types and casts; the fixed code is
-// adaptive_pool_cuda.cuh.
+// (`stage_kb`); a channels_last x is tiled, a block a tile of positions by a chunk of channels, its means transposed
+// through shared memory on their way to y (`ptile`); otherwise a thread an output value (or a vector of
+// channels_last channels), a grid-stride loop over a grid of `waves` full SMs. This file emits the variant's
+// constants, types and casts; the fixed code is adaptive_pool_cuda.cuh.
 #include <fmt/format.h>
 
 #include "search/families/cuda_emit.h"
@@ -19,7 +20,8 @@ class adaptive_pool_cuda final : public family {
   std::string name() const override { return "adaptive_pool_cuda"; }
   device_kind device() const override { return device_kind::cuda; }
   // 2: a contiguous x staged through shared memory (stage_kb). 3: avg_pool2d's windows (and y's size at run time).
-  int version() const override { return 3; }
+  // 4: a channels_last x tiled (ptile), y's stores transposed through shared memory.
+  int version() const override { return 4; }
   std::vector<std::string> selected_by() const override { return {"pool"}; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
@@ -41,6 +43,10 @@ class adaptive_pool_cuda final : public family {
          {"0", "4", "8", "16", "32"},
          "a contiguous x: shared memory a block stages its planes (or band of rows) in, in KB; 0: a thread an "
          "output, reading x where it lies"},
+        {"ptile",
+         {"0", "16", "32", "64"},
+         "a channels_last x: output positions a block tiles (its channels' means transposed through shared memory, "
+         "so y's stores are consecutive); 0: a thread an output, storing its channels OH x OW apart"},
         {"pdl", {"0", "1"}, "1: launched with programmatic dependent launch"},
     };
   }
@@ -48,11 +54,12 @@ class adaptive_pool_cuda final : public family {
   // cvec: 16 bytes of channels where the dtype allows (the launch falls back to one where the channels or the
   // strides do not divide). A contiguous x is staged, 8 KB a block (8 blocks of 256 threads an SM fit beside it).
   knob_values default_variant(const workload_spec& spec) const override {
-    knob_values v{{"threads", "256"}, {"cvec", "1"}, {"waves", "4"}, {"pdl", "1"}, {"stage_kb", "8"}};
+    knob_values v{{"threads", "256"}, {"cvec", "1"}, {"waves", "4"}, {"pdl", "1"}, {"stage_kb", "8"}, {"ptile", "0"}};
     auto g = match_adaptive_pool(spec, nullptr);
     if (g && g->channels_last) {
       v["cvec"] = std::to_string(std::min<int64_t>(8, 16 / dtype_size(g->in_type)));
       v["stage_kb"] = "0";
+      v["ptile"] = "32";
     }
     return v;
   }
@@ -61,11 +68,11 @@ class adaptive_pool_cuda final : public family {
     return knobs_in_range(*this, v, why_not) && covers(spec, why_not);
   }
 
-  // cvec is read only by the channels_last path, stage_kb only by the contiguous one.
+  // cvec and ptile are read only by the channels_last path, stage_kb only by the contiguous one.
   knob_values canonical_knobs(const workload_spec& spec, const knob_values& v) const override {
     knob_values k = v;
     auto g = match_adaptive_pool(spec, nullptr);
-    if (g && !g->channels_last) k["cvec"] = "1";
+    if (g && !g->channels_last) k["cvec"] = "1", k["ptile"] = "0";
     if (g && g->channels_last) k["stage_kb"] = "0";
     return k;
   }
@@ -79,9 +86,9 @@ class adaptive_pool_cuda final : public family {
                                 cuda_emit::c_type(g->out_type));
     s += fmt::format(
         "constexpr int k_threads = {};\nconstexpr int k_cvec = {};\nconstexpr int k_waves = {};\n"
-        "constexpr bool k_pdl = {};\nconstexpr int k_stage_kb = {};\nconstexpr int64_t k_oh = {}, k_ow = {};\n"
-        "constexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\n",
-        v.at("threads"), v.at("cvec"), v.at("waves"), v.at("pdl") == "1", v.at("stage_kb"), g->window.out_h,
+        "constexpr bool k_pdl = {};\nconstexpr int k_stage_kb = {};\nconstexpr int k_ptile = {};\n"
+        "constexpr int64_t k_oh = {}, k_ow = {};\nconstexpr int k_n_inputs = {};\nconstexpr int k_x_input = {};\n",
+        v.at("threads"), v.at("cvec"), v.at("waves"), v.at("pdl") == "1", v.at("stage_kb"), v.at("ptile"), g->window.out_h,
         g->window.out_w, spec.inputs.size(), input_index(spec, g->input));
     const pool_window& win = g->window;
     s += fmt::format(

@@ -14,6 +14,7 @@ constexpr int k_cvec = 8;
 constexpr int k_waves = 4;
 constexpr bool k_pdl = true;
 constexpr int k_stage_kb = 0;
+constexpr int k_ptile = 32;
 constexpr int64_t k_oh = 7, k_ow = 7;
 constexpr bool k_fixed = false;
 constexpr int64_t k_kh = 1, k_kw = 1, k_sh = 1, k_sw = 1, k_ph = 0, k_pw = 0;
