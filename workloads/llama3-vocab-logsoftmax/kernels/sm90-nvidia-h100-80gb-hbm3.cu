@@ -1,17 +1,10 @@
 // kforge kernel: family dispatch, version 1
-// knobs: p0=row_softmax_cuda@12/cache:regs/chunks:1/cluster:8/fit:0/head:0/online:1/pdl:1/ragged:0/split:auto/strategy:grid/stream_store:0/tanh:exp/team:32/threads:256/unroll:1/vec:8/waves:0 p1=row_softmax_cuda@12/cache:smem/chunks:4/cluster:8/fit:0/head:0/online:1/pdl:1/ragged:0/split:auto/strategy:cluster/stream_store:1/tanh:exp/team:32/threads:256/unroll:2/vec:4/waves:0 parts=2 upto0=5804203
+// knobs: p0=row_softmax_cuda@12/cache:regs/chunks:1/cluster:8/fit:0/head:0/online:1/pdl:1/ragged:0/split:auto/strategy:grid/stream_store:0/tanh:exp/team:32/threads:256/unroll:1/vec:8/waves:0 p1=row_softmax_cuda@12/cache:smem/chunks:4/cluster:4/fit:0/head:0/online:1/pdl:1/ragged:0/split:auto/strategy:cluster/stream_store:1/tanh:exp/team:32/threads:512/unroll:2/vec:4/waves:0 parts=2 upto0=5804203
 // computes: x[bfloat16] -> log_softmax(float32)
 // kforge winner: llama3-vocab-logsoftmax on sm90-nvidia-h100-80gb-hbm3
-// found: by `kforge search` (template proposer) on 2026-12-06T09:22:59Z
-// lineage: default for T=512 -> dispatch: node 3 (row_softmax_cuda) up to 5804203 input bytes for T=1; node 4 (row_softmax_cuda) for T=512
-// measured: 28.87 us (geometric mean over gated cases), 4.63x eager
-// re-emitted: by `kforge reemit` on 2026-12-06T15:05:29Z, dispatch version 1 from version 1; measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-07T00:54:57Z, dispatch version 1 from version 1; measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-07T01:33:44Z, dispatch version 1 from version 1; measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-07T01:48:56Z, dispatch version 1 from version 1; knobs filled: p0.ragged=0 (the code before the knob), p1.ragged=0 (the code before the knob); measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-07T02:24:37Z, dispatch version 1 from version 1; measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-07T08:56:10Z, dispatch version 1 from version 1; measured above is the earlier kernel's
-// re-emitted: by `kforge reemit` on 2026-12-07T12:30:24Z, dispatch version 1 from version 1; measured above is the earlier kernel's
+// found: by `kforge search` (template proposer) on 2026-12-07T18:08:34Z
+// lineage: default -> template: cluster 8->4 threads 256->512 -> dispatch: node 105 (row_softmax_cuda) up to 5804203 input bytes for T=1; node 150 (row_softmax_cuda) for T=512
+// measured: 28.82 us (geometric mean over gated cases), 4.64x eager
 
 // dispatch: each part below is a whole candidate of its family, its names in a namespace of its own and its kf_launch renamed;
 // the kf_launch at the end picks a part by the bytes of the inputs it receives.
@@ -1213,7 +1206,7 @@ extern "C" int kf_launch(const kf_tensor* inputs, int n_inputs, kf_tensor* outpu
 #define kf_launch kf_launch_part1
 namespace kf_part1 {
 // kforge kernel: family row_softmax_cuda, version 12
-// knobs: cache=smem chunks=4 cluster=8 fit=0 head=0 online=1 pdl=1 ragged=0 split=auto strategy=cluster stream_store=1 tanh=exp team=32 threads=256 unroll=2 vec=4 waves=0
+// knobs: cache=smem chunks=4 cluster=4 fit=0 head=0 online=1 pdl=1 ragged=0 split=auto strategy=cluster stream_store=1 tanh=exp team=32 threads=512 unroll=2 vec=4 waves=0
 // computes: x[bfloat16] -> log_softmax(float32)
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
@@ -1546,10 +1539,10 @@ using out_t = float;
 using cache_t = __nv_bfloat16;
 constexpr int s_warp = 0, s_block = 1, s_cluster = 2, s_grid = 3;
 constexpr int k_strategy = s_cluster;
-constexpr int NT = 256;
+constexpr int NT = 512;
 constexpr int k_vec = 4;
 constexpr int k_chunks = 4;
-constexpr int k_cluster = 8;
+constexpr int k_cluster = 4;
 constexpr int k_split = 0;  // 0: auto
 constexpr int k_unroll = 2;
 constexpr bool k_online = true;
