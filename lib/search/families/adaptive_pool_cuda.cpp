@@ -20,7 +20,8 @@ class adaptive_pool_cuda final : public family {
   std::string name() const override { return "adaptive_pool_cuda"; }
   device_kind device() const override { return device_kind::cuda; }
   // 2: a contiguous x staged through shared memory (stage_kb). 3: avg_pool2d's windows (and y's size at run time).
-  // 4: a channels_last x tiled (ptile), y's stores transposed through shared memory.
+  // 4: a channels_last x tiled (ptile), y's stores transposed through shared memory; per-output index divisions by
+  // multiply and shift (32-bit indices where they fit).
   int version() const override { return 4; }
   std::vector<std::string> selected_by() const override { return {"pool"}; }
 

@@ -22,14 +22,39 @@
 
 namespace kfk {
 
+// n / d for 0 <= n < 2^31 as a multiply and a shift (Granlund and Montgomery's round-up method, as CUTLASS's
+// FastDivmod): the launch makes one for each run-time divisor the kernels divide an index by, per output. A 64-bit
+// division by a run-time value is some 70 instructions: DenseNet's 2 x 2 pooling spent more on its index arithmetic
+// than on its bytes.
+struct apool_fastdiv {
+  int d;
+  unsigned mul, shr;
+};
+inline apool_fastdiv apool_make_div(int d) {
+  apool_fastdiv f{d > 0 ? d : 1, 0, 0};
+  if (f.d == 1) return f;
+  unsigned l = 0;
+  while ((1u << l) < (unsigned)f.d) ++l;  // ceil(log2 d), 1 to 31
+  f.mul = (unsigned)(((1ull << (31 + l)) + (unsigned)f.d - 1) / (unsigned)f.d);
+  f.shr = l - 1;
+  return f;
+}
+__host__ __device__ __forceinline__ int apool_div(const apool_fastdiv& f, int n) {
+  return f.d == 1 ? n : (int)((((unsigned long long)(unsigned)n * f.mul) >> 32) >> f.shr);
+}
+
 struct apool_args {
   const in_t* x;
   out_t* y;
-  int64_t n, c, h, w;      // x's sizes (n = 1 for a 3-d x)
-  int64_t sn, sc, sh, sw;  // x's strides, in elements
-  int64_t oh, ow;          // y's pooled sizes (k_oh, k_ow where the windows are adaptive)
-  int64_t planes;          // staged: n x c planes of h x w, one after another
-  int pp, ob, bands;       // staged: planes a block, output rows a block (oh: whole planes), bands a plane
+  int64_t n, c, h, w;                // x's sizes (n = 1 for a 3-d x)
+  int64_t sn, sc, sh, sw;            // x's strides, in elements
+  int64_t oh, ow;                    // y's pooled sizes (k_oh, k_ow where the windows are adaptive)
+  int64_t planes;                    // staged: n x c planes of h x w, one after another
+  int pp, ob, bands;                 // staged: planes a block, output rows a block (oh: whole planes), bands a plane
+  bool fast;                         // every output's index below 2^30: 32-bit indices, divided by the fastdivs
+  apool_fastdiv d_ow, d_ohw;         // by ow and oh x ow (set where oh x ow fits an int: staged and fast launches)
+  apool_fastdiv d_c;                 // fast: by c
+  apool_fastdiv d_ptiles, d_chunks;  // tiled: by the position tiles a plane and the channel chunks
 };
 
 // The output's length along dim D (0: rows, 1: columns) of x's `len`, output i's window there (of n) and a window's
@@ -100,28 +125,39 @@ __global__ void __launch_bounds__(k_threads) apool_cl_tiled_kernel(apool_args a)
   constexpr int P = k_ptile > 0 ? k_ptile : 1, VS = k_threads / P, CC = VS * V;
   extern __shared__ float apool_tile[];  // [CC][P + 1]
   wait_prior_grid<k_pdl>();
-  const int64_t OW = apool_ow(a), ohw = apool_oh(a) * OW;
-  const int64_t ptiles = (ohw + P - 1) / P, chunks = (a.c + CC - 1) / CC;
-  const int64_t pt = blockIdx.x % ptiles, n = blockIdx.x / ptiles / chunks, c0 = blockIdx.x / ptiles % chunks * CC;
+  const int64_t OW = apool_ow(a), ohw = apool_oh(a) * OW;  // the launch checked ohw < 2^30
+  const int b = (int)blockIdx.x, rest = apool_div(a.d_ptiles, b), n = apool_div(a.d_chunks, rest);
+  const int pt = b - rest * a.d_ptiles.d;
+  const int64_t c0 = (int64_t)(rest - n * a.d_chunks.d) * CC;
   const int vs = threadIdx.x % VS, pl = threadIdx.x / VS;
-  const int64_t pos = pt * P + pl, c = c0 + (int64_t)vs * V;
+  const int pos = pt * P + pl;
+  const int64_t c = c0 + (int64_t)vs * V;
   if (pos < ohw && c < a.c) {
     float m[V];
-    apool_means<V>(a, n, c, pos / OW, pos % OW, m);
+    const int oi = apool_div(a.d_ow, pos);
+    apool_means<V>(a, n, c, oi, pos - oi * (int)OW, m);
 #pragma unroll
     for (int v = 0; v < V; ++v) apool_tile[(vs * V + v) * (P + 1) + pl] = m[v];
   }
   __syncthreads();
   for (int i = threadIdx.x; i < CC * P; i += k_threads) {
     const int cl = i / P, p = i % P;
-    const int64_t ch = c0 + cl, po = pt * P + p;
-    if (ch < a.c && po < ohw) a.y[(n * a.c + ch) * ohw + po] = from_f<out_t>(apool_tile[cl * (P + 1) + p]);
+    const int64_t ch = c0 + cl, po = (int64_t)pt * P + p;
+    if (ch < a.c && po < ohw) a.y[((int64_t)n * a.c + ch) * ohw + po] = from_f<out_t>(apool_tile[cl * (P + 1) + p]);
   }
 }
 
 __global__ void __launch_bounds__(k_threads) apool_planes_kernel(apool_args a) {
   wait_prior_grid<k_pdl>();
   const int64_t OH = apool_oh(a), OW = apool_ow(a), total = a.n * a.c * OH * OW;
+  if (a.fast) {
+    for (int t = blockIdx.x * k_threads + threadIdx.x; t < (int)total; t += gridDim.x * k_threads) {
+      const int plane = apool_div(a.d_ohw, t), o = t - plane * (int)(OH * OW), oi = apool_div(a.d_ow, o);
+      const int n = apool_div(a.d_c, plane);
+      apool_one<1>(a, n, plane - n * (int)a.c, oi, o - oi * (int)OW);
+    }
+    return;
+  }
   for (int64_t t = (int64_t)blockIdx.x * k_threads + threadIdx.x; t < total; t += (int64_t)gridDim.x * k_threads) {
     const int64_t plane = t / (OH * OW);
     apool_one<1>(a, plane / a.c, plane % a.c, t / OW % OH, t % OW);
@@ -178,7 +214,8 @@ __global__ void __launch_bounds__(k_threads) apool_staged_kernel(apool_args a) {
   __syncthreads();
   const int orows = r1 - r0, per_plane = orows * OW;
   for (int o = threadIdx.x; o < np * per_plane; o += k_threads) {
-    const int pl = o / per_plane, oi = r0 + (o - pl * per_plane) / OW, oj = o % OW;
+    const int pl = np == 1 ? 0 : apool_div(a.d_ohw, o), ro = apool_div(a.d_ow, o - pl * per_plane);
+    const int oi = r0 + ro, oj = o - pl * per_plane - ro * OW;
     const kf_pool_win r = apool_window<0>(oi, h, OH), q = apool_window<1>(oj, w, OW);
     const in_t* px = sx + pad + (int64_t)pl * rows * w;
     float sum = 0.f;
@@ -243,17 +280,21 @@ inline int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cuda
   if (!contiguous(y) || numel(y) != a.n * a.c * a.oh * a.ow) return 1;
   if (a.n * a.c == 0) return 0;
   if (a.h == 0 || a.w == 0) return 1;  // torch refuses an empty window
+  if (a.oh * a.ow <= INT32_MAX) a.d_ow = apool_make_div((int)a.ow), a.d_ohw = apool_make_div((int)(a.oh * a.ow));
+  a.fast = a.n * a.c * a.oh * a.ow < (int64_t(1) << 30);
+  if (a.fast) a.d_c = apool_make_div((int)a.c);
   if (a.sc == 1 && a.c > 1) {
     // channels_last: vectors of k_cvec channels where the channels and every pixel's address allow them.
     const bool vec = k_cvec > 1 && a.c % k_cvec == 0 && a.sh % k_cvec == 0 && a.sw % k_cvec == 0 &&
                      a.sn % k_cvec == 0 && aligned(a.x, vec_align<in_t, k_cvec>());
-    if (k_ptile > 0) {
+    if (k_ptile > 0 && a.fast) {
       // Tiled: a block a tile of positions by a chunk of channels (the smaller chunk where vectors do not fit).
       constexpr int P = k_ptile > 0 ? k_ptile : 1;
-      const int64_t cc = (int64_t)(k_threads / P) * (vec ? k_cvec : 1);
-      const int64_t blocks = a.n * ((a.c + cc - 1) / cc) * ((a.oh * a.ow + P - 1) / P);
+      const int64_t cc = (int64_t)(k_threads / P) * (vec ? k_cvec : 1), chunks = (a.c + cc - 1) / cc;
+      const int64_t ptiles = (a.oh * a.ow + P - 1) / P, blocks = a.n * chunks * ptiles;
       const size_t smem = (size_t)cc * (P + 1) * sizeof(float);
-      if (blocks <= INT32_MAX) {
+      if (blocks < (int64_t(1) << 30)) {
+        a.d_ptiles = apool_make_div((int)ptiles), a.d_chunks = apool_make_div((int)chunks);
         if (vec)
           return launch_kernel<k_pdl>(apool_cl_tiled_kernel<k_cvec>, dim3((unsigned)blocks), k_threads, smem, s, a);
         return launch_kernel<k_pdl>(apool_cl_tiled_kernel<1>, dim3((unsigned)blocks), k_threads, smem, s, a);
