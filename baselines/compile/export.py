@@ -81,6 +81,11 @@ def make_ops(torch):
         return (F.avg_pool2d(x, a["kernel_size"], stride if stride not in (None, []) else None, a.get("padding", 0),
                              a.get("ceil_mode", False), a.get("count_include_pad", True), a.get("divisor_override")),)
 
+    def max_pool(x, a, t):
+        stride = a.get("stride")
+        return (F.max_pool2d(x, a["kernel_size"], stride if stride not in (None, []) else None, a.get("padding", 0),
+                             ceil_mode=a.get("ceil_mode", False)),)
+
     def softmax_like(fn):
         def run(x, a, t):
             dt = a.get("dtype")
@@ -117,6 +122,7 @@ def make_ops(torch):
         "gelu": lambda x, a, t: (F.gelu(x, approximate=a.get("approximate", "none")),),
         "adaptive_avg_pool2d": pool,
         "avg_pool2d": avg_pool,
+        "max_pool2d": max_pool,
         "flatten": lambda x, a, t: (torch.flatten(x, a.get("start_dim", 0), a.get("end_dim", -1)),),
         "cast": lambda x, a, t: (x.to(_dtype(torch, a["dtype"])),),
         "linear": lambda x, a, t: (F.linear(x, t["weight"], t.get("bias")),),

@@ -196,13 +196,13 @@ std::vector<tensor_desc> adaptive_avg_pool2d(const op_context& c) {
   return {out};
 }
 
-// F.avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) as torch checks it:
-// sizes of one or two integers (stride: none or empty means kernel_size), padding at most half the kernel, an output
-// of at least one window.
+// F.avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) and F.max_pool2d(x,
+// kernel_size, stride, padding, ceil_mode) as torch checks them: sizes of one or two integers (stride: none or empty
+// means kernel_size), padding at most half the kernel, an output of at least one window.
 std::vector<tensor_desc> avg_pool2d(const op_context& c) {
   need_floating(c);
   size_t r = c.input.shape.size();
-  if (r != 3 && r != 4) c.fail("", fmt::format("avg_pool2d needs a 3-d or 4-d input, got {}", c.input.str()));
+  if (r != 3 && r != 4) c.fail("", fmt::format("{} needs a 3-d or 4-d input, got {}", c.op.name, c.input.str()));
   auto pair = [&](const std::string& name, int64_t least) {
     auto v = c.get_int_list(name);
     if (v.size() == 1) v.push_back(v[0]);
@@ -323,6 +323,9 @@ std::vector<op_def> make_table() {
        {req("kernel_size", k::int_list), arg("stride", k::int_list), arg("padding", k::int_list, 0),
         arg("ceil_mode", k::boolean, false), arg("count_include_pad", k::boolean, true), arg("divisor_override", k::integer)},
        false, {}, avg_pool2d},
+      {"max_pool2d", "F.max_pool2d(x, kernel_size, stride, padding, ceil_mode)",
+       {req("kernel_size", k::int_list), arg("stride", k::int_list), arg("padding", k::int_list, 0), arg("ceil_mode", k::boolean, false)},
+       false, {}, avg_pool2d},
       {"flatten", "torch.flatten(x, start_dim, end_dim)", {arg("start_dim", k::integer, 0), arg("end_dim", k::integer, -1)}, false, {}, flatten},
       {"cast", "x.to(dtype)", {req("dtype", k::dtype)}, false, {}, cast},
       {"linear", "F.linear(x, weight, bias)", {req("weight", k::tensor), arg("bias", k::tensor)}, false, {}, linear},
@@ -424,11 +427,11 @@ int64_t pool_window::out_len(int dim, int64_t len) const {
 std::string pool_window::describe() const {
   if (adaptive) return out_h == out_w ? fmt::format("adaptive_avg_pool2d({})", out_h) : fmt::format("adaptive_avg_pool2d({}, {})", out_h, out_w);
   auto two = [](int64_t a, int64_t b) { return a == b ? fmt::format("{}", a) : fmt::format("[{}, {}]", a, b); };
-  std::string s = fmt::format("avg_pool2d({}", two(kh, kw));
+  std::string s = fmt::format("{}({}", max ? "max_pool2d" : "avg_pool2d", two(kh, kw));
   if (sh != kh || sw != kw) s += fmt::format(", stride {}", two(sh, sw));
   if (ph || pw) s += fmt::format(", padding {}", two(ph, pw));
   if (ceil_mode) s += ", ceil_mode";
-  if ((ph || pw) && !count_include_pad) s += ", count_include_pad false";
+  if ((ph || pw) && !count_include_pad && !max) s += ", count_include_pad false";
   if (divisor) s += fmt::format(", divisor {}", divisor);
   return s + ")";
 }
@@ -441,6 +444,7 @@ pool_window pool_window_of(const op_call& call) {
     return w;
   }
   w.adaptive = false;
+  w.max = call.op == "max_pool2d";
   auto pair = [&](const char* name, std::vector<int64_t> dflt) {
     const json v = call.args.value(name, json());
     std::vector<int64_t> out = v.is_null() ? std::vector<int64_t>{} : pool_output_size(v);
@@ -449,9 +453,9 @@ pool_window pool_window_of(const op_call& call) {
   const auto k = pair("kernel_size", {1, 1}), s = pair("stride", k), p = pair("padding", {0, 0});
   w.kh = k[0], w.kw = k[1], w.sh = s[0], w.sw = s[1], w.ph = p[0], w.pw = p[1];
   w.ceil_mode = call.args.value("ceil_mode", false);
-  w.count_include_pad = call.args.value("count_include_pad", true);
+  w.count_include_pad = !w.max && call.args.value("count_include_pad", true);
   const json d = call.args.value("divisor_override", json());
-  w.divisor = d.is_number_integer() ? d.get<int64_t>() : 0;
+  w.divisor = !w.max && d.is_number_integer() ? d.get<int64_t>() : 0;
   return w;
 }
 

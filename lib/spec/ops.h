@@ -118,12 +118,13 @@ std::vector<tensor_desc> infer_outputs(const workload_spec& spec, const case_spe
 // adaptive_avg_pool2d's output_size as torch reads it: a size s or [s] means [s, s]; [h, w] stays; anything else
 // (a wrong length, not integers) comes back as the integers it has, for the caller to reject.
 std::vector<int64_t> pool_output_size(const nlohmann::json& output_size);
-// The windows of an average pooling over the last two dims, for either op: adaptive_avg_pool2d (torch's adaptive
-// windows [floor(i len / out), ceil((i + 1) len / out)) of a fixed output size) or avg_pool2d (kernel, stride and
-// padding, the output's size following the input's; a window's divisor is its size counting the padding, or not, or
-// divisor_override).
+// The windows of a pooling over the last two dims: adaptive_avg_pool2d (torch's adaptive windows
+// [floor(i len / out), ceil((i + 1) len / out)) of a fixed output size), avg_pool2d (kernel, stride and padding, the
+// output's size following the input's; a window's divisor is its size counting the padding, or not, or
+// divisor_override) or max_pool2d (avg_pool2d's windows, their largest value).
 struct pool_window {
   bool adaptive = true;
+  bool max = false;                   // max_pool2d: the window's largest value (NaN if it holds one), no divisor
   int64_t out_h = 1, out_w = 1;       // adaptive: the output size
   int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0;  // avg_pool2d
   bool ceil_mode = false;
@@ -134,7 +135,8 @@ struct pool_window {
   int64_t out_len(int dim, int64_t len) const;
   std::string describe() const;  // "adaptive_avg_pool2d(7, 7)", "avg_pool2d(3, stride 2, padding 1, ceil_mode)"
 };
-// The windows an adaptive_avg_pool2d or avg_pool2d call pools over (its arguments checked by the op's inference).
+// The windows an adaptive_avg_pool2d, avg_pool2d or max_pool2d call pools over (its arguments checked by the op's
+// inference).
 pool_window pool_window_of(const op_call& call);
 // Input descriptors for a case (shapes with the case's bindings).
 std::vector<tensor_desc> input_descs(const workload_spec& spec, const case_spec& c);

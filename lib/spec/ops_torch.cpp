@@ -88,6 +88,10 @@ std::vector<torch_op> make_table() {
          if (w.divisor) divisor = w.divisor;
          return {at::avg_pool2d(x, {w.kh, w.kw}, {w.sh, w.sw}, {w.ph, w.pw}, w.ceil_mode, w.count_include_pad, divisor)};
        }},
+      {"max_pool2d", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
+         const pool_window w = pool_window_of(op_call{"max_pool2d", a.args, {}, {}});
+         return {at::max_pool2d(x, {w.kh, w.kw}, {w.sh, w.sw}, {w.ph, w.pw}, {1, 1}, w.ceil_mode)};
+       }},
       {"flatten", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
          return {at::flatten(x, a.value("start_dim").get<int64_t>(), a.value("end_dim").get<int64_t>())};
        }},

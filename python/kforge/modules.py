@@ -7,7 +7,8 @@ the module's parameters being the spec's other inputs. The module types it reads
 each giving the module's forward as steps of the spec's op language:
 
 - one module: nn.LayerNorm, nn.RMSNorm, nn.GroupNorm, nn.Linear, nn.SiLU, nn.GELU, nn.ReLU, nn.Sigmoid, nn.Tanh,
-  nn.Softmax, nn.LogSoftmax (with a dim), nn.AdaptiveAvgPool2d, nn.AvgPool2d, nn.Flatten;
+  nn.Softmax, nn.LogSoftmax (with a dim), nn.AdaptiveAvgPool2d, nn.AvgPool2d, nn.MaxPool2d (no dilation or indices),
+  nn.Flatten;
 - consecutive children of an nn.Sequential whose steps together are one workload's graph (GroupNorm then SiLU,
   AdaptiveAvgPool2d then Flatten, LayerNorm then GELU): the first child computes the whole run, the others become
   nn.Identity.
@@ -96,13 +97,16 @@ MODULE_RULES = {
     nn.AvgPool2d: lambda m: [Step("avg_pool2d", {"kernel_size": m.kernel_size, "stride": m.stride, "padding": m.padding,
                                                  "ceil_mode": m.ceil_mode, "count_include_pad": m.count_include_pad,
                                                  "divisor_override": m.divisor_override}, module=m)],
+    nn.MaxPool2d: lambda m: (None if m.return_indices or m.dilation not in (1, (1, 1), [1, 1]) else
+                             [Step("max_pool2d", {"kernel_size": m.kernel_size, "stride": m.stride, "padding": m.padding,
+                                                  "ceil_mode": m.ceil_mode}, module=m)]),
     nn.Flatten: lambda m: [Step("flatten", {"start_dim": m.start_dim, "end_dim": m.end_dim}, module=m)],
 }
 
 
 def _canonical(op, args):
-    """avg_pool2d's stride as it runs: none (or []) is the kernel's."""
-    if op == "avg_pool2d" and args.get("stride") in (None, [], ()):
+    """avg_pool2d's and max_pool2d's stride as it runs: none (or []) is the kernel's."""
+    if op in ("avg_pool2d", "max_pool2d") and args.get("stride") in (None, [], ()):
         return dict(args, stride=args.get("kernel_size"))
     return args
 
@@ -114,8 +118,8 @@ def _steps(m):
 
 def _as_list(op, name, v):
     v = [v] if isinstance(v, int) else list(v)
-    if (op, name) in (("adaptive_avg_pool2d", "output_size"), ("avg_pool2d", "kernel_size"), ("avg_pool2d", "stride"),
-                      ("avg_pool2d", "padding")) and len(v) == 1:
+    if (op == "adaptive_avg_pool2d" and name == "output_size" or
+            op in ("avg_pool2d", "max_pool2d") and name in ("kernel_size", "stride", "padding")) and len(v) == 1:
         return v * 2  # a size s or [s] is [s, s] (spec/ops.h pool_output_size, pool_window_of)
     return v
 

@@ -143,6 +143,10 @@ def _reference(op, x, args, values, form="aten"):
         return getattr(torch, op)(x, other if isinstance(other, (int, float)) else t("other"))
     if op == "adaptive_avg_pool2d":
         return F.adaptive_avg_pool2d(x, args["output_size"])
+    if op == "max_pool2d":
+        stride = args.get("stride")
+        return F.max_pool2d(x, args["kernel_size"], stride if stride not in (None, []) else None, args.get("padding", 0),
+                            ceil_mode=args.get("ceil_mode", False))
     if op == "avg_pool2d":
         stride = args.get("stride")
         return F.avg_pool2d(x, args["kernel_size"], stride if stride not in (None, []) else None, args.get("padding", 0),

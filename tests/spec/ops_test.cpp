@@ -43,7 +43,8 @@ std::vector<tensor_desc> outputs_of(const std::string& text) {
 TEST(ops, registry_lists_every_op_with_a_schema) {
   auto names = op_names();
   for (const char* n : {"softcap", "scale", "add_mask", "softmax", "log_softmax", "topk", "group_norm", "layer_norm",
-                        "rms_norm", "silu", "gelu", "adaptive_avg_pool2d", "avg_pool2d", "flatten", "cast", "linear", "matmul"})
+                        "rms_norm", "silu", "gelu", "adaptive_avg_pool2d", "avg_pool2d", "max_pool2d", "flatten", "cast", "linear",
+                        "matmul"})
     EXPECT_NE(find_op(n), nullptr) << n;
   EXPECT_EQ(names.size(), op_table().size());
   EXPECT_EQ(find_op("nope"), nullptr);
@@ -97,6 +98,11 @@ TEST(ops, avg_pool2d_sizes_its_output_as_torch_does) {
   EXPECT_EQ(shape_of("[1, 1, 7, 12]", "kernel_size: [3, 2], stride: [2, 5], padding: [1, 0]"), (std::vector<int64_t>{1, 1, 4, 3}));
   EXPECT_EQ(shape_of("[1, 1, 6, 6]", "kernel_size: 2, stride: []"), (std::vector<int64_t>{1, 1, 3, 3}));
 
+  // max_pool2d sizes its output the same way.
+  EXPECT_EQ(outputs_of(spec_text("[2, 64, 112, 112]", "float16", "  - max_pool2d: {input: x, kernel_size: 3, stride: 2, padding: 1}\n")).at(0).shape,
+            (std::vector<int64_t>{2, 64, 56, 56}));
+  EXPECT_EQ(outputs_of(spec_text("[1, 8, 9, 9]", "float16", "  - max_pool2d: {input: x, kernel_size: 2, padding: 1, ceil_mode: true}\n")).at(0).shape,
+            (std::vector<int64_t>{1, 8, 5, 5}));
   auto error_of = [](const std::string& x, const std::string& args) {
     return first_diagnostic(spec_text(x, "float16", "  - avg_pool2d: {input: x, " + args + "}\n"));
   };

@@ -114,6 +114,9 @@ TEST(ops_torch, pool_flatten_linear_matmul_match_hand_values) {
   expect_close(run1("avg_pool2d: {input: x, kernel_size: 3, stride: 1, padding: 1, count_include_pad: false}", {1, 1, 2, 2}, g)[0],
                {2.5, 2.5, 2.5, 2.5});
   expect_close(run1("avg_pool2d: {input: x, kernel_size: 2, divisor_override: 2}", {1, 1, 2, 2}, g)[0], {5});
+  // max_pool2d pads with -inf: a 3 x 3 window padded by one at each corner of [[1, 2], [3, 4]] sees all four values.
+  expect_close(run1("max_pool2d: {input: x, kernel_size: 3, stride: 1, padding: 1}", {1, 1, 2, 2}, t({-1.f, -2.f, -3.f, -4.f}, {1, 1, 2, 2}))[0],
+               {-1, -1, -1, -1});
   // Number operands, as x + 1.5 and x / 4 are written in Python.
   expect_close(run1("add: {input: x, other: 1.5}", {1, 1, 2, 2}, g)[0], {2.5, 3.5, 4.5, 5.5});
   expect_close(run1("div: {input: x, other: 4}", {1, 1, 2, 2}, g)[0], {0.25, 0.5, 0.75, 1});
