@@ -21,6 +21,7 @@ std::string short_name(const std::string& op) {
       {"rms_norm", "rmsnorm"},     {"layer_norm", "layernorm"}, {"group_norm", "groupnorm"},
       {"log_softmax", "logsoftmax"}, {"add_mask", "mask"},      {"adaptive_avg_pool2d", "avgpool"},
       {"masked_fill", "fill"},     {"avg_pool2d", "avgpool2d"},
+      {"max_pool2d", "maxpool"},
   };
   auto it = names.find(op);
   return it == names.end() ? op : it->second;

@@ -200,6 +200,23 @@ std::optional<lifted_op> avg_pool(const trace& t, const traced_op& op) {
   return l;
 }
 
+// max_pool2d(self, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False), and max_pool2d_with_indices (the
+// same arguments; its indices unused): max_pool2d without dilation.
+std::optional<lifted_op> max_pool(const trace& t, const traced_op& op) {
+  auto l = floating(t, start(t, op, "max_pool2d", op.arg(0, "self")));
+  auto kernel = int_list_arg(op.arg(1, "kernel_size"));
+  if (!l || !kernel) return std::nullopt;
+  if (auto d = int_list_arg(op.arg(4, "dilation")); d && std::any_of(d->begin(), d->end(), [](int64_t v) { return v != 1; }))
+    return std::nullopt;
+  auto pair = [](const std::vector<int64_t>& v) { return v.size() == 2 && v[0] == v[1] ? json(v[0]) : json(v); };
+  l->args = {{"kernel_size", pair(*kernel)}};
+  if (auto s = int_list_arg(op.arg(2, "stride")); s && !s->empty() && *s != *kernel) l->args["stride"] = pair(*s);
+  if (auto p = int_list_arg(op.arg(3, "padding")); p && std::any_of(p->begin(), p->end(), [](int64_t v) { return v != 0; }))
+    l->args["padding"] = pair(*p);
+  if (op.arg(5, "ceil_mode") == true) l->args["ceil_mode"] = true;
+  return l;
+}
+
 std::optional<lifted_op> topk(const trace& t, const traced_op& op) {
   auto l = start(t, op, "topk", op.arg(0, "self"), /*all_results=*/true);  // values and indices
   auto k = int_arg(op.arg(1, "k"));
@@ -322,6 +339,8 @@ const std::map<std::string, rule>& lift_rules() {
         {"aten.mean.dim", pool_mean},
         {"aten._adaptive_avg_pool2d.default", adaptive_pool},
         {"aten.avg_pool2d.default", avg_pool},
+        {"aten.max_pool2d.default", max_pool},
+        {"aten.max_pool2d_with_indices.default", max_pool},
         {"aten.topk.default", topk},
         {"aten.masked_fill.Scalar", fill},
         {"aten.masked_fill_.Scalar", fill},
@@ -356,7 +375,8 @@ const std::map<std::string, rule>& lift_rules() {
 
 op_role role_of(const std::string& spec_op) {
   static const std::set<std::string> reductions = {"softmax", "log_softmax", "topk", "group_norm", "layer_norm",
-                                                   "rms_norm", "adaptive_avg_pool2d", "avg_pool2d"};
+                                                   "rms_norm", "adaptive_avg_pool2d", "avg_pool2d",
+                                                   "max_pool2d"};
   if (spec_op == "flatten" || spec_op == "alias") return op_role::view;
   return reductions.count(spec_op) ? op_role::reduction : op_role::elementwise;
 }

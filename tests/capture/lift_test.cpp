@@ -55,9 +55,10 @@ TEST(capture_lift, maps_the_operators_of_a_resnet_block) {
     }
 }
 
-// nn.AvgPool2d(2) (stride traced as [2, 2], the kernel's: left out) and F.avg_pool2d(3, 1, 1, count_include_pad=False):
-// avg_pool2d with the arguments that differ from its defaults, each its own workload (a pooling starts a pattern).
-TEST(capture_lift, avg_pool2d_keeps_the_arguments_that_differ_from_its_defaults_and_a_number_stays_an_operand) {
+// nn.AvgPool2d(2) (stride traced as [2, 2], the kernel's: left out), F.avg_pool2d(3, 1, 1, count_include_pad=False)
+// and nn.MaxPool2d(3, 2, 1): the arguments that differ from the defaults, each its own workload (a pooling starts a
+// pattern).
+TEST(capture_lift, poolings_keep_the_arguments_that_differ_from_their_defaults_and_a_number_stays_an_operand) {
   const trace t = fixture("pool_branches");
   const auto pools = lifted_named(lift(t), "avg_pool2d");
   ASSERT_EQ(pools.size(), 2u);
@@ -67,6 +68,10 @@ TEST(capture_lift, avg_pool2d_keeps_the_arguments_that_differ_from_its_defaults_
   int pooled = 0;
   for (const auto& w : r.workloads) pooled += w.spec.graph.front().op == "avg_pool2d";
   EXPECT_EQ(pooled, 2);
+  // nn.MaxPool2d(3, 2, 1) traces as max_pool2d_with_indices, its indices unused: max_pool2d.
+  const auto maxes = lifted_named(lift(t), "max_pool2d");
+  ASSERT_EQ(maxes.size(), 1u);
+  EXPECT_EQ(maxes[0].args, (nlohmann::json{{"kernel_size", 3}, {"stride", 2}, {"padding", 1}}));
   // x - 0.5 before the Inception branch's pooling: a sub with a number operand (no tensor to bind).
   const auto subs = lifted_named(lift(t), "sub");
   ASSERT_EQ(subs.size(), 1u);

@@ -163,18 +163,20 @@ def router_softcap():
 
 
 # ---- pool_branches: a DenseNet transition (AvgPool2d(2) after a 1x1 conv), an Inception pool branch (after a
-# subtraction of a number) ----
+# subtraction of a number), ResNet's stem MaxPool2d(3, 2, 1) ----
 
 class PoolBranches(nn.Module):
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(8, 4, 1, bias=False)
         self.pool = nn.AvgPool2d(kernel_size=2, stride=2)
+        self.stem_pool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
 
     def forward(self, x):
         t = self.pool(self.conv(F.relu(x)))
         b = F.avg_pool2d(x - 0.5, kernel_size=3, stride=1, padding=1, count_include_pad=False)
-        return t, b
+        m = self.stem_pool(x)
+        return t, b, m
 
 
 def pool_branches():
