@@ -391,15 +391,16 @@ std::string pool_graph::describe() const {
 
 namespace {
 
-// match_pool (global) and match_adaptive_pool (any other adaptive output size, or avg_pool2d's windows): one walk.
+// match_pool (global) and match_adaptive_pool (any other adaptive output size, or avg_pool2d's and max_pool2d's
+// windows): one walk.
 std::optional<pool_graph> match_pool_of(const workload_spec& spec, std::string* why_not, bool global) {
   walker w{spec, why_not};
   pool_graph g;
   if (!start(w, &g.input, &g.in_type, &g.rank)) return std::nullopt;
   if (g.rank != 3 && g.rank != 4) { w.fail("pooling needs x of rank 3 or 4"); return std::nullopt; }
   g.channels_last = spec.find_input(g.input)->memory_format == "channels_last";
-  if (!w.is("adaptive_avg_pool2d") && !w.is("avg_pool2d")) {
-    w.fail(fmt::format("{}: expected adaptive_avg_pool2d or avg_pool2d", w.where()));
+  if (!w.is("adaptive_avg_pool2d") && !w.is("avg_pool2d") && !w.is("max_pool2d")) {
+    w.fail(fmt::format("{}: expected adaptive_avg_pool2d, avg_pool2d or max_pool2d", w.where()));
     return std::nullopt;
   }
   // [1] and [1, 1] (and a bare 1) all mean global pooling.

@@ -46,6 +46,12 @@ test::family_variants all_variants() {
     big.cases = {test::make_case({{"N", 2}, {"C", 3}, {"H", 67}, {"W", 45}}, true), test::make_case({{"N", 1}, {"C", 1}, {"H", 5}, {"W", 4}}, false)};
     v.push_back({big, {{"stage_kb", "4"}}});  // bands of a plane's rows
   }
+  // max_pool2d's windows: contiguous (staged) and channels_last (tiled and not).
+  for (const nlohmann::json& win : test::max_pool_windows()) {
+    v.push_back({test::max_pool_spec(win, "contiguous", dtype::float16), {}});
+    v.push_back({test::max_pool_spec(win, "channels_last", dtype::bfloat16), {}});
+    v.push_back({test::max_pool_spec(win, "channels_last", dtype::float32), {{"ptile", "0"}}});
+  }
   for (const char* out : {"[6, 5]", "[1, 3]"}) {
     const workload_spec big = test::parse(fmt::format(R"(version: 1
 name: big-plane-avgpool

@@ -462,6 +462,22 @@ TEST(graph_match, avg_pool2d_is_adaptive_pool_for_every_window) {
     }
 }
 
+// max_pool2d is adaptive_pool's as well: the same windows, their largest values (the padding never wins).
+TEST(graph_match, max_pool2d_is_adaptive_pool_for_every_window) {
+  std::string why;
+  const auto windows = test::max_pool_windows();
+  auto g = match_adaptive_pool(test::max_pool_spec(windows[0]), &why);
+  ASSERT_TRUE(g.has_value()) << why;
+  EXPECT_EQ(g->describe(), "x[float16] -> max_pool2d(3, stride 2, padding 1) -> cast(float32)");
+  EXPECT_TRUE(g->window.max);
+  for (size_t i = 0; i < windows.size(); ++i)
+    for (auto [format, t] : {std::pair{"contiguous", dtype::float16}, std::pair{"channels_last", dtype::bfloat16},
+                             std::pair{"contiguous", dtype::float32}}) {
+      const workload_spec s = test::max_pool_spec(windows[i], format, t);
+      test::expect_passes(s, fmt::format("{} {} {}", windows[i].dump(), format, dtype_name(t)), "adaptive_pool_cpu", device_kind::cpu);
+    }
+}
+
 // The softmax kernels read each row as one contiguous run: a channels_last x, whose last dim is strided, is not
 // theirs (a family that claimed it emitted a kernel that declined every case).
 TEST(graph_match, softmax_over_a_strided_last_dim_is_not_covered) {

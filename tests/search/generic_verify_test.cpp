@@ -51,6 +51,7 @@ std::string one_op_spec(const std::string& op, const std::string& t) {
   } else if (op == "gelu") args = "approximate: tanh";
   else if (op == "adaptive_avg_pool2d") x = "[2, 4, 5, 7]", args = "output_size: [2, 3]";
   else if (op == "avg_pool2d") x = "[2, 4, 7, 8]", args = "kernel_size: [3, 2], stride: [2, 3], padding: [1, 1], ceil_mode: true, count_include_pad: false";
+  else if (op == "max_pool2d") x = "[2, 4, 7, 8]", args = "kernel_size: 3, stride: 2, padding: 1, ceil_mode: true";
   else if (op == "flatten") args = "start_dim: 1";
   else if (op == "cast") args = fmt::format("dtype: {}", t == "float32" ? "bfloat16" : "float32");
   else if (op == "linear") {

@@ -139,15 +139,35 @@ inline workload_spec adaptive_pool_spec(std::string format = "contiguous", dtype
 
 // avg_pool2d with `args` (kernel_size and whichever of stride, padding, ceil_mode, count_include_pad,
 // divisor_override) over [N, C, H, W], then a cast to float32; two cases of different sizes (the output's follows x's).
-inline workload_spec avg_pool_spec(nlohmann::json args, std::string format = "contiguous", dtype in = dtype::float16) {
+// (max_pool_spec: the same with max_pool2d.)
+inline workload_spec window_pool_spec(const std::string& op, nlohmann::json args, std::string format, dtype in) {
   workload_spec s;
-  s.name = "test-avg-pool2d";
+  s.name = "test-" + op;
   s.inputs.push_back(tensor_input("x", {sym("N"), sym("C"), sym("H"), sym("W")}, in, format));
   args["input"] = "x";
-  s.graph.push_back({"avg_pool2d", args, {}});
+  s.graph.push_back({op, args, {}});
   s.graph.push_back({"cast", {{"dtype", "float32"}}, {}});
   s.cases = {make_case({{"N", 2}, {"C", 24}, {"H", 13}, {"W", 10}}, true), make_case({{"N", 1}, {"C", 3}, {"H", 7}, {"W", 9}}, false)};
   return s;
+}
+
+inline workload_spec avg_pool_spec(nlohmann::json args, std::string format = "contiguous", dtype in = dtype::float16) {
+  return window_pool_spec("avg_pool2d", std::move(args), std::move(format), in);
+}
+inline workload_spec max_pool_spec(nlohmann::json args, std::string format = "contiguous", dtype in = dtype::float16) {
+  return window_pool_spec("max_pool2d", std::move(args), std::move(format), in);
+}
+
+// The max_pool2d windows the pooling tests try: ResNet's stem (3 x 3, stride 2, padded by one: the padding never the
+// largest), YOLO's SPPF (5 x 5, stride 1, padded by two), 2 x 2, an uneven window with ceil_mode, and gaps.
+inline std::vector<nlohmann::json> max_pool_windows() {
+  return {
+      {{"kernel_size", 3}, {"stride", 2}, {"padding", 1}},
+      {{"kernel_size", 5}, {"stride", 1}, {"padding", 2}},
+      {{"kernel_size", 2}},
+      {{"kernel_size", {3, 2}}, {"stride", {2, 1}}, {"padding", {1, 0}}, {"ceil_mode", true}},
+      {{"kernel_size", 2}, {"stride", 3}},
+  };
 }
 
 // The avg_pool2d windows the pooling tests try: DenseNet's and ResNet-D's 2 x 2 (stride the kernel), a 3 x 3 stride-2

@@ -1,6 +1,6 @@
-// adaptive_pool_cpu: average pooling over windows, adaptive_avg_pool2d to an output larger than 1 x 1 (torch's
-// adaptive windows) or avg_pool2d (kernel, stride, padding, ceil_mode, count_include_pad, divisor_override), optional
-// flatten and casts, on the cpu; global pooling is pool_cpu's. NCHW walks each plane, channels_last
+// adaptive_pool_cpu: pooling over windows, adaptive_avg_pool2d to an output larger than 1 x 1 (torch's adaptive
+// windows), avg_pool2d (kernel, stride, padding, ceil_mode, count_include_pad, divisor_override) or max_pool2d
+// (kernel, stride, padding, ceil_mode), optional flatten and casts, on the cpu; global pooling is pool_cpu's. NCHW walks each plane, channels_last
 // each output position a block of channels at a time. This file emits the variant's part (its types, constants,
 // knob-selected macros, the fused casts); the fixed code is adaptive_pool_cpu.h.
 #include <fmt/format.h>
@@ -17,7 +17,7 @@ class adaptive_pool_cpu final : public family {
  public:
   std::string name() const override { return "adaptive_pool_cpu"; }
   device_kind device() const override { return device_kind::cpu; }
-  // 3: avg_pool2d's windows (and y's size at run time).
+  // 3: avg_pool2d's and max_pool2d's windows (and y's size at run time).
   int version() const override { return 3; }
   std::vector<std::string> selected_by() const override { return {"pool"}; }
 
@@ -78,9 +78,9 @@ class adaptive_pool_cpu final : public family {
     code += fmt::format(
         "constexpr int kf_fixed = {};  // avg_pool2d's windows (else adaptive)\n"
         "constexpr int64_t kf_kh = {}, kf_kw = {}, kf_sh = {}, kf_sw = {}, kf_ph = {}, kf_pw = {};\n"
-        "constexpr int kf_ceil = {}, kf_incl_pad = {};\nconstexpr int64_t kf_divisor = {};\n",
+        "constexpr int kf_ceil = {}, kf_incl_pad = {}, kf_max = {};\nconstexpr int64_t kf_divisor = {};\n",
         win.adaptive ? 0 : 1, win.kh, win.kw, win.sh, win.sw, win.ph, win.pw, win.ceil_mode ? 1 : 0,
-        win.count_include_pad ? 1 : 0, win.divisor);
+        win.count_include_pad ? 1 : 0, win.max ? 1 : 0, win.divisor);
     code += cpu_emit::pool_io(*g);
     return cpu_emit::header(*this, spec, v, g->describe()) + cpu_emit::prelude(v) + cpu_emit::variant(code) +
            "\n#define KF_POOL_FN static inline\n" + cpu_emit::fixed_file("search/families/pool_window.h") +

@@ -2,8 +2,8 @@
 // its types, constants and knob-selected macros, the load kf_load, the epilogue's casts kf_fin and the store
 // kf_store). Average pooling to an OH x OW output over torch's adaptive windows (kf_fixed 0: OH x OW is kf_oh x
 // kf_ow) or avg_pool2d's (kf_fixed 1: kf_kh x kf_kw windows kf_sh, kf_sw apart from -kf_ph, -kf_pw, clipped to x; OH x
-// OW follows x's size); NCHW walks each (n, c) plane, channels_last each output position with a block of contiguous
-// channels at a time. y is contiguous [N, C, OH, OW].
+// OW follows x's size; kf_max: max_pool2d's largest values); NCHW walks each (n, c) plane, channels_last each output
+// position with a block of contiguous channels at a time. y is contiguous [N, C, OH, OW].
 #ifndef KF_EMITTED
 // Read on its own (an editor, clang-format, tests/search/family_sources_test.cpp), this file sees typical values of
 // what the family emits before it; kforge emits it without these lines.
@@ -20,7 +20,7 @@ static inline kf_pool_win kf_window(int d, int64_t i, int64_t len, int64_t n) {
   return kf_pool_window(kf_fixed, i, len, n, d ? kf_kw : kf_kh, d ? kf_sw : kf_sh, d ? kf_pw : kf_ph);
 }
 static inline float kf_divisor_of(kf_pool_win r, kf_pool_win c) {
-  return (float)kf_pool_count(r, c, kf_fixed, kf_incl_pad, kf_divisor);
+  return (float)kf_pool_count(r, c, kf_fixed, kf_incl_pad, kf_divisor, kf_max);
 }
 
 extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, void* stream) {
@@ -50,11 +50,11 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
       for (int64_t c0 = 0; c0 < C; c0 += kf_cblock) {
         const int64_t cn = C - c0 < kf_cblock ? C - c0 : kf_cblock;
         kf_acc_t acc[kf_cblock];
-        for (int64_t c = 0; c < cn; ++c) acc[c] = 0;
+        for (int64_t c = 0; c < cn; ++c) acc[c] = kf_pool_start<kf_acc_t>(kf_max);
         for (int64_t h = h0; h < h1; ++h)
           for (int64_t w = w0; w < w1; ++w) {
             const kf_in_t* px = xd + n * sN + h * sH + w * sW + c0;
-            for (int64_t c = 0; c < cn; ++c) acc[c] += kf_load(px[c]);
+            for (int64_t c = 0; c < cn; ++c) acc[c] = kf_pool_step<kf_acc_t>(acc[c], kf_load(px[c]), kf_max);
           }
         for (int64_t c = 0; c < cn; ++c)
           yd[((n * C + c0 + c) * OH + oi) * OW + oj] = kf_store(kf_fin((float)acc[c] / count));
@@ -71,9 +71,9 @@ extern "C" int kf_launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_ou
       const kf_pool_win r = kf_window(0, oi, H, OH);
       for (int64_t oj = 0; oj < OW; ++oj) {
         const kf_pool_win q = kf_window(1, oj, W, OW);
-        kf_acc_t s = 0;
+        kf_acc_t s = kf_pool_start<kf_acc_t>(kf_max);
         for (int64_t h = r.lo; h < r.hi; ++h)
-          for (int64_t w = q.lo; w < q.hi; ++w) s += kf_load(px[h * sH + w * sW]);
+          for (int64_t w = q.lo; w < q.hi; ++w) s = kf_pool_step<kf_acc_t>(s, kf_load(px[h * sH + w * sW]), kf_max);
         yd[(t * OH + oi) * OW + oj] = kf_store(kf_fin((float)s / kf_divisor_of(r, q)));
       }
     }

@@ -17,7 +17,7 @@ constexpr int kf_x_dtype = KF_FLOAT16, kf_out_dtype = KF_FLOAT16;
 constexpr int64_t kf_oh = 7, kf_ow = 7;
 constexpr int kf_fixed = 0;  // avg_pool2d's windows (else adaptive)
 constexpr int64_t kf_kh = 1, kf_kw = 1, kf_sh = 1, kf_sw = 1, kf_ph = 0, kf_pw = 0;
-constexpr int kf_ceil = 0, kf_incl_pad = 1;
+constexpr int kf_ceil = 0, kf_incl_pad = 1, kf_max = 0;
 constexpr int64_t kf_divisor = 0;
 
 // An element of x as a float (kf_load), the mean on its way out, rounded through x's type and each later

@@ -1,6 +1,6 @@
-// adaptive_pool_cuda: average pooling over windows, adaptive_avg_pool2d to an output larger than 1 x 1 (torch's
-// adaptive windows) or avg_pool2d (kernel, stride, padding, ceil_mode, count_include_pad, divisor_override), optional
-// flatten and casts, on the GPU; global pooling is pool_cuda's. A contiguous x is staged: a block
+// adaptive_pool_cuda: pooling over windows, adaptive_avg_pool2d to an output larger than 1 x 1 (torch's adaptive
+// windows), avg_pool2d (kernel, stride, padding, ceil_mode, count_include_pad, divisor_override) or max_pool2d
+// (kernel, stride, padding, ceil_mode), optional flatten and casts, on the GPU; global pooling is pool_cuda's. A contiguous x is staged: a block
 // copies whole planes (or a band of a plane's rows) into shared memory in 16-byte vectors and pools them there
 // (`stage_kb`); a channels_last x is tiled, a block a tile of positions by a chunk of channels, its means transposed
 // through shared memory on their way to y (`ptile`); otherwise a thread an output value (or a vector of
@@ -94,9 +94,10 @@ class adaptive_pool_cuda final : public family {
     const pool_window& win = g->window;
     s += fmt::format(
         "constexpr bool k_fixed = {};\nconstexpr int64_t k_kh = {}, k_kw = {}, k_sh = {}, k_sw = {}, k_ph = {}, k_pw = {};\n"
-        "constexpr bool k_ceil = {}, k_incl_pad = {};\nconstexpr int64_t k_divisor = {};\n",
-        !win.adaptive, win.kh, win.kw, win.sh, win.sw, win.ph, win.pw, win.ceil_mode, win.count_include_pad, win.divisor);
-    // The mean is x's type (torch pools in it), then each cast; from_f stores the last.
+        "constexpr bool k_ceil = {}, k_incl_pad = {}, k_max = {};\nconstexpr int64_t k_divisor = {};\n",
+        !win.adaptive, win.kh, win.kw, win.sh, win.sw, win.ph, win.pw, win.ceil_mode, win.count_include_pad, win.max,
+        win.divisor);
+    // The mean (or max) is x's type (torch pools in it), then each cast; from_f stores the last.
     std::vector<dtype> chain = {g->in_type};
     chain.insert(chain.end(), g->epilogue_casts.begin(), g->epilogue_casts.end());
     s += fmt::format("\n__device__ __forceinline__ float finalize(float x) {{\n{}  return x;\n}}\n",

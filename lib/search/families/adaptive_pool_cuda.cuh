@@ -2,7 +2,7 @@
 // casts (adaptive_pool_cuda.cpp): average pooling of x [N, C, H, W] (or [C, H, W]) to a contiguous [N, C, OH, OW]
 // over torch's adaptive windows [floor(i H / OH), ceil((i + 1) H / OH)) (k_fixed false: OH x OW is k_oh x k_ow) or
 // avg_pool2d's (k_fixed: k_kh x k_kw windows k_sh, k_sw apart from -k_ph, -k_pw, clipped to x; OH x OW follows x's
-// size). A thread an output value, any strides:
+// size); with k_max, max_pool2d's (the windows' largest values). A thread an output value, any strides:
 //  - channels_last x (a pixel's channels contiguous): consecutive threads take consecutive channels of one output
 //    position, so each load of the window is coalesced across the warp; with k_ptile > 0 a block takes a tile of
 //    positions by a chunk of channels and transposes its means through shared memory, so y's stores are
@@ -68,7 +68,7 @@ __host__ __device__ __forceinline__ kf_pool_win apool_window(int64_t i, int64_t 
   return kf_pool_window(k_fixed, i, len, n, D ? k_kw : k_kh, D ? k_sw : k_sh, D ? k_pw : k_ph);
 }
 __device__ __forceinline__ float apool_divisor(const kf_pool_win& r, const kf_pool_win& c) {
-  return (float)kf_pool_count(r, c, k_fixed, k_incl_pad, k_divisor);
+  return (float)kf_pool_count(r, c, k_fixed, k_incl_pad, k_divisor, k_max);
 }
 
 // y's pooled sizes: constants where the windows are adaptive (divisions by them fold), else the launch's.
@@ -81,14 +81,14 @@ __device__ __forceinline__ void apool_means(const apool_args& a, int64_t n, int6
                                             float* m) {
   const kf_pool_win r = apool_window<0>(oi, a.h, apool_oh(a)), q = apool_window<1>(oj, a.w, apool_ow(a));
 #pragma unroll
-  for (int v = 0; v < V; ++v) m[v] = 0.f;
+  for (int v = 0; v < V; ++v) m[v] = kf_pool_start<float>(k_max);
   const in_t* base = a.x + n * a.sn + c * a.sc;
   for (int64_t hh = r.lo; hh < r.hi; ++hh)
     for (int64_t ww = q.lo; ww < q.hi; ++ww) {
       float xv[V];
       load_vec<in_t, V>(base + hh * a.sh + ww * a.sw, xv);
 #pragma unroll
-      for (int v = 0; v < V; ++v) m[v] += xv[v];
+      for (int v = 0; v < V; ++v) m[v] = kf_pool_step(m[v], xv[v], k_max);
     }
   const float count = apool_divisor(r, q);
 #pragma unroll
@@ -218,9 +218,9 @@ __global__ void __launch_bounds__(k_threads) apool_staged_kernel(apool_args a) {
     const int oi = r0 + ro, oj = o - pl * per_plane - ro * OW;
     const kf_pool_win r = apool_window<0>(oi, h, OH), q = apool_window<1>(oj, w, OW);
     const in_t* px = sx + pad + (int64_t)pl * rows * w;
-    float sum = 0.f;
+    float sum = kf_pool_start<float>(k_max);
     for (int hh = (int)r.lo; hh < (int)r.hi; ++hh)
-      for (int ww = (int)q.lo; ww < (int)q.hi; ++ww) sum += to_f(px[(hh - hs) * w + ww]);
+      for (int ww = (int)q.lo; ww < (int)q.hi; ++ww) sum = kf_pool_step(sum, to_f(px[(hh - hs) * w + ww]), k_max);
     a.y[((p0 + pl) * OH + oi) * OW + oj] = from_f<out_t>(finalize(sum / apool_divisor(r, q)));
   }
 }

@@ -18,7 +18,7 @@ constexpr int k_ptile = 32;
 constexpr int64_t k_oh = 7, k_ow = 7;
 constexpr bool k_fixed = false;
 constexpr int64_t k_kh = 1, k_kw = 1, k_sh = 1, k_sw = 1, k_ph = 0, k_pw = 0;
-constexpr bool k_ceil = false, k_incl_pad = true;
+constexpr bool k_ceil = false, k_incl_pad = true, k_max = false;
 constexpr int64_t k_divisor = 0;
 constexpr int k_n_inputs = 1;
 constexpr int k_x_input = 0;

@@ -198,7 +198,7 @@ void emit_other(const plan& p, size_t i, std::string* body) {
     b += fmt::format("    if (!kf_same_shape(O[{0}], sh) || !kf_same_shape(O[{1}], sh)) {{ rc = 1; break; }}\n", ov, oi);
     b += fmt::format("    if ((rc = kf_items(kf_numel({0}) / ({0}.ndim ? {0}.shape[{1}] : 1), kf_topk_item{{{0}, O[{2}], O[{3}], {1}, {4}, {5}}}, stream, kf_par))) break;\n",
                      x, dim, ov, oi, k, a.value("largest", true) ? "true" : "false");
-  } else if (call.op == "adaptive_avg_pool2d" || call.op == "avg_pool2d") {
+  } else if (call.op == "adaptive_avg_pool2d" || call.op == "avg_pool2d" || call.op == "max_pool2d") {
     const pool_window w = pool_window_of(call);
     shape_same();
     b += fmt::format("    if (sh.ndim < 2) {{ rc = 1; break; }}\n");
@@ -209,8 +209,9 @@ void emit_other(const plan& p, size_t i, std::string* body) {
     b += "    if (sh.shape[sh.ndim - 2] < 1 || sh.shape[sh.ndim - 1] < 1) { rc = 1; break; }\n";
     b += "    sh = kf_contiguous(KF_ACC_CODE, sh.ndim, sh.shape);\n";
     b += destination(p, i, "sh");
-    b += fmt::format("    if ((rc = kf_items(kf_numel({1}), kf_pool_item{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}}}, stream, kf_par))) break;\n",
-                     x, r, w.adaptive ? "false" : "true", w.kh, w.kw, w.sh, w.sw, w.ph, w.pw, w.count_include_pad ? "true" : "false", w.divisor);
+    b += fmt::format("    if ((rc = kf_items(kf_numel({1}), kf_pool_item{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}}}, stream, kf_par))) break;\n",
+                     x, r, w.adaptive ? "false" : "true", w.kh, w.kw, w.sh, w.sw, w.ph, w.pw, w.count_include_pad ? "true" : "false", w.divisor,
+                     w.max ? "true" : "false");
   } else if (call.op == "flatten") {
     const int rank = p.rank_in(i);
     const int64_t s = rank ? p.dim_arg(i, "start_dim", 0) : 0, e = rank ? p.dim_arg(i, "end_dim", -1) : 0;
@@ -310,7 +311,7 @@ class generic_family final : public family {
                        m_device == device_kind::cuda ? 1 : 0, p.acc == "double" ? "KF_FLOAT64" : "KF_FLOAT32", p.acc);
     // pool_window.h for kf_pool_item, where the graph pools (KF_POOLS leaves the item out elsewhere).
     const bool pools = std::any_of(spec.graph.begin(), spec.graph.end(), [](const op_call& c) {
-      return c.op == "adaptive_avg_pool2d" || c.op == "avg_pool2d";
+      return c.op == "adaptive_avg_pool2d" || c.op == "avg_pool2d" || c.op == "max_pool2d";
     });
     if (pools) {
       src += fmt::format("#define KF_POOLS 1\n#define KF_POOL_FN static {}inline\n", m_device == device_kind::cuda ? "__host__ __device__ " : "");
@@ -365,7 +366,7 @@ class generic_family final : public family {
  private:
   device_kind m_device;
   inline static const std::set<std::string> k_other_ops = {"softmax", "log_softmax", "layer_norm", "rms_norm", "group_norm",
-                                                           "topk", "adaptive_avg_pool2d", "avg_pool2d", "flatten", "linear",
+                                                           "topk", "adaptive_avg_pool2d", "avg_pool2d", "max_pool2d", "flatten", "linear",
                                                            "matmul"};
 };
 

@@ -458,14 +458,15 @@ struct kf_topk_item {
 };
 
 #ifdef KF_POOLS
-// adaptive_avg_pool2d or avg_pool2d over the last two dims: an item is one output element, its window pool_window.h's
-// (fixed: avg_pool2d's kernel, stride and padding; else adaptive).
+// adaptive_avg_pool2d, avg_pool2d or max_pool2d over the last two dims: an item is one output element, its window
+// pool_window.h's (fixed: avg_pool2d's or max_pool2d's kernel, stride and padding; else adaptive; max: the largest).
 struct kf_pool_item {
   kf_view x, y;
   bool fixed;
   int64_t kh, kw, sh, sw, ph, pw;
   bool incl_pad;
   int64_t divisor;
+  bool max;
   KF_HD void operator()(int64_t i) const {
     int64_t idx[KF_MAX_DIMS];
     const int r = y.ndim;
@@ -474,16 +475,16 @@ struct kf_pool_item {
     const int64_t oh = idx[r - 2], ow = idx[r - 1];
     const kf_pool_win rows = kf_pool_window(fixed, oh, H, OH, kh, sh, ph),
                       cols = kf_pool_window(fixed, ow, W, OW, kw, sw, pw);
-    kf_acc s = 0;
+    kf_acc s = kf_pool_start<kf_acc>(max);
     for (int64_t h = rows.lo; h < rows.hi; ++h)
       for (int64_t w = cols.lo; w < cols.hi; ++w) {
         idx[r - 2] = h;
         idx[r - 1] = w;
-        s += kf_load(x, kf_offset(x, idx, r));
+        s = kf_pool_step<kf_acc>(s, kf_load(x, kf_offset(x, idx, r)), max);
       }
     idx[r - 2] = oh;
     idx[r - 1] = ow;
-    kf_store(y, kf_offset(y, idx, r), s / (kf_acc)kf_pool_count(rows, cols, fixed, incl_pad, divisor));
+    kf_store(y, kf_offset(y, idx, r), s / (kf_acc)kf_pool_count(rows, cols, fixed, incl_pad, divisor, max));
   }
 };
 #endif  // KF_POOLS

@@ -9,6 +9,7 @@
 #define KF_POOL_FN static inline
 #endif
 #endif  // KF_EMITTED
+#include <math.h>
 #include <stdint.h>
 
 // Output index i's window along a dim: x's rows (or columns) [lo, hi), and span, the window's size counting its
@@ -42,10 +43,22 @@ KF_POOL_FN kf_pool_win kf_pool_window(bool fixed, int64_t i, int64_t len, int64_
   return w;
 }
 
-// What the sum over rows r and columns c is divided by: divisor (divisor_override) where nonzero, else the window's
-// size counting its padding (count_include_pad) or not.
-KF_POOL_FN int64_t kf_pool_count(kf_pool_win r, kf_pool_win c, bool fixed, bool incl_pad, int64_t divisor) {
+// What the sum over rows r and columns c is divided by: 1 for max pooling; divisor (divisor_override) where nonzero;
+// else the window's size counting its padding (count_include_pad) or not.
+KF_POOL_FN int64_t kf_pool_count(kf_pool_win r, kf_pool_win c, bool fixed, bool incl_pad, int64_t divisor, bool max) {
+  if (max) return 1;
   if (divisor != 0) return divisor;
   if (fixed && incl_pad) return r.span * c.span;
   return (r.hi - r.lo) * (c.hi - c.lo);
+}
+
+// A window's running value from its start: the sum (0), or with max the largest value (-inf: the padding never wins),
+// NaN once the window holds one, as torch's max_pool2d.
+template <typename T>
+KF_POOL_FN T kf_pool_start(bool max) {
+  return max ? (T)-INFINITY : (T)0;
+}
+template <typename T>
+KF_POOL_FN T kf_pool_step(T acc, T v, bool max) {
+  return max ? (v > acc || v != v ? v : acc) : acc + v;
 }
