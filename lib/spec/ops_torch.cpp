@@ -9,6 +9,17 @@ namespace {
 
 using tensors = std::vector<at::Tensor>;
 
+// add, sub, mul, div: `op(x, other)` with other the input it names, or a number (a Python scalar operand: x's dtype
+// kept) as an at::Scalar.
+template <typename Op>
+auto binary(Op op) {
+  return [op](const at::Tensor& x, const torch_op_args& a) -> tensors {
+    const nlohmann::json& other = a.value("other");
+    if (other.is_number()) return {op(x, at::Scalar(other.get<double>()))};
+    return {op(x, *a.tensor("other"))};
+  };
+}
+
 std::vector<int64_t> ints(const nlohmann::json& v) {
   if (v.is_array()) return v.get<std::vector<int64_t>>();
   return {v.get<int64_t>()};
@@ -59,22 +70,10 @@ std::vector<torch_op> make_table() {
       {"exp", [](const at::Tensor& x, const torch_op_args&) -> tensors { return {at::exp(x)}; }},
       {"rsqrt", [](const at::Tensor& x, const torch_op_args&) -> tensors { return {at::rsqrt(x)}; }},
       {"neg", [](const at::Tensor& x, const torch_op_args&) -> tensors { return {at::neg(x)}; }},
-      {"add", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
-         if (a.value("other").is_number()) return {at::add(x, at::Scalar(a.value("other").get<double>()))};
-         return {at::add(x, *a.tensor("other"))};
-       }},
-      {"sub", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
-         if (a.value("other").is_number()) return {at::sub(x, at::Scalar(a.value("other").get<double>()))};
-         return {at::sub(x, *a.tensor("other"))};
-       }},
-      {"mul", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
-         if (a.value("other").is_number()) return {at::mul(x, at::Scalar(a.value("other").get<double>()))};
-         return {at::mul(x, *a.tensor("other"))};
-       }},
-      {"div", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
-         if (a.value("other").is_number()) return {at::div(x, at::Scalar(a.value("other").get<double>()))};
-         return {at::div(x, *a.tensor("other"))};
-       }},
+      {"add", binary([](const at::Tensor& x, const auto& o) { return at::add(x, o); })},
+      {"sub", binary([](const at::Tensor& x, const auto& o) { return at::sub(x, o); })},
+      {"mul", binary([](const at::Tensor& x, const auto& o) { return at::mul(x, o); })},
+      {"div", binary([](const at::Tensor& x, const auto& o) { return at::div(x, o); })},
       {"gelu", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
          return {at::gelu(x, a.value("approximate").get<std::string>())};
        }},
