@@ -199,7 +199,7 @@ std::vector<tensor_desc> adaptive_avg_pool2d(const op_context& c) {
 // F.avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) and F.max_pool2d(x,
 // kernel_size, stride, padding, ceil_mode) as torch checks them: sizes of one or two integers (stride: none or empty
 // means kernel_size), padding at most half the kernel, an output of at least one window.
-std::vector<tensor_desc> avg_pool2d(const op_context& c) {
+std::vector<tensor_desc> window_pool2d(const op_context& c) {
   need_floating(c);
   size_t r = c.input.shape.size();
   if (r != 3 && r != 4) c.fail("", fmt::format("{} needs a 3-d or 4-d input, got {}", c.op.name, c.input.str()));
@@ -322,10 +322,10 @@ std::vector<op_def> make_table() {
       {"avg_pool2d", "F.avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)",
        {req("kernel_size", k::int_list), arg("stride", k::int_list), arg("padding", k::int_list, 0),
         arg("ceil_mode", k::boolean, false), arg("count_include_pad", k::boolean, true), arg("divisor_override", k::integer)},
-       false, {}, avg_pool2d},
+       false, {}, window_pool2d},
       {"max_pool2d", "F.max_pool2d(x, kernel_size, stride, padding, ceil_mode)",
        {req("kernel_size", k::int_list), arg("stride", k::int_list), arg("padding", k::int_list, 0), arg("ceil_mode", k::boolean, false)},
-       false, {}, avg_pool2d},
+       false, {}, window_pool2d},
       {"flatten", "torch.flatten(x, start_dim, end_dim)", {arg("start_dim", k::integer, 0), arg("end_dim", k::integer, -1)}, false, {}, flatten},
       {"cast", "x.to(dtype)", {req("dtype", k::dtype)}, false, {}, cast},
       {"linear", "F.linear(x, weight, bias)", {req("weight", k::tensor), arg("bias", k::tensor)}, false, {}, linear},
