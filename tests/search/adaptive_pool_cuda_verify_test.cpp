@@ -82,7 +82,7 @@ TEST(adaptive_pool_cuda_verify, every_variant_is_valid) {
 // many as fit with a 16-byte vector's slack) or bands of output rows that cover every
 // row once, each band's input rows (torch's windows) fitting the stage; or it declines, and then not even one
 // output row's input rows fit. A plan whose copy overran its shared memory would corrupt the block's neighbours.
-// And the launch's fastdivs give n / d for every n below 2^31.
+// And the prelude's fast_div, which the launch divides indices with, gives n / d for every n below 2^31.
 TEST(adaptive_pool_cuda_verify, a_staged_plan_fits_its_shared_memory_and_covers_every_output) {
   if (std::string(KFORGE_NVCC).empty()) GTEST_SKIP() << "built without CUDA: no nvcc to compile the check";
   const family* f = find_family("adaptive_pool_cuda", device_kind::cuda);
@@ -152,10 +152,11 @@ int main() {
           if ((hi(r1 - 1, h, oh) - lo(r0, h, oh)) * w + E - 1 > elems) ++bad, printf("band h=%ld w=%ld r0=%ld\n", (long)h, (long)w, (long)r0);
         }
       }
-  // The fastdivs the launch makes: n / d for every n below 2^31 (edges, multiples and a spread of others).
+  // The prelude's fast_div, as the launch makes them: n / d for every n below 2^31 (edges, multiples and a spread of
+  // others).
   unsigned long long lcg = 12345;
   for (long long d = 1; d <= 2147483647LL; d = d < 4096 ? d + 1 : d * 3 + 1) {
-    const apool_fastdiv f = apool_make_div((int)d);
+    const fast_div f = make_fast_div((uint32_t)d);
     long long ns[] = {0, 1, d - 1, d, d + 1, 2 * d - 1, 2 * d, 7 * d + 3, (1LL << 30) - 1, 1LL << 30, 2147483646, 2147483647};
     for (long long n : ns)
       if (n >= 0 && n <= 2147483647 && apool_div(f, (int)n) != n / d) ++bad, printf("div %lld / %lld\n", n, d);

@@ -22,39 +22,23 @@
 
 namespace kfk {
 
-// n / d for 0 <= n < 2^31 as a multiply and a shift (Granlund and Montgomery's round-up method, as CUTLASS's
-// FastDivmod): the launch makes one for each run-time divisor the kernels divide an index by, per output. A 64-bit
+// apool_div: an index (0 to 2^31 - 1) divided by a size fixed at launch, with the prelude's fast_div (a 64-bit
 // division by a run-time value is some 70 instructions: DenseNet's 2 x 2 pooling spent more on its index arithmetic
-// than on its bytes.
-struct apool_fastdiv {
-  int d;
-  unsigned mul, shr;
-};
-inline apool_fastdiv apool_make_div(int d) {
-  apool_fastdiv f{d > 0 ? d : 1, 0, 0};
-  if (f.d == 1) return f;
-  unsigned l = 0;
-  while ((1u << l) < (unsigned)f.d) ++l;  // ceil(log2 d), 1 to 31
-  f.mul = (unsigned)(((1ull << (31 + l)) + (unsigned)f.d - 1) / (unsigned)f.d);
-  f.shr = l - 1;
-  return f;
-}
-__host__ __device__ __forceinline__ int apool_div(const apool_fastdiv& f, int n) {
-  return f.d == 1 ? n : (int)((((unsigned long long)(unsigned)n * f.mul) >> 32) >> f.shr);
-}
+// than on its bytes).
+__host__ __device__ __forceinline__ int apool_div(const fast_div& f, int n) { return (int)div_of(f, (uint32_t)n); }
 
 struct apool_args {
   const in_t* x;
   out_t* y;
-  int64_t n, c, h, w;                // x's sizes (n = 1 for a 3-d x)
-  int64_t sn, sc, sh, sw;            // x's strides, in elements
-  int64_t oh, ow;                    // y's pooled sizes (k_oh, k_ow where the windows are adaptive)
-  int64_t planes;                    // staged: n x c planes of h x w, one after another
-  int pp, ob, bands;                 // staged: planes a block, output rows a block (oh: whole planes), bands a plane
-  bool fast;                         // every output's index below 2^30: 32-bit indices, divided by the fastdivs
-  apool_fastdiv d_ow, d_ohw;         // by ow and oh x ow (set where oh x ow fits an int: staged and fast launches)
-  apool_fastdiv d_c;                 // fast: by c
-  apool_fastdiv d_ptiles, d_chunks;  // tiled: by the position tiles a plane and the channel chunks
+  int64_t n, c, h, w;           // x's sizes (n = 1 for a 3-d x)
+  int64_t sn, sc, sh, sw;       // x's strides, in elements
+  int64_t oh, ow;               // y's pooled sizes (k_oh, k_ow where the windows are adaptive)
+  int64_t planes;               // staged: n x c planes of h x w, one after another
+  int pp, ob, bands;            // staged: planes a block, output rows a block (oh: whole planes), bands a plane
+  bool fast;                    // every output's index below 2^30: 32-bit indices, divided by the fastdivs
+  fast_div d_ow, d_ohw;         // by ow and oh x ow (set where oh x ow fits an int: staged and fast launches)
+  fast_div d_c;                 // fast: by c
+  fast_div d_ptiles, d_chunks;  // tiled: by the position tiles a plane and the channel chunks
 };
 
 // The output's length along dim D (0: rows, 1: columns) of x's `len`, output i's window there (of n) and a window's
@@ -127,8 +111,8 @@ __global__ void __launch_bounds__(k_threads) apool_cl_tiled_kernel(apool_args a)
   wait_prior_grid<k_pdl>();
   const int64_t OW = apool_ow(a), ohw = apool_oh(a) * OW;  // the launch checked ohw < 2^30
   const int b = (int)blockIdx.x, rest = apool_div(a.d_ptiles, b), n = apool_div(a.d_chunks, rest);
-  const int pt = b - rest * a.d_ptiles.d;
-  const int64_t c0 = (int64_t)(rest - n * a.d_chunks.d) * CC;
+  const int pt = b - rest * (int)a.d_ptiles.d;
+  const int64_t c0 = (int64_t)(rest - n * (int)a.d_chunks.d) * CC;
   const int vs = threadIdx.x % VS, pl = threadIdx.x / VS;
   const int pos = pt * P + pl;
   const int64_t c = c0 + (int64_t)vs * V;
@@ -280,9 +264,10 @@ inline int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cuda
   if (!contiguous(y) || numel(y) != a.n * a.c * a.oh * a.ow) return 1;
   if (a.n * a.c == 0) return 0;
   if (a.h == 0 || a.w == 0) return 1;  // torch refuses an empty window
-  if (a.oh * a.ow <= INT32_MAX) a.d_ow = apool_make_div((int)a.ow), a.d_ohw = apool_make_div((int)(a.oh * a.ow));
+  if (a.oh * a.ow <= INT32_MAX)
+    a.d_ow = make_fast_div((uint32_t)a.ow), a.d_ohw = make_fast_div((uint32_t)(a.oh * a.ow));
   a.fast = a.n * a.c * a.oh * a.ow < (int64_t(1) << 30);
-  if (a.fast) a.d_c = apool_make_div((int)a.c);
+  if (a.fast) a.d_c = make_fast_div((uint32_t)a.c);
   if (a.sc == 1 && a.c > 1) {
     // channels_last: vectors of k_cvec channels where the channels and every pixel's address allow them.
     const bool vec = k_cvec > 1 && a.c % k_cvec == 0 && a.sh % k_cvec == 0 && a.sw % k_cvec == 0 &&
@@ -294,7 +279,7 @@ inline int launch(const kf_tensor* in, int n_in, kf_tensor* out, int n_out, cuda
       const int64_t ptiles = (a.oh * a.ow + P - 1) / P, blocks = a.n * chunks * ptiles;
       const size_t smem = (size_t)cc * (P + 1) * sizeof(float);
       if (blocks < (int64_t(1) << 30)) {
-        a.d_ptiles = apool_make_div((int)ptiles), a.d_chunks = apool_make_div((int)chunks);
+        a.d_ptiles = make_fast_div((uint32_t)ptiles), a.d_chunks = make_fast_div((uint32_t)chunks);
         if (vec)
           return launch_kernel<k_pdl>(apool_cl_tiled_kernel<k_cvec>, dim3((unsigned)blocks), k_threads, smem, s, a);
         return launch_kernel<k_pdl>(apool_cl_tiled_kernel<1>, dim3((unsigned)blocks), k_threads, smem, s, a);

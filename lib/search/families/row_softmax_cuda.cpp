@@ -87,8 +87,9 @@ class row_softmax_cuda final : public family {
   // for the first part of a row longer than it). 8: cache=smem holds 16-bit values where the prologue's are
   // (half the shared memory a CTA: more CTAs an SM), in 16-byte accesses. 9: masks' leading dims divided by magic
   // numbers (a multiply-high and a shift) where rows < 2^31. 12: a top-k of the row's values or of their sigmoid,
-  // without a softmax (k_row_op: a sigmoid router, a sampler's top-k of logits).
-  int version() const override { return 12; }
+  // without a softmax (k_row_op: a sigmoid router, a sampler's top-k of logits). 13: fast_div moved to the prelude
+  // (the same code, shared with adaptive_pool_cuda).
+  int version() const override { return 13; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {
     auto g = match_softmax(spec, why_not);

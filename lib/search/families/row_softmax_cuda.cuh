@@ -9,29 +9,6 @@
 
 namespace kfk {
 
-// Division by a divisor fixed at launch as a multiply-high, an add and a shift (Granlund and Montgomery's magic
-// numbers, as PyTorch's IntDivider): exact for 1 <= d <= 2^31 and 0 <= n < 2^31. A row's mask offsets take one per
-// leading dim the masks walk, ahead of the row's first load: a 32-bit `%` and `/` by a value read at run time were
-// ~25 dependent instructions (I2F, MUFU.RCP, F2I and fix-ups) per dim in the SASS of GPT-2's masked softmax.
-struct fast_div {
-  uint32_t d = 1, mul = 1, shift = 0;
-};
-inline fast_div make_fast_div(uint32_t d) {
-  fast_div f;
-  f.d = d;
-  while ((uint64_t{1} << f.shift) < d) ++f.shift;
-  f.mul = (uint32_t)(((uint64_t{1} << 32) * ((uint64_t{1} << f.shift) - d)) / d + 1);
-  return f;
-}
-__host__ __device__ __forceinline__ uint32_t div_of(const fast_div& f, uint32_t n) {
-#ifdef __CUDA_ARCH__
-  const uint32_t t = __umulhi(n, f.mul);
-#else
-  const uint32_t t = (uint32_t)(((uint64_t)n * f.mul) >> 32);
-#endif
-  return (t + n) >> f.shift;
-}
-
 struct row_args {
   const in_t* x;
   out_t* y;

@@ -12,6 +12,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-06T21:50:31Z, row_norm_cuda version 7 from version 7; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T04:40:10Z, row_norm_cuda version 8 from version 7; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T08:56:10Z, row_norm_cuda version 8 from version 8; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T19:05:15Z, row_norm_cuda version 8 from version 8; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -270,6 +271,30 @@ template <typename K, typename... A>
 inline int launch_with(cudaLaunchAttribute attr, K kernel, dim3 grid, int threads, size_t smem, cudaStream_t s,
                        A... args) {
   return launch_ex(&attr, 1, kernel, grid, threads, smem, s, args...);
+}
+
+// ---- division by a divisor fixed at launch ----
+// A multiply-high, an add and a shift (Granlund and Montgomery's magic numbers, as PyTorch's IntDivider): exact for
+// 1 <= d <= 2^31 and 0 <= n < 2^31. A 32-bit `%` and `/` by a value read at run time are ~25 dependent instructions
+// (I2F, MUFU.RCP, F2I and fix-ups; a 64-bit one some 70): row_softmax_cuda's mask offsets take one per leading dim the
+// masks walk, adaptive_pool_cuda's outputs one per run-time size they are indexed by.
+struct fast_div {
+  uint32_t d = 1, mul = 1, shift = 0;
+};
+inline fast_div make_fast_div(uint32_t d) {
+  fast_div f;
+  f.d = d;
+  while ((uint64_t{1} << f.shift) < d) ++f.shift;
+  f.mul = (uint32_t)(((uint64_t{1} << 32) * ((uint64_t{1} << f.shift) - d)) / d + 1);
+  return f;
+}
+__host__ __device__ __forceinline__ uint32_t div_of(const fast_div& f, uint32_t n) {
+#ifdef __CUDA_ARCH__
+  const uint32_t t = __umulhi(n, f.mul);
+#else
+  const uint32_t t = (uint32_t)(((uint64_t)n * f.mul) >> 32);
+#endif
+  return (t + n) >> f.shift;
 }
 
 // ---- programmatic dependent launch (the `pdl` knob) ----

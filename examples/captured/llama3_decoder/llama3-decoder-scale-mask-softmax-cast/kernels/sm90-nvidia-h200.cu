@@ -1,4 +1,4 @@
-// kforge kernel: family row_softmax_cuda, version 12
+// kforge kernel: family row_softmax_cuda, version 13
 // knobs: cache=regs chunks=4 cluster=8 fit=1 head=0 online=0 pdl=1 ragged=0 split=auto strategy=block stream_store=0 tanh=exp team=32 threads=128 unroll=1 vec=8 waves=0
 // computes: x[bfloat16] -> scale(0.08838834764831843) -> add_mask(mask) -> softmax(float32) -> cast(bfloat16)
 // kforge winner: llama3-decoder-scale-mask-softmax-cast on sm90-nvidia-h200
@@ -20,6 +20,7 @@
 // re-emitted: by `kforge reemit` on 2026-12-07T02:24:37Z, row_softmax_cuda version 11 from version 11; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T08:56:10Z, row_softmax_cuda version 11 from version 11; measured above is the earlier kernel's
 // re-emitted: by `kforge reemit` on 2026-12-07T12:30:24Z, row_softmax_cuda version 12 from version 11; measured above is the earlier kernel's
+// re-emitted: by `kforge reemit` on 2026-12-07T19:05:15Z, row_softmax_cuda version 13 from version 12; measured above is the earlier kernel's
 
 // cuda_prelude.cuh: the device helpers every CUDA family's kernel opens with, emitted after its header
 // (cuda_emit.cpp): type conversions, 16-byte vector access, the multi-function unit's exp2 and reciprocal, reductions
@@ -280,6 +281,30 @@ inline int launch_with(cudaLaunchAttribute attr, K kernel, dim3 grid, int thread
   return launch_ex(&attr, 1, kernel, grid, threads, smem, s, args...);
 }
 
+// ---- division by a divisor fixed at launch ----
+// A multiply-high, an add and a shift (Granlund and Montgomery's magic numbers, as PyTorch's IntDivider): exact for
+// 1 <= d <= 2^31 and 0 <= n < 2^31. A 32-bit `%` and `/` by a value read at run time are ~25 dependent instructions
+// (I2F, MUFU.RCP, F2I and fix-ups; a 64-bit one some 70): row_softmax_cuda's mask offsets take one per leading dim the
+// masks walk, adaptive_pool_cuda's outputs one per run-time size they are indexed by.
+struct fast_div {
+  uint32_t d = 1, mul = 1, shift = 0;
+};
+inline fast_div make_fast_div(uint32_t d) {
+  fast_div f;
+  f.d = d;
+  while ((uint64_t{1} << f.shift) < d) ++f.shift;
+  f.mul = (uint32_t)(((uint64_t{1} << 32) * ((uint64_t{1} << f.shift) - d)) / d + 1);
+  return f;
+}
+__host__ __device__ __forceinline__ uint32_t div_of(const fast_div& f, uint32_t n) {
+#ifdef __CUDA_ARCH__
+  const uint32_t t = __umulhi(n, f.mul);
+#else
+  const uint32_t t = (uint32_t)(((uint64_t)n * f.mul) >> 32);
+#endif
+  return (t + n) >> f.shift;
+}
+
 // ---- programmatic dependent launch (the `pdl` knob) ----
 // Launched with PDL, a kernel's blocks may be scheduled while the kernel before it on the stream is still finishing
 // (its last blocks exiting, its memory being flushed), so its own launch latency overlaps that tail. Every kernel
@@ -412,29 +437,6 @@ __device__ __forceinline__ float finalize(float x) {
 // a block, a cluster of CTAs or a team of co-resident CTAs per row, top-k, and the launch with kf_launch's checks.
 
 namespace kfk {
-
-// Division by a divisor fixed at launch as a multiply-high, an add and a shift (Granlund and Montgomery's magic
-// numbers, as PyTorch's IntDivider): exact for 1 <= d <= 2^31 and 0 <= n < 2^31. A row's mask offsets take one per
-// leading dim the masks walk, ahead of the row's first load: a 32-bit `%` and `/` by a value read at run time were
-// ~25 dependent instructions (I2F, MUFU.RCP, F2I and fix-ups) per dim in the SASS of GPT-2's masked softmax.
-struct fast_div {
-  uint32_t d = 1, mul = 1, shift = 0;
-};
-inline fast_div make_fast_div(uint32_t d) {
-  fast_div f;
-  f.d = d;
-  while ((uint64_t{1} << f.shift) < d) ++f.shift;
-  f.mul = (uint32_t)(((uint64_t{1} << 32) * ((uint64_t{1} << f.shift) - d)) / d + 1);
-  return f;
-}
-__host__ __device__ __forceinline__ uint32_t div_of(const fast_div& f, uint32_t n) {
-#ifdef __CUDA_ARCH__
-  const uint32_t t = __umulhi(n, f.mul);
-#else
-  const uint32_t t = (uint32_t)(((uint64_t)n * f.mul) >> 32);
-#endif
-  return (t + n) >> f.shift;
-}
 
 struct row_args {
   const in_t* x;
