@@ -76,15 +76,15 @@ def make_ops(torch):
         size = ints(a["output_size"])
         return (F.adaptive_avg_pool2d(x, size * 2 if len(size) == 1 else size),)
 
+    def stride(a):  # none or [] means the kernel's, as torch's pooling reads None
+        return a.get("stride") or None
+
     def avg_pool(x, a, t):
-        stride = a.get("stride")
-        return (F.avg_pool2d(x, a["kernel_size"], stride if stride not in (None, []) else None, a.get("padding", 0),
-                             a.get("ceil_mode", False), a.get("count_include_pad", True), a.get("divisor_override")),)
+        return (F.avg_pool2d(x, a["kernel_size"], stride(a), a.get("padding", 0), a.get("ceil_mode", False),
+                             a.get("count_include_pad", True), a.get("divisor_override")),)
 
     def max_pool(x, a, t):
-        stride = a.get("stride")
-        return (F.max_pool2d(x, a["kernel_size"], stride if stride not in (None, []) else None, a.get("padding", 0),
-                             ceil_mode=a.get("ceil_mode", False)),)
+        return (F.max_pool2d(x, a["kernel_size"], stride(a), a.get("padding", 0), ceil_mode=a.get("ceil_mode", False)),)
 
     def softmax_like(fn):
         def run(x, a, t):

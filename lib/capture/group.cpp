@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "spec/ops.h"
+
 namespace kf::capture {
 namespace {
 
@@ -33,11 +35,8 @@ bool can_extend(const trace& t, const group& g, const lifted_op& l) {
   if (last == "topk") return false;
   // A pooling starts its pattern (the head's pooling and flatten, apart from the block before it), and a flatten
   // continues only a pooling: after anything else it is the view in front of a matmul.
-  const auto pooling = [](const std::string& op) {
-    return op == "adaptive_avg_pool2d" || op == "avg_pool2d" || op == "max_pool2d";
-  };
-  if (pooling(l.op)) return false;
-  if (l.op == "flatten" && !pooling(last)) return false;
+  if (is_window_pooling(l.op)) return false;
+  if (l.op == "flatten" && !is_window_pooling(last)) return false;
   // One reduction per pattern, but for a router's top-k of its softmax.
   const bool router = l.op == "topk" && (last == "softmax" || last == "log_softmax");
   if (role_of(l.op) == op_role::reduction && has_reduction(g) && !router) return false;

@@ -399,7 +399,7 @@ std::optional<pool_graph> match_pool_of(const workload_spec& spec, std::string* 
   if (!start(w, &g.input, &g.in_type, &g.rank)) return std::nullopt;
   if (g.rank != 3 && g.rank != 4) { w.fail("pooling needs x of rank 3 or 4"); return std::nullopt; }
   g.channels_last = spec.find_input(g.input)->memory_format == "channels_last";
-  if (!w.is("adaptive_avg_pool2d") && !w.is("avg_pool2d") && !w.is("max_pool2d")) {
+  if (w.done() || !is_window_pooling(w.peek()->op)) {
     w.fail(fmt::format("{}: expected adaptive_avg_pool2d, avg_pool2d or max_pool2d", w.where()));
     return std::nullopt;
   }

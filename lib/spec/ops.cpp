@@ -436,6 +436,10 @@ std::string pool_window::describe() const {
   return s + ")";
 }
 
+bool is_window_pooling(std::string_view op) {
+  return op == "adaptive_avg_pool2d" || op == "avg_pool2d" || op == "max_pool2d";
+}
+
 pool_window pool_window_of(const op_call& call) {
   pool_window w;
   if (call.op == "adaptive_avg_pool2d") {

@@ -135,6 +135,9 @@ struct pool_window {
   int64_t out_len(int dim, int64_t len) const;
   std::string describe() const;  // "adaptive_avg_pool2d(7, 7)", "avg_pool2d(3, stride 2, padding 1, ceil_mode)"
 };
+// Whether an op pools over windows of the last two dims: adaptive_avg_pool2d, avg_pool2d or max_pool2d (the ops
+// pool_window_of reads).
+bool is_window_pooling(std::string_view op);
 // The windows an adaptive_avg_pool2d, avg_pool2d or max_pool2d call pools over (its arguments checked by the op's
 // inference).
 pool_window pool_window_of(const op_call& call);

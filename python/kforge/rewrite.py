@@ -143,15 +143,12 @@ def _reference(op, x, args, values, form="aten"):
         return getattr(torch, op)(x, other if isinstance(other, (int, float)) else t("other"))
     if op == "adaptive_avg_pool2d":
         return F.adaptive_avg_pool2d(x, args["output_size"])
-    if op == "max_pool2d":
-        stride = args.get("stride")
-        return F.max_pool2d(x, args["kernel_size"], stride if stride not in (None, []) else None, args.get("padding", 0),
-                            ceil_mode=args.get("ceil_mode", False))
-    if op == "avg_pool2d":
-        stride = args.get("stride")
-        return F.avg_pool2d(x, args["kernel_size"], stride if stride not in (None, []) else None, args.get("padding", 0),
-                            args.get("ceil_mode", False), args.get("count_include_pad", True),
-                            args.get("divisor_override"))
+    if op in ("avg_pool2d", "max_pool2d"):
+        stride = args.get("stride") or None  # none or [] means the kernel's
+        if op == "max_pool2d":
+            return F.max_pool2d(x, args["kernel_size"], stride, args.get("padding", 0), ceil_mode=args.get("ceil_mode", False))
+        return F.avg_pool2d(x, args["kernel_size"], stride, args.get("padding", 0), args.get("ceil_mode", False),
+                            args.get("count_include_pad", True), args.get("divisor_override"))
     if op == "flatten":
         return torch.flatten(x, args.get("start_dim", 0), args.get("end_dim", -1))
     if op == "cast":

@@ -1,8 +1,8 @@
 // adaptive_pool_cuda: pooling over windows, adaptive_avg_pool2d to an output larger than 1 x 1 (torch's adaptive
 // windows), avg_pool2d (kernel, stride, padding, ceil_mode, count_include_pad, divisor_override) or max_pool2d
-// (kernel, stride, padding, ceil_mode), optional flatten and casts, on the GPU; global pooling is pool_cuda's. A contiguous x is staged: a block
-// copies whole planes (or a band of a plane's rows) into shared memory in 16-byte vectors and pools them there
-// (`stage_kb`); a channels_last x is tiled, a block a tile of positions by a chunk of channels, its means transposed
+// (kernel, stride, padding, ceil_mode), optional flatten and casts, on the GPU; global pooling is pool_cuda's. A
+// contiguous x is staged: a block copies whole planes (or a band of a plane's rows) into shared memory in 16-byte
+// vectors and pools them there (`stage_kb`); a channels_last x is tiled, a block a tile of positions by a chunk of channels, its means transposed
 // through shared memory on their way to y (`ptile`); otherwise a thread an output value (or a vector of
 // channels_last channels), a grid-stride loop over a grid of `waves` full SMs. This file emits the variant's
 // constants, types and casts; the fixed code is adaptive_pool_cuda.cuh.

@@ -198,7 +198,7 @@ void emit_other(const plan& p, size_t i, std::string* body) {
     b += fmt::format("    if (!kf_same_shape(O[{0}], sh) || !kf_same_shape(O[{1}], sh)) {{ rc = 1; break; }}\n", ov, oi);
     b += fmt::format("    if ((rc = kf_items(kf_numel({0}) / ({0}.ndim ? {0}.shape[{1}] : 1), kf_topk_item{{{0}, O[{2}], O[{3}], {1}, {4}, {5}}}, stream, kf_par))) break;\n",
                      x, dim, ov, oi, k, a.value("largest", true) ? "true" : "false");
-  } else if (call.op == "adaptive_avg_pool2d" || call.op == "avg_pool2d" || call.op == "max_pool2d") {
+  } else if (is_window_pooling(call.op)) {
     const pool_window w = pool_window_of(call);
     shape_same();
     b += fmt::format("    if (sh.ndim < 2) {{ rc = 1; break; }}\n");
@@ -310,9 +310,8 @@ class generic_family final : public family {
     src += fmt::format("#undef KF_GENERIC_CUDA\n#undef KF_ACC_TYPE\n#undef KF_ACC_CODE\n#define KF_GENERIC_CUDA {}\n#define KF_ACC_CODE {}\n#define KF_ACC_TYPE {}\n",
                        m_device == device_kind::cuda ? 1 : 0, p.acc == "double" ? "KF_FLOAT64" : "KF_FLOAT32", p.acc);
     // pool_window.h for kf_pool_item, where the graph pools (KF_POOLS leaves the item out elsewhere).
-    const bool pools = std::any_of(spec.graph.begin(), spec.graph.end(), [](const op_call& c) {
-      return c.op == "adaptive_avg_pool2d" || c.op == "avg_pool2d" || c.op == "max_pool2d";
-    });
+    const bool pools =
+        std::any_of(spec.graph.begin(), spec.graph.end(), [](const op_call& c) { return is_window_pooling(c.op); });
     if (pools) {
       src += fmt::format("#define KF_POOLS 1\n#define KF_POOL_FN static {}inline\n", m_device == device_kind::cuda ? "__host__ __device__ " : "");
       src += embedded_file("search/families/pool_window.h");

@@ -1,4 +1,4 @@
-// pool_window.h: the windows of an average pooling (adaptive_avg_pool2d's and avg_pool2d's), the one text that every
+// pool_window.h: the windows of a pooling (adaptive_avg_pool2d's, avg_pool2d's, max_pool2d's), the one text that every
 // pooling kernel needing them emits ahead of its fixed code (adaptive_pool_cpu, adaptive_pool_cuda, generic); on the
 // host, spec/ops.h's pool_window sizes the same outputs for the graph's inference (the verifier checks both against
 // torch). KF_POOL_FN qualifies the functions: host and device, forced inline, in a CUDA kernel; static inline on the
