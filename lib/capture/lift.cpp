@@ -375,10 +375,9 @@ const std::map<std::string, rule>& lift_rules() {
 
 op_role role_of(const std::string& spec_op) {
   static const std::set<std::string> reductions = {"softmax", "log_softmax", "topk", "group_norm", "layer_norm",
-                                                   "rms_norm", "adaptive_avg_pool2d", "avg_pool2d",
-                                                   "max_pool2d"};
+                                                   "rms_norm"};
   if (spec_op == "flatten" || spec_op == "alias") return op_role::view;
-  return reductions.count(spec_op) ? op_role::reduction : op_role::elementwise;
+  return reductions.count(spec_op) || is_window_pooling(spec_op) ? op_role::reduction : op_role::elementwise;
 }
 
 double norm_eps(double eps) { return static_cast<double>(static_cast<float>(eps)); }
