@@ -67,6 +67,12 @@ def pool_case(n, cl):
                 ref=lambda x: x.double().mean((2, 3)),
                 odd=[lambda: [randn(3, 100, 5, 5, dtype=f16, cl=cl)], lambda: [randn(2, 37, 9, 11, dtype=f16, cl=cl)]])
 
+def window_case(shape, dtype, cl, fn, odd_shapes):
+    """A windowed pooling (avg_pool2d, max_pool2d, adaptive_avg_pool2d to a larger output): fn(x) on x and on x
+    in float64 for the reference (adaptive_pool_cuda)."""
+    return dict(make=lambda: [randn(*shape, dtype=dtype, cl=cl)], eager=fn, ref=lambda x: fn(x.double()),
+                odd=[(lambda s=s: [randn(*s, dtype=dtype, cl=cl)]) for s in odd_shapes])
+
 def causal(s):
     return torch.full((s, s), float("-inf"), device="cuda").triu(1).view(1, 1, s, s).to(f16)
 
@@ -120,6 +126,16 @@ CASES = {
     "avgpool_resnet50_n32_cl": pool_case(32, True),
     "avgpool_resnet50_n1": pool_case(1, False),
     "avgpool_resnet50_n1_cl": pool_case(1, True),
+    # windowed pooling (adaptive_pool_cuda): DenseNet's transition, VGG's head, Inception's pool branch, ResNet's stem
+    "avgpool2_densenet_n32": window_case((32, 128, 56, 56), f16, False, lambda x: F.avg_pool2d(x, 2),
+                                         [(3, 7, 13, 11), (2, 3, 56, 56)]),
+    "adaptive7_vgg_n32": window_case((32, 512, 14, 14), f16, False, lambda x: F.adaptive_avg_pool2d(x, 7),
+                                     [(2, 5, 9, 11), (3, 4, 14, 14)]),
+    "avgpool3_inception_cl_n32": window_case((32, 288, 35, 35), bf, True,
+                                             lambda x: F.avg_pool2d(x, 3, 1, 1, count_include_pad=False),
+                                             [(2, 24, 9, 6), (1, 40, 35, 35)]),
+    "maxpool3s2_resnet_cl_n32": window_case((32, 64, 112, 112), f16, True, lambda x: F.max_pool2d(x, 3, 2, 1),
+                                            [(2, 64, 15, 9), (1, 24, 7, 7)]),
     "softmax_gpt2_b1_s128": gpt2_case(1, 128),
     "softmax_t5_bias_b16": t5_case(16, 512),
     "layernorm_bert_b32": ln_case(32, 512, 768),
@@ -150,6 +166,9 @@ ANCHORS = {
     "softmax_gpt2_b1_s128": (0, 0, 0.19), "softmax_gpt2_b4_s1024": (0, 0, 47.86),
     "swiglu_llama3_t1": (0, 0, 0.02), "swiglu_llama3_t64": (0, 0, 1.3), "geglu_gemma2_t4096": (0, 0, 53.29),
     "logsoftmax_llama3_t512": (0, 0, 92.7),
+    # windowed pooling: (input + output bytes) / BW
+    "avgpool2_densenet_n32": (0, 0, 7.55), "adaptive7_vgg_n32": (0, 0, 1.89),
+    "avgpool3_inception_cl_n32": (0, 0, 10.63), "maxpool3s2_resnet_cl_n32": (0, 0, 15.11),
 }
 TOL = {bf: (1.6e-2, 1e-3), f16: (2e-3, 1e-4), f32: (1e-4, 1e-6)}
 
