@@ -31,8 +31,10 @@ class group_norm_nhwc_cuda final : public family {
   // 16-byte stores of a contiguous y; a stats tile of at least 4 positions a thread; a warp a group adds a block's
   // per-channel sums. 7: a block's sums added in double, and stats=twopass corrects the mean by the second pass's
   // sum of deviations (v6's float block sums failed float32's tolerance on the GPU, every variant alike); a small
-  // image's blocks of whole groups in one fused kernel (fuse_kb).
-  int version() const override { return 7; }
+  // image's blocks of whole groups in one fused kernel (fuse_kb). 8: the fused kernel's statistics from every warp
+  // (a warp a group left the rest idle), fewer groups a block where the blocks would not fill the SMs, and loads of
+  // V / 2 or V / 4 channels where those divide a block's channels.
+  int version() const override { return 8; }
   // A spec that names group_norm gets this layout's kernel too (group_norm_cuda reads contiguous inputs only).
   std::vector<std::string> selected_by() const override { return {"group_norm"}; }
 

@@ -281,8 +281,8 @@ __global__ void __launch_bounds__(NT) gn_apply_kernel(gn_args a) {
 
 // The fused kernel (a small image: a block's channels at every position fit in shared memory): a block takes whole
 // groups of one image (blockIdx.x: `fuse_c` channels; blockIdx.y: the image), stages those channels at every
-// position as floats with the prologue applied (V channels a thread's load), takes each group's statistics there (a
-// warp a group: the sum, then the deviations from that mean, which correct it, and their squares) and
+// position as floats with the prologue applied (V channels a thread's load), takes each group's statistics there
+// (every warp: the sum, then the deviations from that mean, which correct it, and their squares) and
 // writes the normalized values: one read of x and one launch, where the two-kernel path's stats and apply launches
 // cost a small image more than its bytes (SD-UNet [2, 640, 16, 16], H100: 7.29 us against torch.compile's 4.82).
 // Dynamic shared memory: hw x (fuse_c + 1) staged floats (an odd row length: a channel's consecutive positions in
@@ -312,13 +312,22 @@ __global__ void __launch_bounds__(NT) gn_fused_kernel(gn_args a) {
       for (int v = 0; v < V; ++v) gn_stage[p * ld + cv * V + v] = o[v];
     }
   __syncthreads();
-  // A lane a position (every 32nd), its group's channels in two float sums (rows of an odd ld words: the lanes in
-  // distinct banks), the lanes' sums added in double; the first pass's mean corrected by the second's deviations.
-  const int lane = (int)(threadIdx.x & 31), ng = nc / a.cpg;
-  for (int gi = (int)(threadIdx.x >> 5); gi < ng; gi += NT / 32) {
-    const float* t = gn_stage + gi * a.cpg;
+  // Each group's statistics from every warp: the warps split among the groups (wpg warps a group where the block has
+  // fewer groups than warps, else a warp a group, in rounds), a lane a position at a time (rows of an odd ld words:
+  // the lanes in distinct banks), its group's channels in two float sums; a warp's lanes added in double, then the
+  // group's warps through shared memory. The first pass's mean is corrected by the second's deviations from it.
+  // (A warp a group left the other warps idle while each lane summed hw / 32 positions twice: SD-UNet's
+  // [2, 640, 16, 16] fused kernel ran slower than the two-kernel path, on an H100.)
+  __shared__ double gn_wsum[2][NT / 32];
+  const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5), nw = NT / 32, ng = nc / a.cpg;
+  const int wpg = ng < nw ? nw / ng : 1, per_round = nw / wpg, gw = warp / wpg, k = warp - gw * wpg;
+  const int tpg = wpg * 32, first = k * 32 + lane;  // a group's threads; this thread's first position
+  for (int g0 = 0; g0 < ng; g0 += per_round) {      // every thread takes every round (the barriers)
+    const int gi = g0 + gw;
+    const bool mine = gw < per_round && gi < ng;
+    const float* t = gn_stage + (mine ? gi : 0) * a.cpg;
     float s0 = 0.f, s1 = 0.f;
-    for (int p = lane; p < hw; p += 32) {
+    for (int p = first; mine && p < hw; p += tpg) {
       const float* r = t + p * ld;
       int c = 0;
       for (; c + 1 < a.cpg; c += 2) s0 += r[c], s1 += r[c + 1];
@@ -327,9 +336,17 @@ __global__ void __launch_bounds__(NT) gn_fused_kernel(gn_args a) {
     double s = (double)s0 + (double)s1;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    const float m = (float)(s / a.count);
+    if (lane == 0) gn_wsum[0][warp] = s;
+    __syncthreads();
+    if (mine && k == 0 && lane == 0) {
+      double tot = 0;
+      for (int j = 0; j < wpg; ++j) tot += gn_wsum[0][warp + j];
+      s_gmean[gi] = (float)(tot / a.count);
+    }
+    __syncthreads();
+    const float m = mine ? s_gmean[gi] : 0.f;
     float d0 = 0.f, d1 = 0.f, q0 = 0.f, q1 = 0.f;
-    for (int p = lane; p < hw; p += 32) {
+    for (int p = first; mine && p < hw; p += tpg) {
       const float* r = t + p * ld;
       int c = 0;
       for (; c + 1 < a.cpg; c += 2) {
@@ -347,11 +364,16 @@ __global__ void __launch_bounds__(NT) gn_fused_kernel(gn_args a) {
       t1 += __shfl_xor_sync(0xffffffffu, t1, o);
       t2 += __shfl_xor_sync(0xffffffffu, t2, o);
     }
-    const double dm = t1 / a.count, var = t2 / a.count - dm * dm;
-    if (lane == 0)
-      s_gmean[gi] = (float)(m + dm), s_grstd[gi] = (float)(1.0 / sqrt((var > 0 ? var : 0) + (double)k_eps));
+    if (lane == 0) gn_wsum[0][warp] = t1, gn_wsum[1][warp] = t2;
+    __syncthreads();
+    if (mine && k == 0 && lane == 0) {
+      double u1 = 0, u2 = 0;
+      for (int j = 0; j < wpg; ++j) u1 += gn_wsum[0][warp + j], u2 += gn_wsum[1][warp + j];
+      const double dm = u1 / a.count, var = u2 / a.count - dm * dm;
+      s_gmean[gi] = (float)((double)m + dm), s_grstd[gi] = (float)(1.0 / sqrt((var > 0 ? var : 0) + (double)k_eps));
+    }
+    __syncthreads();
   }
-  __syncthreads();
   gn_channel_affine(a, c0, nc, s_gmean, s_grstd, s_cmean, s_cscale, s_cbias);
   __syncthreads();
   // A contiguous y a channel's run of positions at a time (consecutive threads on consecutive positions); a
@@ -418,29 +440,41 @@ inline int gn_launch_as(const gn_args& a, int64_t images, dim3 grid, cudaStream_
   return wide ? gn_apply_launch<V, ow>(a, images, s) : gn_apply_launch<V, 1>(a, images, s);
 }
 
-// The fused kernel where a block's whole groups (k_chunk channels' worth, at least one group) fit in k_fuse_kb of
-// shared memory at every position: V channels a load where the block's channels are a whole number of them (the
-// groups a block rounded up to make them so), else one. 1 where it does not fit (the two kernels run).
+// The fused kernel where a block's whole groups fit in k_fuse_kb of shared memory at every position: k_chunk
+// channels' worth of groups a block (at least one), fewer where the blocks would not fill the SMs (a small image is
+// latency-bound: SD-UNet's [2, 640, 16, 16] had 16 blocks of four groups); loads of V channels where the block's
+// channels are a whole number of them, else of V / 2 or V / 4, else of V with the groups a block rounded up to make
+// them so, else of one. 1 where it does not fit (the two kernels run).
 template <int V>
 inline int gn_try_fused(gn_args& a, int64_t images, cudaStream_t s) {
   if (k_fuse_kb == 0 || a.hw > INT32_MAX) return 1;
-  const int64_t gpb = k_chunk / a.cpg > 1 ? k_chunk / a.cpg : 1;
-  int64_t vgpb = gpb;
-  while (V > 1 && vgpb < gpb * V && (vgpb * a.cpg) % V != 0) ++vgpb;
+  const int64_t fill = (a.c / a.cpg) * images / gn_sms();
+  int64_t gpb = k_chunk / a.cpg > 1 ? k_chunk / a.cpg : 1;
+  if (fill < gpb) gpb = fill > 1 ? fill : 1;
   const int64_t limit = (int64_t)k_fuse_kb * 1024;
   auto go = [&](auto kernel, int64_t cb) {
     a.fuse_c = (int)cb;
     const dim3 grid((unsigned)((a.c + cb - 1) / cb), (unsigned)images);
     const size_t smem = gn_fused_smem(a.hw, cb);
-    if (!gn_smem_opt_in(kernel, smem, 0)) return 3;
+    if (!gn_smem_opt_in(kernel, smem, 2 * (NT / 32) * sizeof(double))) return 3;
     return launch_kernel<k_pdl>(kernel, grid, NT, smem, s, a);
   };
-  const int64_t vcb = vgpb * a.cpg, cb = gpb * a.cpg;
-  if (V > 1 && vcb % V == 0 && vcb / V <= NT && (int64_t)gn_fused_smem(a.hw, vcb) <= limit &&
-      (a.c + vcb - 1) / vcb <= 65535)
-    return go(gn_fused_kernel<V>, vcb);
-  if (cb <= NT && (int64_t)gn_fused_smem(a.hw, cb) <= limit && (a.c + cb - 1) / cb <= 65535)
-    return go(gn_fused_kernel<1>, cb);
+  auto fits = [&](int64_t cb, int v) {
+    return cb % v == 0 && cb / v <= NT && (int64_t)gn_fused_smem(a.hw, cb) <= limit && (a.c + cb - 1) / cb <= 65535;
+  };
+  const int64_t cb = gpb * a.cpg;
+  if constexpr (V > 1)
+    if (fits(cb, V)) return go(gn_fused_kernel<V>, cb);
+  if constexpr (V > 2)
+    if (fits(cb, V / 2)) return go(gn_fused_kernel<V / 2>, cb);
+  if constexpr (V > 4)
+    if (fits(cb, V / 4)) return go(gn_fused_kernel<V / 4>, cb);
+  if constexpr (V > 1) {
+    int64_t vgpb = gpb;
+    while (vgpb < gpb * V && (vgpb * a.cpg) % V != 0) ++vgpb;
+    if (fits(vgpb * a.cpg, V)) return go(gn_fused_kernel<V>, vgpb * a.cpg);
+  }
+  if (fits(cb, 1)) return go(gn_fused_kernel<1>, cb);
   return 1;
 }
 
