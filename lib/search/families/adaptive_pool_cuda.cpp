@@ -21,8 +21,9 @@ class adaptive_pool_cuda final : public family {
   device_kind device() const override { return device_kind::cuda; }
   // 2: a contiguous x staged through shared memory (stage_kb). 3: avg_pool2d's windows (and y's size at run time).
   // 4: a channels_last x tiled (ptile), y's stores transposed through shared memory; per-output index divisions by
-  // multiply and shift (32-bit indices where they fit).
-  int version() const override { return 4; }
+  // multiply and shift (32-bit indices where they fit). 5: avg_pool2d's and max_pool2d's fixed windows unrolled; a
+  // staged block's copy loads in flight together and its outputs stored as one run.
+  int version() const override { return 5; }
   std::vector<std::string> selected_by() const override { return {"pool"}; }
 
   bool covers(const workload_spec& spec, std::string* why_not) const override {

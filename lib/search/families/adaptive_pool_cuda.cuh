@@ -55,6 +55,26 @@ __device__ __forceinline__ float apool_divisor(const kf_pool_win& r, const kf_po
   return (float)kf_pool_count(r, c, k_fixed, k_incl_pad, k_divisor, k_max);
 }
 
+// f(row, column) for every x value of the window rows r by columns q: avg_pool2d's and max_pool2d's k_kh x k_kw
+// windows unrolled (a clipped window is no larger: the rows and columns past its end are skipped), adaptive windows
+// (their sizes vary by output) in loops. (DenseNet's 2 x 2 windows looped: some 60 instructions an output around
+// four loads.)
+template <typename F>
+__device__ __forceinline__ void apool_visit(const kf_pool_win& r, const kf_pool_win& q, F&& f) {
+  if constexpr (k_fixed && k_kh * k_kw <= 64) {
+#pragma unroll
+    for (int dh = 0; dh < (int)k_kh; ++dh)
+      if (r.lo + dh < r.hi) {
+#pragma unroll
+        for (int dw = 0; dw < (int)k_kw; ++dw)
+          if (q.lo + dw < q.hi) f(r.lo + dh, q.lo + dw);
+      }
+  } else {
+    for (int64_t hh = r.lo; hh < r.hi; ++hh)
+      for (int64_t ww = q.lo; ww < q.hi; ++ww) f(hh, ww);
+  }
+}
+
 // y's pooled sizes: constants where the windows are adaptive (divisions by them fold), else the launch's.
 __device__ __forceinline__ int64_t apool_oh(const apool_args& a) { return k_fixed ? a.oh : k_oh; }
 __device__ __forceinline__ int64_t apool_ow(const apool_args& a) { return k_fixed ? a.ow : k_ow; }
@@ -67,13 +87,12 @@ __device__ __forceinline__ void apool_means(const apool_args& a, int64_t n, int6
 #pragma unroll
   for (int v = 0; v < V; ++v) m[v] = kf_pool_start<float>(k_max);
   const in_t* base = a.x + n * a.sn + c * a.sc;
-  for (int64_t hh = r.lo; hh < r.hi; ++hh)
-    for (int64_t ww = q.lo; ww < q.hi; ++ww) {
-      float xv[V];
-      load_vec<in_t, V>(base + hh * a.sh + ww * a.sw, xv);
+  apool_visit(r, q, [&](int64_t hh, int64_t ww) {
+    float xv[V];
+    load_vec<in_t, V>(base + hh * a.sh + ww * a.sw, xv);
 #pragma unroll
-      for (int v = 0; v < V; ++v) m[v] = kf_pool_step(m[v], xv[v], k_max);
-    }
+    for (int v = 0; v < V; ++v) m[v] = kf_pool_step(m[v], xv[v], k_max);
+  });
   const float count = apool_divisor(r, q);
 #pragma unroll
   for (int v = 0; v < V; ++v) m[v] = finalize(m[v] / count);
@@ -188,6 +207,8 @@ __global__ void __launch_bounds__(k_threads) apool_staged_kernel(apool_args a) {
   const int pad = (int)((reinterpret_cast<uintptr_t>(run) & 15) / sizeof(in_t));
   const int head = (int)((E - pad) % E < len ? (E - pad) % E : len);
   const int64_t nv = (len - head) / E;
+  // Unrolled: a thread's loads of the run in flight together (a plane of DenseNet's 56 x 56 float16 is two a thread).
+#pragma unroll 4
   for (int64_t i = threadIdx.x; i < nv; i += k_threads)
     reinterpret_cast<uint4*>(sx + pad + head)[i] = reinterpret_cast<const uint4*>(run + head)[i];
   const int64_t tail0 = head + nv * E;
@@ -196,16 +217,18 @@ __global__ void __launch_bounds__(k_threads) apool_staged_kernel(apool_args a) {
     sx[pad + e] = run[e];
   }
   __syncthreads();
+  // The block's outputs are one run of y: whole planes, or one plane's rows [r0, r1).
   const int orows = r1 - r0, per_plane = orows * OW;
+  out_t* yb = a.y + (p0 * OH + r0) * OW;
   for (int o = threadIdx.x; o < np * per_plane; o += k_threads) {
     const int pl = np == 1 ? 0 : apool_div(a.d_ohw, o), ro = apool_div(a.d_ow, o - pl * per_plane);
     const int oi = r0 + ro, oj = o - pl * per_plane - ro * OW;
     const kf_pool_win r = apool_window<0>(oi, h, OH), q = apool_window<1>(oj, w, OW);
-    const in_t* px = sx + pad + (int64_t)pl * rows * w;
+    const in_t* px = sx + pad + pl * rows * w;
     float sum = kf_pool_start<float>(k_max);
-    for (int hh = (int)r.lo; hh < (int)r.hi; ++hh)
-      for (int ww = (int)q.lo; ww < (int)q.hi; ++ww) sum = kf_pool_step(sum, to_f(px[(hh - hs) * w + ww]), k_max);
-    a.y[((p0 + pl) * OH + oi) * OW + oj] = from_f<out_t>(finalize(sum / apool_divisor(r, q)));
+    apool_visit(
+        r, q, [&](int64_t hh, int64_t ww) { sum = kf_pool_step(sum, to_f(px[((int)hh - hs) * w + (int)ww]), k_max); });
+    yb[o] = from_f<out_t>(finalize(sum / apool_divisor(r, q)));
   }
 }
 
