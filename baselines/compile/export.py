@@ -114,6 +114,9 @@ def make_ops(torch):
         "exp": lambda x, a, t: (torch.exp(x),),
         "rsqrt": lambda x, a, t: (torch.rsqrt(x),),
         "neg": lambda x, a, t: (torch.neg(x),),
+        "hardswish": lambda x, a, t: (F.hardswish(x),),
+        "hardsigmoid": lambda x, a, t: (F.hardsigmoid(x),),
+        "clamp": lambda x, a, t: (torch.clamp(x, a.get("min"), a.get("max")),),
         # other: an input, or a number (a Python scalar operand, as `x + 1.0` is written)
         "add": lambda x, a, t: (x + t.get("other", a["other"]),),
         "sub": lambda x, a, t: (x - t.get("other", a["other"]),),

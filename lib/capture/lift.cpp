@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -69,6 +70,26 @@ std::optional<lifted_op> gelu(const trace& t, const traced_op& op) {
     if (a != "tanh") return std::nullopt;
     l->args["approximate"] = "tanh";
   }
+  return l;
+}
+
+// torch.clamp(x, min, max) and F.hardtanh(x, min_val, max_val) (F.relu6 is hardtanh(x, 0, 6)): number bounds only.
+std::optional<lifted_op> clamp(const trace& t, const traced_op& op) {
+  const bool hardtanh = op.name.rfind("aten.hardtanh", 0) == 0;
+  auto l = floating(t, start(t, op, "clamp", op.arg(0, "self")));
+  if (!l) return l;
+  const json& lo = op.arg(1, hardtanh ? "min_val" : "min");
+  const json& hi = op.arg(2, hardtanh ? "max_val" : "max");
+  for (auto [name, arg, fallback] : {std::tuple{"min", &lo, -1.0}, std::tuple{"max", &hi, 1.0}}) {
+    if (arg->is_null()) {
+      if (hardtanh) l->args[name] = fallback;  // hardtanh's defaults
+      continue;
+    }
+    auto v = number_arg(*arg);
+    if (!v || std::isnan(*v)) return std::nullopt;  // a tensor bound
+    l->args[name] = *v;
+  }
+  if (!l->args.contains("min") && !l->args.contains("max")) return std::nullopt;
   return l;
 }
 
@@ -342,6 +363,10 @@ const std::map<std::string, rule>& lift_rules() {
         {"aten.max_pool2d.default", max_pool},
         {"aten.max_pool2d_with_indices.default", max_pool},
         {"aten.topk.default", topk},
+        {"aten.clamp.default", clamp},
+        {"aten.clamp_.default", clamp},
+        {"aten.hardtanh.default", clamp},
+        {"aten.hardtanh_.default", clamp},
         {"aten.masked_fill.Scalar", fill},
         {"aten.masked_fill_.Scalar", fill},
         {"aten.masked_fill.Tensor", fill},
@@ -356,7 +381,7 @@ const std::map<std::string, rule>& lift_rules() {
         {"aten.alias.default", alias},
         {"aten.detach.default", alias},
     };
-    for (const char* u : {"silu", "sigmoid", "tanh", "relu", "exp", "rsqrt", "neg"}) {
+    for (const char* u : {"silu", "sigmoid", "tanh", "relu", "exp", "rsqrt", "neg", "hardswish", "hardsigmoid"}) {
       m[fmt::format("aten.{}.default", u)] = unary(u);
       m[fmt::format("aten.{}_.default", u)] = unary(u);
     }

@@ -117,6 +117,14 @@ std::vector<tensor_desc> softcap(const op_context& c) {
   return elementwise_float(c);
 }
 
+// torch.clamp(x, min, max): torch refuses a clamp with neither bound.
+std::vector<tensor_desc> clamp(const op_context& c) {
+  if (!c.has("min") && !c.has("max")) c.fail("min", "expected min, max or both (torch.clamp needs a bound)");
+  for (const char* b : {"min", "max"})
+    if (c.has(b) && std::isnan(c.get_number(b))) c.fail(b, "expected a number, got nan");
+  return elementwise_float(c);
+}
+
 // A mask (add_mask's, masked_fill's) broadcasts into x without growing it.
 void need_mask_shape(const op_context& c, const tensor_desc& m, const std::string& arg = "mask") {
   std::vector<int64_t> shape;
@@ -313,6 +321,9 @@ std::vector<op_def> make_table() {
       {"exp", "torch.exp(x)", {}, false, {}, elementwise_float},
       {"rsqrt", "torch.rsqrt(x)", {}, false, {}, elementwise_float},
       {"neg", "torch.neg(x)", {}, false, {}, elementwise_float},
+      {"hardswish", "F.hardswish(x)", {}, false, {}, elementwise_float},
+      {"hardsigmoid", "F.hardsigmoid(x)", {}, false, {}, elementwise_float},
+      {"clamp", "torch.clamp(x, min, max)", {arg("min", k::number), arg("max", k::number)}, false, {}, clamp},
       {"add", "x + other", {operand_or_number("other")}, false, {}, binary},
       {"sub", "x - other", {operand_or_number("other")}, false, {}, binary},
       {"mul", "x * other", {operand_or_number("other")}, false, {}, binary},

@@ -70,6 +70,14 @@ std::vector<torch_op> make_table() {
       {"exp", [](const at::Tensor& x, const torch_op_args&) -> tensors { return {at::exp(x)}; }},
       {"rsqrt", [](const at::Tensor& x, const torch_op_args&) -> tensors { return {at::rsqrt(x)}; }},
       {"neg", [](const at::Tensor& x, const torch_op_args&) -> tensors { return {at::neg(x)}; }},
+      {"hardswish", [](const at::Tensor& x, const torch_op_args&) -> tensors { return {at::hardswish(x)}; }},
+      {"hardsigmoid", [](const at::Tensor& x, const torch_op_args&) -> tensors { return {at::hardsigmoid(x)}; }},
+      {"clamp", [](const at::Tensor& x, const torch_op_args& a) -> tensors {
+         std::optional<at::Scalar> lo, hi;
+         if (a.has("min")) lo = a.value("min").get<double>();
+         if (a.has("max")) hi = a.value("max").get<double>();
+         return {at::clamp(x, lo, hi)};
+       }},
       {"add", binary([](const at::Tensor& x, const auto& o) { return at::add(x, o); })},
       {"sub", binary([](const at::Tensor& x, const auto& o) { return at::sub(x, o); })},
       {"mul", binary([](const at::Tensor& x, const auto& o) { return at::mul(x, o); })},

@@ -138,6 +138,10 @@ def _reference(op, x, args, values, form="aten"):
         return F.gelu(x, approximate=args.get("approximate", "none"))
     if op in ("sigmoid", "tanh", "relu", "exp", "rsqrt", "neg"):
         return getattr(torch, op)(x)
+    if op in ("hardswish", "hardsigmoid"):
+        return getattr(F, op)(x)
+    if op == "clamp":
+        return torch.clamp(x, args.get("min"), args.get("max"))
     if op in ("add", "sub", "mul", "div"):  # other: an input, or a number (x + 1.0)
         other = args["other"]
         return getattr(torch, op)(x, other if isinstance(other, (int, float)) else t("other"))

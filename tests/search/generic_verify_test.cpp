@@ -59,6 +59,8 @@ std::string one_op_spec(const std::string& op, const std::string& t) {
     extra = fmt::format("  w: {{shape: [5, 6], dtype: {0}}}\n  b: {{shape: [5], dtype: {0}}}\n", t);
   } else if (op == "matmul") args = "other: y", extra = fmt::format("  y: {{shape: [6, 4], dtype: {}}}\n", t);
   else if (op == "rsqrt") init = ", init: {uniform: {low: 0.5, high: 2.0}}";
+  else if (op == "hardswish" || op == "hardsigmoid") init = ", init: {normal: {std: 3.0}}";  // both clamps and the ramp
+  else if (op == "clamp") args = "min: -0.5, max: 0.75";
   else if (op == "add" || op == "sub" || op == "mul") args = "other: y", extra = fmt::format("  y: {{shape: [8, 1], dtype: {}}}\n", t);
   else if (op == "div") {
     args = "other: y";

@@ -13,7 +13,7 @@ namespace kf::ew {
 bool is_elementwise(std::string_view op) {
   static const std::vector<std::string_view> k = {"scale", "softcap", "add_mask", "masked_fill", "where", "silu", "gelu",
                                                   "cast", "sigmoid", "tanh", "relu", "exp", "rsqrt", "neg", "add", "sub",
-                                                  "mul", "div"};
+                                                  "mul", "div", "hardswish", "hardsigmoid", "clamp"};
   for (auto o : k)
     if (o == op) return true;
   return false;
@@ -81,6 +81,18 @@ std::string statement(const op_call& call, const std::string& v, const std::stri
   else if (op == "exp") s = fmt::format("{0} = kf_exp({0});", v);
   else if (op == "rsqrt") s = fmt::format("{0} = ({1})1 / kf_sqrt({0});", v, acc);
   else if (op == "neg") s = fmt::format("{0} = -{0};", v);
+  else if (op == "hardswish" || op == "hardsigmoid")
+    // ATen's: x * min(max(x + 3, 0), 6) * (1 / 6) (hardsigmoid without the x), in the value type; NaN stays NaN (the
+    // comparisons are false).
+    s = fmt::format("{{ {1} kf_h = {0} + {2}; kf_h = kf_h < {3} ? {3} : kf_h; {0} = {6}(kf_h > {4} ? {4} : kf_h) * {5}; }}",
+                    v, acc, literal(3, acc), literal(0, acc), literal(6, acc), literal(1.0 / 6.0, acc),
+                    op == "hardswish" ? v + " * " : std::string());
+  else if (op == "clamp") {
+    // torch.clamp: the lower bound, then the upper (min > max gives max); NaN stays NaN.
+    if (a.contains("min") && !a.at("min").is_null()) s += fmt::format("{0} = {0} < {1} ? {1} : {0};", v, num("min"));
+    if (a.contains("max") && !a.at("max").is_null())
+      s += fmt::format("{}{} = {} > {} ? {} : {};", s.empty() ? "" : " ", v, v, num("max"), num("max"), v);
+  }
   else if (op == "cast") return fmt::format("{0} = kf_round({1}, {0});", v, abi_code(result));
   else KF_ASSERT(false, "{} is not an elementwise op", op);
   if (round_steps && (result == dtype::float16 || result == dtype::bfloat16))
