@@ -190,3 +190,16 @@ TEST(capture_lift, torch_where_with_a_number_is_where_or_masked_fill) {
   t = masked_trace({{"aten.sum.default", nlohmann::json::array({x}), scalar}, {"aten.where.self", {mask, x, scalar}, out}});
   EXPECT_TRUE(lifted_named(lift(t), "where").empty());
 }
+
+// MobileNetV3's activations: nn.Hardswish and nn.Hardsigmoid lift as themselves, nn.ReLU6 (aten.hardtanh 0, 6) and a
+// one-sided torch.clamp to clamp with their number bounds (an absent bound stays absent).
+TEST(capture_lift, maps_hardswish_hardsigmoid_relu6_and_clamp) {
+  const trace t = fixture("mobilenet_se");
+  const auto lifted = lift(t);
+  EXPECT_EQ(lifted_named(lifted, "hardswish").size(), 1u);
+  EXPECT_EQ(lifted_named(lifted, "hardsigmoid").size(), 1u);
+  const auto clamps = lifted_named(lifted, "clamp");
+  ASSERT_EQ(clamps.size(), 2u);
+  EXPECT_EQ(clamps[0].args, (nlohmann::json{{"min", 0.0}, {"max", 6.0}}));
+  EXPECT_EQ(clamps[1].args, (nlohmann::json{{"max", 0.5}}));
+}

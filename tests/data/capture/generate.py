@@ -184,7 +184,31 @@ def pool_branches():
     return PoolBranches(), (torch.randn(2, 8, 10, 10),)
 
 
-MODELS = ["norm_two_sizes", "llama_block", "resnet_tail", "router_softcap", "pool_branches"]
+# ---- mobilenet_se: MobileNetV3's activations: Hardswish after a conv, a squeeze-excite gate (Hardsigmoid), ReLU6 and a
+# one-sided clamp ----
+
+class MobileNetSE(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(8, 8, 1, bias=False)
+        self.act = nn.Hardswish()
+        self.fc1 = nn.Conv2d(8, 4, 1)
+        self.fc2 = nn.Conv2d(4, 8, 1)
+        self.gate = nn.Hardsigmoid()
+        self.relu6 = nn.ReLU6()
+
+    def forward(self, x):
+        h = self.act(self.conv(x))
+        s = self.gate(self.fc2(F.relu(self.fc1(F.adaptive_avg_pool2d(h, 1)))))
+        return self.relu6(h * s), torch.clamp(x, max=0.5)
+
+
+def mobilenet_se():
+    torch.manual_seed(0)
+    return MobileNetSE().eval(), (torch.randn(2, 8, 6, 6),)
+
+
+MODELS = ["norm_two_sizes", "llama_block", "resnet_tail", "router_softcap", "pool_branches", "mobilenet_se"]
 
 
 def main():
