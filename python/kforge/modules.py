@@ -7,7 +7,7 @@ the module's parameters being the spec's other inputs. The module types it reads
 each giving the module's forward as steps of the spec's op language:
 
 - one module: nn.LayerNorm, nn.RMSNorm, nn.GroupNorm, nn.Linear, nn.SiLU, nn.GELU, nn.ReLU, nn.Sigmoid, nn.Tanh,
-  nn.Softmax, nn.LogSoftmax (with a dim), nn.AdaptiveAvgPool2d, nn.AvgPool2d, nn.MaxPool2d (no dilation or indices),
+  nn.Hardswish, nn.Hardsigmoid, nn.ReLU6 and nn.Hardtanh (as clamp), nn.Softmax, nn.LogSoftmax (with a dim), nn.AdaptiveAvgPool2d, nn.AvgPool2d, nn.MaxPool2d (no dilation or indices),
   nn.Flatten;
 - consecutive children of an nn.Sequential whose steps together are one workload's graph (GroupNorm then SiLU,
   AdaptiveAvgPool2d then Flatten, LayerNorm then GELU): the first child computes the whole run, the others become
@@ -89,6 +89,10 @@ MODULE_RULES = {
     nn.ReLU: lambda m: None if _inplace(m) else [Step("relu", module=m)],
     nn.Sigmoid: lambda m: [Step("sigmoid", module=m)],
     nn.Tanh: lambda m: [Step("tanh", module=m)],
+    nn.Hardswish: lambda m: None if _inplace(m) else [Step("hardswish", module=m)],
+    nn.Hardsigmoid: lambda m: None if _inplace(m) else [Step("hardsigmoid", module=m)],
+    nn.ReLU6: lambda m: None if _inplace(m) else [Step("clamp", {"min": 0.0, "max": 6.0}, module=m)],
+    nn.Hardtanh: lambda m: None if _inplace(m) else [Step("clamp", {"min": m.min_val, "max": m.max_val}, module=m)],
     nn.Softmax: lambda m: None if m.dim is None else [Step("softmax", {"dim": m.dim}, module=m)],
     nn.LogSoftmax: lambda m: None if m.dim is None else [Step("log_softmax", {"dim": m.dim}, module=m)],
     nn.AdaptiveAvgPool2d: lambda m: (None if m.output_size is None or

@@ -258,6 +258,20 @@ class Patch(unittest.TestCase):
         self.expect_same(compiled, original, torch.randn(2, 512, 768).half(), torch.float16, "bert-base-layernorm")
 
 
+class ModuleRules(unittest.TestCase):
+    def test_activation_rules_compute_the_modules_forward(self):
+        """MobileNetV3's modules read by rule: their steps, run as the spec's ops, give the module's own output."""
+        from kforge.rewrite import _reference
+        x = torch.randn(4, 37) * 4
+        for m in (nn.Hardswish(), nn.Hardsigmoid(), nn.ReLU6(), nn.Hardtanh(-2.0, 3.0)):
+            y = x
+            for step in kforge.MODULE_RULES[type(m)](m):
+                y = _reference(step.op, y, step.args, {})
+            torch.testing.assert_close(y, m(x), rtol=0, atol=0, msg=type(m).__name__)
+        for m in (nn.Hardswish(inplace=True), nn.ReLU6(inplace=True)):  # in place: left to the module
+            self.assertIsNone(kforge.MODULE_RULES[type(m)](m))
+
+
 class LlamaRMSNorm(nn.Module):
     """An RMSNorm written as Hugging Face's Llama writes it: not a module of the rule table."""
 
