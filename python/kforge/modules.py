@@ -7,8 +7,8 @@ the module's parameters being the spec's other inputs. The module types it reads
 each giving the module's forward as steps of the spec's op language:
 
 - one module: nn.LayerNorm, nn.RMSNorm, nn.GroupNorm, nn.Linear, nn.SiLU, nn.GELU, nn.ReLU, nn.Sigmoid, nn.Tanh,
-  nn.Hardswish, nn.Hardsigmoid, nn.ReLU6 and nn.Hardtanh (as clamp), nn.Softmax, nn.LogSoftmax (with a dim), nn.AdaptiveAvgPool2d, nn.AvgPool2d, nn.MaxPool2d (no dilation or indices),
-  nn.Flatten;
+  nn.Hardswish, nn.Hardsigmoid, nn.ReLU6 and nn.Hardtanh (as clamp), nn.Softmax, nn.LogSoftmax (with a dim),
+  nn.AdaptiveAvgPool2d, nn.AvgPool2d, nn.MaxPool2d (no dilation or indices), nn.Flatten;
 - consecutive children of an nn.Sequential whose steps together are one workload's graph (GroupNorm then SiLU,
   AdaptiveAvgPool2d then Flatten, LayerNorm then GELU): the first child computes the whole run, the others become
   nn.Identity.

@@ -61,17 +61,14 @@ def gn_case(c, hw, silu, big_odd=False, n=1, dtype=bf, eps=1e-6, cl=False):
         odd.append(lambda: [randn(1, 32, 4096, 4096, dtype=dtype), randn(32, dtype=dtype), randn(32, dtype=dtype)])
     return dict(make=make, eager=eager, ref=ref, odd=odd)
 
-def pool_case(n, cl):
-    pool = lambda x: torch.flatten(F.adaptive_avg_pool2d(x, 1), 1)
-    return dict(make=lambda: [randn(n, 2048, 7, 7, dtype=f16, cl=cl)], eager=pool,
-                ref=lambda x: x.double().mean((2, 3)),
-                odd=[lambda: [randn(3, 100, 5, 5, dtype=f16, cl=cl)], lambda: [randn(2, 37, 9, 11, dtype=f16, cl=cl)]])
-
 def window_case(shape, dtype, cl, fn, odd_shapes):
-    """A windowed pooling (avg_pool2d, max_pool2d, adaptive_avg_pool2d to a larger output): fn(x) on x and on x
-    in float64 for the reference (adaptive_pool_cuda)."""
+    """A pooling: fn(x) on x, and on x in float64 for the reference; odd shapes for the fallback paths."""
     return dict(make=lambda: [randn(*shape, dtype=dtype, cl=cl)], eager=fn, ref=lambda x: fn(x.double()),
                 odd=[(lambda s=s: [randn(*s, dtype=dtype, cl=cl)]) for s in odd_shapes])
+
+def pool_case(n, cl):  # ResNet-50's head: global average pooling, then flatten (pool_cuda)
+    return window_case((n, 2048, 7, 7), f16, cl, lambda x: torch.flatten(F.adaptive_avg_pool2d(x, 1), 1),
+                       [(3, 100, 5, 5), (2, 37, 9, 11)])
 
 def causal(s):
     return torch.full((s, s), float("-inf"), device="cuda").triu(1).view(1, 1, s, s).to(f16)

@@ -89,9 +89,10 @@ std::string statement(const op_call& call, const std::string& v, const std::stri
                     op == "hardswish" ? v + " * " : std::string());
   else if (op == "clamp") {
     // torch.clamp: the lower bound, then the upper (min > max gives max); NaN stays NaN.
-    if (a.contains("min") && !a.at("min").is_null()) s += fmt::format("{0} = {0} < {1} ? {1} : {0};", v, num("min"));
-    if (a.contains("max") && !a.at("max").is_null())
-      s += fmt::format("{}{} = {} > {} ? {} : {};", s.empty() ? "" : " ", v, v, num("max"), num("max"), v);
+    auto bound = [&](const char* k, const char* cmp) {
+      return a.contains(k) && !a.at(k).is_null() ? fmt::format("{0} = {0} {1} {2} ? {2} : {0};", v, cmp, num(k)) : "";
+    };
+    s = bound("min", "<") + bound("max", ">");
   }
   else if (op == "cast") return fmt::format("{0} = kf_round({1}, {0});", v, abi_code(result));
   else KF_ASSERT(false, "{} is not an elementwise op", op);
